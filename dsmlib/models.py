@@ -1,0 +1,245 @@
+"""Small torch models used by the deep-learning chapters and benchmarks.
+
+Every builder takes an explicit ``seed`` (an int, a ``torch.Generator`` or a numpy
+``Generator``) and never consumes the global torch RNG: modules are constructed inside
+:func:`torch.random.fork_rng` (so PyTorch's default initialisation cannot leak into the
+caller's RNG stream) and are then re-initialised from the given generator.  Same seed
+=> bit-identical parameters.
+
+- :func:`tanh_mlp`  -- two-layer tanh MLP ``f(x, theta)`` (the paper's generic network).
+- :func:`small_cnn` -- a small conv net, optionally with BatchNorm (tests of buffers).
+- :func:`resnet20`, :func:`resnet56`, :func:`cifar_resnet` -- the CIFAR ResNets of
+  He et al. (2016), Sec. 4.2: a 3x3 stem with 16 channels, three stages of ``n``
+  BasicBlocks with 16/32/64 channels (depth ``6n + 2``), global average pooling and a
+  linear head.  ResNet-56 is the network of the paper's Sec. 5 (Fig. 1).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._checks import check_choice, check_int
+from .covariances import as_torch_generator
+
+__all__ = [
+    "TanhMLP", "SmallCNN", "BasicBlock", "CifarResNet",
+    "tanh_mlp", "small_cnn", "cifar_resnet", "resnet20", "resnet56",
+    "count_parameters",
+]
+
+
+# --------------------------------------------------------------------------- init
+
+
+def _uniform_fan_in_(tensor: torch.Tensor, fan_in: int, generator: torch.Generator) -> None:
+    """U(-1/sqrt(fan_in), 1/sqrt(fan_in)): PyTorch's default Linear/Conv initialisation."""
+    bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+    with torch.no_grad():
+        tensor.uniform_(-bound, bound, generator=generator)
+
+
+def _kaiming_normal_(tensor: torch.Tensor, fan_in: int, generator: torch.Generator) -> None:
+    """N(0, 2/fan_in): He et al. (2015) initialisation for ReLU networks."""
+    with torch.no_grad():
+        tensor.normal_(0.0, math.sqrt(2.0 / fan_in), generator=generator)
+
+
+def _fan_in(weight: torch.Tensor) -> int:
+    return int(weight[0].numel())
+
+
+def _init_default_(model: nn.Module, generator: torch.Generator) -> None:
+    """PyTorch-default-like initialisation (weights and biases U(+-1/sqrt(fan_in)))."""
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Conv2d)):
+            fan_in = _fan_in(m.weight)
+            _uniform_fan_in_(m.weight, fan_in, generator)
+            if m.bias is not None:
+                _uniform_fan_in_(m.bias, fan_in, generator)
+        elif isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.reset_parameters()  # deterministic: weight 1, bias 0, running stats 0/1
+
+
+def _init_resnet_(model: nn.Module, generator: torch.Generator) -> None:
+    """He et al. initialisation as in the usual CIFAR ResNet code: Kaiming-normal conv and
+    linear weights, default-uniform linear bias, BatchNorm weight 1 / bias 0."""
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Conv2d)):
+            fan_in = _fan_in(m.weight)
+            _kaiming_normal_(m.weight, fan_in, generator)
+            if m.bias is not None:
+                _uniform_fan_in_(m.bias, fan_in, generator)
+        elif isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.reset_parameters()
+
+
+def _build(factory: Callable[[], nn.Module], seed: Any,
+           init: Callable[[nn.Module, torch.Generator], None],
+           dtype: torch.dtype) -> nn.Module:
+    """Construct without touching the global RNG, then initialise from ``seed``."""
+    generator = as_torch_generator(seed)
+    with torch.random.fork_rng(devices=[]):
+        model = factory()
+    model = model.to(dtype)
+    init(model, generator)
+    return model
+
+
+def _check_dtype(dtype: Any) -> torch.dtype:
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    return dtype
+
+
+def count_parameters(model: nn.Module, *, trainable_only: bool = True) -> int:
+    """Number of (trainable) scalar parameters ``d``."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
+
+
+# --------------------------------------------------------------------------- MLP
+
+
+class TanhMLP(nn.Module):
+    """``f(x) = W2 tanh(W1 x + b1) + b2``; output shape ``(batch, out_dim)``."""
+
+    def __init__(self, in_dim: int, hidden: int, out_dim: int) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(in_dim, hidden)
+        self.fc2 = nn.Linear(hidden, out_dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.tanh(self.fc1(x)))
+
+
+def tanh_mlp(in_dim: int, hidden: int, out_dim: int = 1, *, seed: Any = 0,
+             dtype: torch.dtype = torch.float32) -> TanhMLP:
+    """Two-layer tanh MLP with ``d = (in_dim + 1) * hidden + (hidden + 1) * out_dim``."""
+    in_dim = check_int("in_dim", in_dim, minimum=1)
+    hidden = check_int("hidden", hidden, minimum=1)
+    out_dim = check_int("out_dim", out_dim, minimum=1)
+    return _build(lambda: TanhMLP(in_dim, hidden, out_dim), seed, _init_default_,
+                  _check_dtype(dtype))
+
+
+# --------------------------------------------------------------------------- small CNN
+
+
+class SmallCNN(nn.Module):
+    """conv3x3 -> [BN] -> ReLU -> maxpool2 -> conv3x3 -> [BN] -> ReLU -> global avg pool -> linear."""
+
+    def __init__(self, in_channels: int, n_classes: int, width: int, batchnorm: bool) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, width, 3, padding=1, bias=not batchnorm)
+        self.bn1 = nn.BatchNorm2d(width) if batchnorm else nn.Identity()
+        self.conv2 = nn.Conv2d(width, 2 * width, 3, padding=1, bias=not batchnorm)
+        self.bn2 = nn.BatchNorm2d(2 * width) if batchnorm else nn.Identity()
+        self.fc = nn.Linear(2 * width, n_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.relu(self.bn2(self.conv2(x)))
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+def small_cnn(in_channels: int = 3, n_classes: int = 10, *, width: int = 8,
+              batchnorm: bool = False, seed: Any = 0,
+              dtype: torch.dtype = torch.float32) -> SmallCNN:
+    """A small CNN for any image size >= 2 (global pooling makes it size-agnostic)."""
+    in_channels = check_int("in_channels", in_channels, minimum=1)
+    n_classes = check_int("n_classes", n_classes, minimum=1)
+    width = check_int("width", width, minimum=1)
+    return _build(lambda: SmallCNN(in_channels, n_classes, width, bool(batchnorm)), seed,
+                  _init_default_, _check_dtype(dtype))
+
+
+# --------------------------------------------------------------------------- CIFAR ResNets
+
+
+class _ShortcutA(nn.Module):
+    """Option A (He et al. 2016): identity with stride-2 subsampling and zero-padded
+    channels; parameter-free."""
+
+    def __init__(self, pad: int) -> None:
+        super().__init__()
+        self.pad = pad
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, self.pad, self.pad))
+
+
+class BasicBlock(nn.Module):
+    """Two 3x3 conv-BN layers with a residual connection (He et al. 2016, Fig. 2)."""
+
+    def __init__(self, in_planes: int, planes: int, stride: int, shortcut: str) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_planes, planes, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, stride=1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.shortcut: nn.Module = nn.Identity()
+        if stride != 1 or in_planes != planes:
+            if shortcut == "A":
+                self.shortcut = _ShortcutA((planes - in_planes) // 2)
+            else:  # option B: projection by 1x1 conv + BN
+                self.shortcut = nn.Sequential(
+                    nn.Conv2d(in_planes, planes, 1, stride=stride, bias=False),
+                    nn.BatchNorm2d(planes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + self.shortcut(x))
+
+
+class CifarResNet(nn.Module):
+    """ResNet-(6n+2) for 32x32 inputs (He et al. 2016, Sec. 4.2)."""
+
+    def __init__(self, n: int, num_classes: int, in_channels: int, shortcut: str) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, 16, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        layers: list[nn.Module] = []
+        in_planes = 16
+        for planes, stride in ((16, 1), (32, 2), (64, 2)):
+            blocks = []
+            for k in range(n):
+                blocks.append(BasicBlock(in_planes, planes, stride if k == 0 else 1, shortcut))
+                in_planes = planes
+            layers.append(nn.Sequential(*blocks))
+        self.layer1, self.layer2, self.layer3 = layers
+        self.linear = nn.Linear(64, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.layer3(self.layer2(self.layer1(out)))
+        return self.linear(out.mean(dim=(2, 3)))
+
+
+def cifar_resnet(depth: int, num_classes: int = 10, *, in_channels: int = 3,
+                 shortcut: str = "A", seed: Any = 0,
+                 dtype: torch.dtype = torch.float32) -> CifarResNet:
+    """CIFAR ResNet of ``depth = 6n + 2`` layers; ``shortcut`` "A" (parameter-free, the
+    paper's CIFAR choice) or "B" (1x1 projections)."""
+    depth = check_int("depth", depth, minimum=8)
+    if (depth - 2) % 6:
+        raise ValueError(f"depth must be of the form 6n + 2 (20, 32, 44, 56, 110, ...), got {depth}")
+    num_classes = check_int("num_classes", num_classes, minimum=1)
+    in_channels = check_int("in_channels", in_channels, minimum=1)
+    shortcut = check_choice("shortcut", shortcut, ["A", "B"])
+    n = (depth - 2) // 6
+    return _build(lambda: CifarResNet(n, num_classes, in_channels, shortcut), seed,
+                  _init_resnet_, _check_dtype(dtype))
+
+
+def resnet20(num_classes: int = 10, **kwargs: Any) -> CifarResNet:
+    """ResNet-20 (n = 3): 0.27M parameters with option-A shortcuts."""
+    return cifar_resnet(20, num_classes, **kwargs)
+
+
+def resnet56(num_classes: int = 10, **kwargs: Any) -> CifarResNet:
+    """ResNet-56 (n = 9): 0.85M parameters with option-A shortcuts; the paper's Sec. 5 model."""
+    return cifar_resnet(56, num_classes, **kwargs)

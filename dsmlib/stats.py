@@ -1,0 +1,72 @@
+"""Uncertainty for Monte-Carlo estimates from correlated chains.
+
+Successive SGD iterates are correlated, so the naive ``std / sqrt(n)`` understates the error of
+a time average. The batch-means method cuts a stationary series into ``n_batches`` contiguous
+blocks much longer than its correlation time; block statistics are then nearly independent, and
+their spread gives the standard error.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from scipy import stats as _st
+
+from ._checks import check_int, check_real
+
+
+def batch_statistic(series: np.ndarray, fn: Callable[[np.ndarray], np.ndarray], *,
+                    n_batches: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """Estimate ``fn(series)`` and its standard error by batch means.
+
+    ``series`` has time along axis 0. ``fn`` maps a block of the series to a number or array.
+    The estimate is ``fn`` of the whole series; the standard error is the standard deviation of
+    ``fn`` over ``n_batches`` equal contiguous blocks divided by ``sqrt(n_batches)``.
+    """
+    series = np.asarray(series)
+    n_batches = check_int("n_batches", n_batches, minimum=2)
+    if series.shape[0] < 2 * n_batches:
+        raise ValueError(f"series must have at least 2 * n_batches = {2 * n_batches} samples "
+                         f"along axis 0, got {series.shape[0]}")
+    usable = series.shape[0] - series.shape[0] % n_batches
+    blocks = np.split(series[:usable], n_batches)
+    values = np.array([fn(b) for b in blocks])
+    estimate = np.asarray(fn(series))
+    se = values.std(axis=0, ddof=1) / np.sqrt(n_batches)
+    return estimate, se
+
+
+def batch_means(series: np.ndarray, *, n_batches: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """Time average of a stationary series (axis 0) and its batch-means standard error."""
+    return batch_statistic(series, lambda b: b.mean(axis=0), n_batches=n_batches)
+
+
+def covariance(block: np.ndarray) -> np.ndarray:
+    """Sample covariance (normalised by n) of a block of d-dimensional points."""
+    centred = block - block.mean(axis=0)
+    return centred.T @ centred / block.shape[0]
+
+
+def t_quantile(level: float, dof: float) -> float:
+    """Two-sided Student-t quantile for a ``level`` confidence interval."""
+    level = check_real("level", level)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    return float(_st.t.ppf(0.5 + level / 2.0, dof))
+
+
+def log_log_slope(x: np.ndarray, y: np.ndarray, y_se: np.ndarray) -> tuple[float, float]:
+    """Weighted least-squares slope of ``log y`` on ``log x`` and its standard error.
+
+    ``y_se`` are standard errors of ``y``; the delta method gives ``se(log y) = y_se / y``.
+    """
+    x, y, y_se = (np.asarray(a, dtype=float) for a in (x, y, y_se))
+    if not (x.shape == y.shape == y_se.shape) or x.ndim != 1 or x.size < 2:
+        raise ValueError("x, y and y_se must be 1-D arrays of the same length >= 2")
+    if np.any(x <= 0) or np.any(y <= 0) or np.any(y_se <= 0):
+        raise ValueError("x, y and y_se must be positive for a log-log fit")
+    lx, ly, w = np.log(x), np.log(y), (y / y_se) ** 2
+    xm = np.sum(w * lx) / w.sum()
+    sxx = np.sum(w * (lx - xm) ** 2)
+    slope = np.sum(w * (lx - xm) * ly) / sxx
+    return float(slope), float(1.0 / np.sqrt(sxx))
