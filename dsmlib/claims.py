@@ -129,6 +129,17 @@ def every_case(id: str, statement: str, cases: dict[str, Claim], *, note: str = 
                  se=head.se, note=note, details=details)
 
 
+def verdict_summary(claims: Sequence[Claim]) -> Any:
+    """A Markdown bullet list of claims and their measured verdicts (for ``glue:md``)."""
+    from IPython.display import Markdown
+    lines = []
+    for c in claims:
+        tag = " *(book's correction)*" if c.source == "book" else ""
+        lines.append(f"- **{c.verdict}**{tag}: {c.statement} "
+                     f"(measured {_fmt(c.measured)}, paper {_fmt(c.paper)}; `{c.id}`)")
+    return Markdown("\n".join(lines))
+
+
 def write_results(claims: Sequence[Claim], *, notebook: str, profile: str,
                   results_dir: str | Path = "results", extra: dict[str, Any] | None = None) -> Path:
     """Write ``results/<profile>/<notebook>.json`` as ``{"notebook", "profile", "claims"}``."""

@@ -110,6 +110,25 @@ def run_figure3(*, eta: float = 0.01, batch_size: int = 5, steps: int = 1_000_00
             for i, p in enumerate(it)]
 
 
+def explorer_states(*, sigma2s, covs: dict[str, np.ndarray], eta: float, batch_size: int,
+                    steps: int, n: int = 100, seed: int = 0, replace: bool = False,
+                    max_points: int = 1500, transient_steps: int = 300) -> list[dict]:
+    """Precomputed states for :func:`dsmlib.plots.cloud_explorer`, ordered Σ-major."""
+    from .plots import thin
+    states = []
+    for j, (label, cov) in enumerate(covs.items()):
+        for i, s2 in enumerate(sigma2s):
+            r = run_panel(Panel(f"{j}{i}", label, np.asarray(cov, float), float(s2)), eta=eta,
+                          batch_size=batch_size, steps=steps, n=n, data_seed=seed,
+                          sgd_seed=np.random.SeedSequence([seed, 1000 + j, i]), replace=replace)
+            states.append(dict(cloud=thin(r.cloud, max_points),
+                               clean=r.clean[: transient_steps + 1].astype(np.float32),
+                               mean_emp=r.empirical_mean, cov_emp=r.empirical_cov,
+                               mean_exact=r.exact_mean, cov_exact=r.exact_cov,
+                               beta_star=r.problem.beta_star, cov_paper=r.paper_cov))
+    return states
+
+
 # ----------------------------------------------------------------------------------------------
 # Claims
 # ----------------------------------------------------------------------------------------------

@@ -1,0 +1,47 @@
+# Two commands do everything on a fresh machine:
+#   make book   -> install, execute every notebook (PROFILE=quick), build _build/html
+#   make test   -> install (+ test deps, Chromium), run pytest
+# and `make bench` runs the benchmarks.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PROFILE ?= quick
+PYTEST_ARGS ?=
+
+.PHONY: book test bench execute site clean browser-deps
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q -U pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
+	$(PY) -m pip install -q -r requirements-test.txt
+	@touch $@
+
+book: $(VENV)/.installed
+	$(PY) -m dsmlib book --profile $(PROFILE)
+
+execute: $(VENV)/.installed
+	$(PY) -m dsmlib execute --profile $(PROFILE)
+
+site: $(VENV)/.installed
+	$(PY) -m dsmlib build --profile $(PROFILE)
+
+# Debian's Chromium for the browser tests (playwright drives it; no browser download).
+# If it cannot be installed the browser tests skip loudly, except under CI=true.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || \
+	  { (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 \
+	    || echo "WARNING: could not install chromium; browser tests will skip (or fail under CI=true)"; }
+
+test: $(VENV)/.installed-test browser-deps
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(VENV)/.installed
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf _build book/chapters book/_generated book/_static book/ledger.md results

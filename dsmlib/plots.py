@@ -1,0 +1,210 @@
+"""Plotly figures for the book, and the renderer that makes them work in a static site.
+
+Under ipykernel plotly >= 6 emits only ``application/vnd.plotly.v1+json``, which myst-nb drops.
+:func:`setup` registers a renderer that also emits ``text/html`` *without* plotly.js or MathJax;
+the book serves one local copy of plotly.js to every page (see ``dsmlib.runner``).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.io._base_renderers import MimetypeRenderer, PlotlyRenderer
+from plotly.subplots import make_subplots
+
+RENDERER = "dsm_book"
+COLORS = {"noisy": "#1f77b4", "clean": "#ff7f0e", "empirical": "#2ca02c", "exact": "#111111",
+          "paper": "#d62728", "beta_star": "#9467bd", "beta_hat": "#111111"}
+
+
+class BookRenderer(MimetypeRenderer):
+    """Emit the plotly JSON mimetype (for Jupyter) next to a script-free ``text/html`` div."""
+
+    def to_mimebundle(self, fig_dict: dict[str, Any]) -> dict[str, Any]:
+        html = pio.to_html(fig_dict, include_plotlyjs=False, include_mathjax=False,
+                           full_html=False, validate=False,
+                           config={"displaylogo": False, "responsive": True})
+        bundle = PlotlyRenderer().to_mimebundle(fig_dict)
+        bundle["text/html"] = html
+        return bundle
+
+
+def setup() -> None:
+    """Make :data:`RENDERER` plotly's default renderer and use a clean template."""
+    pio.renderers[RENDERER] = BookRenderer()
+    pio.renderers.default = RENDERER
+    pio.templates.default = "plotly_white"
+
+
+def ellipse_xy(mean: Sequence[float], cov: np.ndarray, *, nsig: float = 2.0,
+               n: int = 121) -> tuple[np.ndarray, np.ndarray]:
+    """Points of the ``nsig``-sigma ellipse ``{m + nsig * C^{1/2} u : |u| = 1}`` of a 2-D Gaussian."""
+    cov = np.asarray(cov, dtype=float)
+    if cov.shape != (2, 2):
+        raise ValueError(f"cov must be 2x2, got shape {cov.shape}")
+    w, v = np.linalg.eigh((cov + cov.T) / 2)
+    if not np.all(np.isfinite(w)) or w.min() < -1e-12 * max(1.0, abs(w).max()):
+        raise ValueError("cov must be a finite positive semi-definite matrix")
+    t = np.linspace(0.0, 2.0 * np.pi, n)
+    pts = v @ (np.sqrt(np.clip(w, 0.0, None))[:, None] * np.vstack([np.cos(t), np.sin(t)]))
+    return mean[0] + nsig * pts[0], mean[1] + nsig * pts[1]
+
+
+def thin(points: np.ndarray, max_points: int) -> np.ndarray:
+    """Every k-th row so that at most ``max_points`` remain (float32 keeps the page small)."""
+    step = max(1, int(np.ceil(points.shape[0] / max_points)))
+    return np.asarray(points[::step], dtype=np.float32)
+
+
+def _ellipse_traces(mean_emp, cov_emp, mean_exact, cov_exact, mean_paper, cov_paper, *,
+                    showlegend: bool, legendgroup_suffix: str = "") -> list[go.Scatter]:
+    specs = [("empirical", "empirical cloud (2σ)", mean_emp, cov_emp, "solid"),
+             ("exact", "exact SGD recursion (2σ)", mean_exact, cov_exact, "dash"),
+             ("paper", "paper: N(β*, ησ²Σ̄/B) (2σ)", mean_paper, cov_paper, "dot")]
+    out = []
+    for key, name, m, c, dash in specs:
+        x, y = ellipse_xy(m, c)
+        out.append(go.Scatter(x=x, y=y, mode="lines", name=name,
+                              line=dict(color=COLORS[key], dash=dash, width=2),
+                              legendgroup=key + legendgroup_suffix, showlegend=showlegend,
+                              hoverinfo="skip"))
+    return out
+
+
+def figure3(results, *, max_cloud_points: int = 4000, transient_steps: int = 300) -> go.Figure:
+    """Figure 3: eight panels of label-noisy trajectories, noiseless companions and ellipses.
+
+    ``results`` are :class:`dsmlib.ols_experiment.PanelResult`. Each panel shows the first
+    ``transient_steps`` of both runs as lines, the stationary cloud as points (thinned), and
+    the three 2-sigma ellipses: empirical, exact recursion and the paper's formula.
+    """
+    ncols = min(4, len(results))
+    nrows = -(-len(results) // ncols)
+    fig = make_subplots(rows=nrows, cols=ncols, horizontal_spacing=0.05, vertical_spacing=0.12,
+                        subplot_titles=[f"({r.panel.key}) {r.panel.title}" for r in results])
+    for i, r in enumerate(results):
+        row, col = divmod(i, ncols)
+        row, col = row + 1, col + 1
+        first = i == 0
+        cloud = thin(r.cloud, max_cloud_points)
+        fig.add_trace(go.Scattergl(x=cloud[:, 0], y=cloud[:, 1], mode="markers",
+                                   marker=dict(size=2, color=COLORS["noisy"], opacity=0.35),
+                                   name="label-noisy SGD (stationary)", legendgroup="noisy",
+                                   showlegend=first), row=row, col=col)
+        head = r.noisy[: transient_steps + 1]
+        fig.add_trace(go.Scatter(x=head[:, 0], y=head[:, 1], mode="lines",
+                                 line=dict(color=COLORS["noisy"], width=1),
+                                 name="label-noisy SGD (first steps)", legendgroup="noisy_head",
+                                 showlegend=first), row=row, col=col)
+        clean = r.clean[: transient_steps + 1]
+        fig.add_trace(go.Scatter(x=clean[:, 0], y=clean[:, 1], mode="lines",
+                                 line=dict(color=COLORS["clean"], width=1.5),
+                                 name="label-noiseless SGD (same minibatches)",
+                                 legendgroup="clean", showlegend=first), row=row, col=col)
+        for tr in _ellipse_traces(r.empirical_mean, r.empirical_cov, r.exact_mean, r.exact_cov,
+                                  r.problem.beta_star, r.paper_cov, showlegend=first):
+            fig.add_trace(tr, row=row, col=col)
+        for key, pt, name, sym in [("beta_star", r.problem.beta_star, "β*", "x"),
+                                   ("beta_hat", r.problem.beta_hat, "β̂ (OLS fit to noisy labels)",
+                                    "circle-open")]:
+            fig.add_trace(go.Scatter(x=[pt[0]], y=[pt[1]], mode="markers", name=name,
+                                     marker=dict(color=COLORS[key], size=9, symbol=sym),
+                                     legendgroup=key, showlegend=first), row=row, col=col)
+        half = 3.2 * np.sqrt(np.linalg.eigvalsh(r.paper_cov).max())
+        c = r.problem.beta_star
+        fig.update_xaxes(range=[c[0] - half, c[0] + half], row=row, col=col)
+        fig.update_yaxes(range=[c[1] - half, c[1] + half], row=row, col=col,
+                         scaleanchor=f"x{i + 1 if i else ''}", scaleratio=1)
+    fig.update_layout(height=380 * nrows, margin=dict(l=40, r=20, t=60, b=40),
+                      legend=dict(orientation="h", y=-0.08), title="Figure 3, reproduced")
+    return fig
+
+
+def cloud_explorer(states: list[dict[str, Any]], sigma2s: Sequence[float],
+                   cov_labels: Sequence[str]) -> go.Figure:
+    """A static-site explorer: a slider over σ² and a drop-down over Σ, all states precomputed.
+
+    ``states[j * len(sigma2s) + i]`` is the state for ``cov_labels[j]`` and ``sigma2s[i]``, a
+    dict with ``cloud``, ``clean``, ``mean_emp``, ``cov_emp``, ``mean_exact``, ``cov_exact``,
+    ``beta_star``, ``cov_paper``. The drop-down swaps in the slider of its Σ, so the two
+    controls compose without any Python running in the page.
+    """
+    ns, nc = len(sigma2s), len(cov_labels)
+    if len(states) != ns * nc:
+        raise ValueError(f"states must have len(sigma2s) * len(cov_labels) = {ns * nc} entries")
+    fig = go.Figure()
+    per_state = []
+    for k, st in enumerate(states):
+        visible = k == 0
+        traces = [go.Scattergl(x=st["cloud"][:, 0], y=st["cloud"][:, 1], mode="markers",
+                               marker=dict(size=3, color=COLORS["noisy"], opacity=0.4),
+                               name="label-noisy SGD", legendgroup="noisy",
+                               showlegend=visible),
+                  go.Scatter(x=st["clean"][:, 0], y=st["clean"][:, 1], mode="lines",
+                             line=dict(color=COLORS["clean"], width=1.5),
+                             name="label-noiseless SGD", legendgroup="clean",
+                             showlegend=visible)]
+        traces += _ellipse_traces(st["mean_emp"], st["cov_emp"], st["mean_exact"],
+                                  st["cov_exact"], st["beta_star"], st["cov_paper"],
+                                  showlegend=visible)
+        per_state.append(len(traces))
+        for tr in traces:
+            tr.visible = visible
+            fig.add_trace(tr)
+    n_tr = per_state[0]
+
+    def vis(k: int) -> list[bool]:
+        v = [False] * (n_tr * len(states))
+        v[k * n_tr:(k + 1) * n_tr] = [True] * n_tr
+        return v
+
+    def ranges(j: int) -> dict[str, Any]:
+        # Fixed per Σ (so the slider shows the span change honestly), wide enough for the
+        # paper's largest ellipse at that Σ.
+        sts = states[j * ns:(j + 1) * ns]
+        half = max(3.0 * np.sqrt(np.linalg.eigvalsh(st["cov_paper"]).max()) for st in sts)
+        c = sts[0]["beta_star"]
+        return {"xaxis.range": [c[0] - half, c[0] + half], "yaxis.range": [c[1] - half, c[1] + half]}
+
+    def slider(j: int, active: int = 0) -> dict[str, Any]:
+        return dict(active=active, currentvalue=dict(prefix=f"{cov_labels[j]},  σ² = "),
+                    pad=dict(t=40), len=0.9, x=0.05,
+                    steps=[dict(label=f"{s:g}", method="restyle",
+                                args=[{"visible": vis(j * ns + i)}]) for i, s in enumerate(sigma2s)])
+
+    fig.update_layout(
+        sliders=[slider(0)],
+        updatemenus=[dict(type="dropdown", x=0.0, y=1.12, xanchor="left", showactive=True,
+                          buttons=[dict(label=lab, method="update",
+                                        args=[{"visible": vis(j * ns)},
+                                              {"sliders": [slider(j)], **ranges(j)}])
+                                   for j, lab in enumerate(cov_labels)])],
+        height=620, margin=dict(l=50, r=20, t=80, b=40),
+        xaxis=dict(title="β₁", range=ranges(0)["xaxis.range"]),
+        yaxis=dict(title="β₂", range=ranges(0)["yaxis.range"], scaleanchor="x", scaleratio=1),
+        legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def claims_table(claims) -> Any:
+    """An HTML table of claims (dataclasses or dicts) for display in a notebook."""
+    from dataclasses import asdict, is_dataclass
+    from IPython.display import HTML
+
+    from .claims import _BADGE, _fmt
+    rows = []
+    for c in claims:
+        c = asdict(c) if is_dataclass(c) else c
+        rows.append(
+            "<tr>" + "".join(f"<td>{x}</td>" for x in [
+                f"<code>{c['id']}</code>" + (" <em>(book)</em>" if c.get("source") == "book" else ""),
+                c["statement"], c.get("quantity", ""), _fmt(c["paper"]), _fmt(c["measured"]),
+                f"[{_fmt(c['interval'][0])}, {_fmt(c['interval'][1])}]",
+                f"[{_fmt(c['band'][0], '−∞')}, {_fmt(c['band'][1], '∞')}]",
+                _BADGE[c["verdict"]]]) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ["Claim", "Statement", "Quantity", "Paper",
+                                             "Measured", "99% interval", "Band", "Verdict"])
+    return HTML(f"<table class='claims-table'><thead><tr>{head}</tr></thead><tbody>"
+                + "".join(rows) + "</tbody></table>")

@@ -1,0 +1,155 @@
+"""Execute the book's notebooks with papermill, and build the static site with Jupyter Book 1.
+
+papermill is the only thing that executes notebooks (the book is built with
+``execute_notebooks: off``). Sources are MyST-Markdown notebooks (jupytext) in ``notebooks/``;
+executed copies go to ``book/chapters/`` and claims to ``results/<profile>/<notebook>.json``.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .claims import ledger_markdown, load_results, summary_markdown
+from .profiles import check_profile, load_specs, resolve, select
+
+CELL_TIMEOUT_S = 1800
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class NotebookFailed(RuntimeError):
+    """A notebook cell raised; the message carries the cell's error and traceback."""
+
+
+def find_root(start: str | Path | None = None) -> Path:
+    """The book root: the nearest directory (upwards) holding ``_config.yml`` and ``notebooks/``."""
+    here = Path(start or Path.cwd()).resolve()
+    for d in [here, *here.parents]:
+        if (d / "_config.yml").exists() and (d / "notebooks").is_dir():
+            return d
+    raise ValueError(f"no book root (a directory with _config.yml and notebooks/) above {here}")
+
+
+def _source_notebook(spec, root: Path) -> Path:
+    import jupytext
+    path = root / "_build" / "sources" / f"{spec.name}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nb = jupytext.read(spec.source)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    jupytext.write(nb, path)
+    return path
+
+
+def declared_parameters(source_ipynb: Path) -> dict[str, Any]:
+    """Names and defaults of the notebook's ``parameters`` cell."""
+    import papermill
+    info = papermill.inspect_notebook(str(source_ipynb))
+    return {k: v.get("default") for k, v in info.items()}
+
+
+def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick",
+            overrides: dict[str, Any] | None = None, timeout: int = CELL_TIMEOUT_S,
+            progress: bool = True) -> list[Path]:
+    """Execute notebooks under a profile; raise :class:`NotebookFailed` on the first error."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    check_profile(profile)
+    if timeout < 1:
+        raise ValueError(f"timeout must be >= 1 second, got {timeout}")
+    specs = load_specs(root / "notebooks")
+    chosen = select(specs, names)
+    overrides = dict(overrides or {})
+    sources, params = [], []
+    for spec in chosen:  # validate everything before running anything
+        src = _source_notebook(spec, root)
+        p = resolve(spec, profile, overrides, declared_parameters(src))
+        p.update(profile=profile, results_dir=str(root / "results"), live_widgets=False)
+        sources.append(src), params.append(p)
+    outputs = []
+    for spec, src, p in zip(chosen, sources, params):
+        out = root / "book" / "chapters" / f"{spec.name}.ipynb"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        print(f"[dsmlib] executing {spec.name} (profile {profile}) -> {out.relative_to(root)}",
+              file=sys.stderr, flush=True)
+        try:
+            papermill.execute_notebook(str(src), str(out), parameters=p, kernel_name="python3",
+                                       execution_timeout=timeout, progress_bar=progress,
+                                       cwd=str(root), log_output=False)
+        except PapermillExecutionError as err:
+            tb = _ANSI.sub("", "\n".join(err.traceback or []))
+            raise NotebookFailed(
+                f"notebook {spec.name!r} failed in cell {err.exec_count} "
+                f"(index {err.cell_index}): {err.ename}: {err.evalue}\n"
+                f"--- cell source ---\n{err.source}\n--- traceback ---\n{tb}\n"
+                f"(the partly executed notebook is at {out})") from None
+        outputs.append(out)
+    return outputs
+
+
+def _executed_profile(path: Path) -> str | None:
+    nb = json.loads(path.read_text())
+    return nb.get("metadata", {}).get("papermill", {}).get("parameters", {}).get("profile")
+
+
+def write_generated_pages(root: Path, profile: str) -> None:
+    """The claims ledger page and the introduction's summary, from ``results/<profile>``."""
+    specs = load_specs(root / "notebooks")
+    docs = load_results(root / "results", profile)
+    missing = [n for n in specs if n not in {d["notebook"] for d in docs}]
+    if missing:
+        raise ValueError(f"no results for notebook(s) {missing} under profile {profile!r}: "
+                         f"run `python -m dsmlib execute --profile {profile}` first")
+    docs = [d for d in docs if d["notebook"] in specs]
+    paths = {n: f"chapters/{n}" for n in specs}
+    (root / "book" / "ledger.md").write_text(
+        ledger_markdown(docs, chapter_paths=paths, profile=profile))
+    gen = root / "book" / "_generated"
+    gen.mkdir(parents=True, exist_ok=True)
+    (gen / "summary.md").write_text(summary_markdown(docs, profile=profile))
+
+
+def copy_assets(root: Path) -> None:
+    """Serve plotly.js and MathJax from the site itself, matching the installed versions."""
+    import mathjax  # django-static-mathjax
+    import plotly
+    static = root / "book" / "_static"
+    static.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js",
+                 static / "plotly.min.js")
+    src = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+    dst = static / "mathjax"
+    if not (dst / "tex-mml-chtml.js").exists():
+        shutil.copytree(src, dst, dirs_exist_ok=True)
+
+
+def build(root: Path, *, profile: str = "quick") -> Path:
+    """Build ``_build/html`` from executed notebooks; warnings and broken links fail it."""
+    check_profile(profile)
+    specs = load_specs(root / "notebooks")
+    for name in specs:
+        nb = root / "book" / "chapters" / f"{name}.ipynb"
+        if not nb.exists():
+            raise ValueError(f"{nb.relative_to(root)} is missing: run `python -m dsmlib execute "
+                             f"--profile {profile}` first")
+        got = _executed_profile(nb)
+        if got != profile:
+            raise ValueError(f"{nb.relative_to(root)} was executed under profile {got!r}, not "
+                             f"{profile!r}: re-run `python -m dsmlib execute --profile {profile}`")
+    write_generated_pages(root, profile)
+    copy_assets(root)
+    jb = Path(sys.executable).with_name("jupyter-book")
+    if not jb.exists():
+        raise RuntimeError(f"jupyter-book is not installed next to {sys.executable}")
+    cmd = [str(jb), "build", str(root), "--builder", "html", "-W", "-n", "--keep-going"]
+    print("[dsmlib] " + " ".join(cmd), file=sys.stderr, flush=True)
+    proc = subprocess.run(cmd, cwd=root)
+    if proc.returncode != 0:
+        raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}); see the "
+                           "warnings above")
+    return root / "_build" / "html" / "index.html"
