@@ -205,7 +205,7 @@ def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
     ]
     for doc in docs:
         nb = doc["notebook"]
-        link = f"[{nb}]({chapter_paths[nb]})" if nb in chapter_paths else nb
+        link = f"{{doc}}`{nb} <{chapter_paths[nb]}>`" if nb in chapter_paths else nb
         for c in doc["claims"]:
             src = " *(book)*" if c.get("source") == "book" else ""
             row = [link, f"`{c['id']}`{src}", c["statement"].replace("|", "\\|"),

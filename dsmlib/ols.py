@@ -434,7 +434,8 @@ def naive_sgd(problem: OLSProblem, eta: float, batch_size: int, steps: int, *, s
     out = np.empty((steps + 1, problem.d))
     out[0] = beta
     for k in range(steps):
-        idx = rng.choice(problem.n, size=batch_size, replace=replace)
+        idx = (rng.integers(0, problem.n, size=batch_size) if replace
+               else rng.choice(problem.n, size=batch_size, replace=False))
         xb = problem.X[idx]
         beta = beta - eta / batch_size * xb.T @ (xb @ beta - y[idx])
         out[k + 1] = beta

@@ -29,20 +29,21 @@ class Panel:
     title: str
     cov: np.ndarray
     sigma2: float
+    short: str = ""   # a compact title for small subplots
 
 
 def paper_panels() -> list[Panel]:
     """The eight settings of Figure 3."""
     i2 = np.eye(2)
     return [
-        Panel("a", "σ² = 0.25, Σ = 20·I", 20 * i2, 0.25),
-        Panel("b", "σ² = 0.5, Σ = 20·I", 20 * i2, 0.5),
-        Panel("c", "σ² = 1, Σ = 20·I", 20 * i2, 1.0),
-        Panel("d", "σ² = 2, Σ = 20·I", 20 * i2, 2.0),
-        Panel("e", "σ² = 0.5, Σ = 10·I", 10 * i2, 0.5),
-        Panel("f", "σ² = 0.5, Σ = 100·I", 100 * i2, 0.5),
-        Panel("g", "σ² = 0.5, Σ = diag(10, 100)", np.diag([10.0, 100.0]), 0.5),
-        Panel("h", "σ² = 0.5, Σ = diag(100, 10)", np.diag([100.0, 10.0]), 0.5),
+        Panel("a", "σ² = 0.25, Σ = 20·I", 20 * i2, 0.25, "σ²=0.25"),
+        Panel("b", "σ² = 0.5, Σ = 20·I", 20 * i2, 0.5, "σ²=0.5"),
+        Panel("c", "σ² = 1, Σ = 20·I", 20 * i2, 1.0, "σ²=1"),
+        Panel("d", "σ² = 2, Σ = 20·I", 20 * i2, 2.0, "σ²=2"),
+        Panel("e", "σ² = 0.5, Σ = 10·I", 10 * i2, 0.5, "Σ=10·I"),
+        Panel("f", "σ² = 0.5, Σ = 100·I", 100 * i2, 0.5, "Σ=100·I"),
+        Panel("g", "σ² = 0.5, Σ = diag(10, 100)", np.diag([10.0, 100.0]), 0.5, "Σ=diag(10,100)"),
+        Panel("h", "σ² = 0.5, Σ = diag(100, 10)", np.diag([100.0, 10.0]), 0.5, "Σ=diag(100,10)"),
     ]
 
 

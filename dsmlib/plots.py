@@ -73,26 +73,40 @@ def _ellipse_traces(mean_emp, cov_emp, mean_exact, cov_exact, mean_paper, cov_pa
     return out
 
 
-def figure3(results, *, max_cloud_points: int = 4000, transient_steps: int = 300) -> go.Figure:
+def _panel_grid(results, titles: list[str]):
+    ncols = min(4, len(results))
+    nrows = -(-len(results) // ncols)
+    fig = make_subplots(rows=nrows, cols=ncols, horizontal_spacing=0.04, vertical_spacing=0.1,
+                        subplot_titles=titles)
+    return fig, ncols, nrows
+
+
+def _square_axes(fig: go.Figure, i: int, row: int, col: int, centre, half: float) -> None:
+    """Equal scales on both axes (shapes of ellipses matter), ranges kept as given."""
+    fig.update_xaxes(range=[centre[0] - half, centre[0] + half], constrain="domain",
+                     row=row, col=col, nticks=4)
+    fig.update_yaxes(range=[centre[1] - half, centre[1] + half], constrain="domain",
+                     scaleanchor=f"x{i + 1 if i else ''}", scaleratio=1, row=row, col=col,
+                     nticks=4)
+
+
+def figure3(results, *, max_cloud_points: int = 1500, transient_steps: int = 300) -> go.Figure:
     """Figure 3: eight panels of label-noisy trajectories, noiseless companions and ellipses.
 
     ``results`` are :class:`dsmlib.ols_experiment.PanelResult`. Each panel shows the first
     ``transient_steps`` of both runs as lines, the stationary cloud as points (thinned), and
-    the three 2-sigma ellipses: empirical, exact recursion and the paper's formula.
+    the three 2-sigma ellipses: empirical, exact recursion and the paper's formula. The axes
+    span the paper's ellipse.
     """
-    ncols = min(4, len(results))
-    nrows = -(-len(results) // ncols)
-    fig = make_subplots(rows=nrows, cols=ncols, horizontal_spacing=0.05, vertical_spacing=0.12,
-                        subplot_titles=[f"({r.panel.key}) {r.panel.title}" for r in results])
+    fig, ncols, nrows = _panel_grid(results, [f"({r.panel.key}) {r.panel.short}" for r in results])
     for i, r in enumerate(results):
-        row, col = divmod(i, ncols)
-        row, col = row + 1, col + 1
+        row, col = i // ncols + 1, i % ncols + 1
         first = i == 0
         cloud = thin(r.cloud, max_cloud_points)
-        fig.add_trace(go.Scattergl(x=cloud[:, 0], y=cloud[:, 1], mode="markers",
-                                   marker=dict(size=2, color=COLORS["noisy"], opacity=0.35),
-                                   name="label-noisy SGD (stationary)", legendgroup="noisy",
-                                   showlegend=first), row=row, col=col)
+        fig.add_trace(go.Scatter(x=cloud[:, 0], y=cloud[:, 1], mode="markers",
+                                 marker=dict(size=2, color=COLORS["noisy"], opacity=0.3),
+                                 name="label-noisy SGD (stationary)", legendgroup="noisy",
+                                 showlegend=first, hoverinfo="skip"), row=row, col=col)
         head = r.noisy[: transient_steps + 1]
         fig.add_trace(go.Scatter(x=head[:, 0], y=head[:, 1], mode="lines",
                                  line=dict(color=COLORS["noisy"], width=1),
@@ -106,19 +120,50 @@ def figure3(results, *, max_cloud_points: int = 4000, transient_steps: int = 300
         for tr in _ellipse_traces(r.empirical_mean, r.empirical_cov, r.exact_mean, r.exact_cov,
                                   r.problem.beta_star, r.paper_cov, showlegend=first):
             fig.add_trace(tr, row=row, col=col)
-        for key, pt, name, sym in [("beta_star", r.problem.beta_star, "β*", "x"),
-                                   ("beta_hat", r.problem.beta_hat, "β̂ (OLS fit to noisy labels)",
-                                    "circle-open")]:
-            fig.add_trace(go.Scatter(x=[pt[0]], y=[pt[1]], mode="markers", name=name,
-                                     marker=dict(color=COLORS[key], size=9, symbol=sym),
-                                     legendgroup=key, showlegend=first), row=row, col=col)
+        _points(fig, r, first, row, col)
         half = 3.2 * np.sqrt(np.linalg.eigvalsh(r.paper_cov).max())
-        c = r.problem.beta_star
-        fig.update_xaxes(range=[c[0] - half, c[0] + half], row=row, col=col)
-        fig.update_yaxes(range=[c[1] - half, c[1] + half], row=row, col=col,
-                         scaleanchor=f"x{i + 1 if i else ''}", scaleratio=1)
-    fig.update_layout(height=380 * nrows, margin=dict(l=40, r=20, t=60, b=40),
-                      legend=dict(orientation="h", y=-0.08), title="Figure 3, reproduced")
+        _square_axes(fig, i, row, col, r.problem.beta_star, half)
+    fig.update_layout(height=290 * nrows + 110, margin=dict(l=30, r=10, t=60, b=30),
+                      legend=dict(orientation="h", y=-0.06), title="Figure 3, reproduced")
+    return fig
+
+
+def _points(fig: go.Figure, r, showlegend: bool, row: int, col: int) -> None:
+    for key, pt, name, sym in [("beta_star", r.problem.beta_star, "β*", "x"),
+                               ("beta_hat", r.problem.beta_hat, "β̂ (OLS fit to noisy labels)",
+                                "circle-open")]:
+        fig.add_trace(go.Scatter(x=[pt[0]], y=[pt[1]], mode="markers", name=name,
+                                 marker=dict(color=COLORS[key], size=9, symbol=sym,
+                                             line=dict(width=2)),
+                                 legendgroup=key, showlegend=showlegend), row=row, col=col)
+
+
+def figure3_zoom(results, *, max_cloud_points: int = 1500) -> go.Figure:
+    """The stationary clouds up close: measured and exact 2-sigma ellipses, β̂ and β*.
+
+    The axes span four exact standard deviations around the midpoint of β* and β̂, so the
+    offset of the centre and the agreement of the two ellipses are visible.
+    """
+    fig, ncols, nrows = _panel_grid(results, [f"({r.panel.key}) {r.panel.short}" for r in results])
+    for i, r in enumerate(results):
+        row, col = i // ncols + 1, i % ncols + 1
+        first = i == 0
+        cloud = thin(r.cloud, max_cloud_points)
+        fig.add_trace(go.Scatter(x=cloud[:, 0], y=cloud[:, 1], mode="markers",
+                                 marker=dict(size=2, color=COLORS["noisy"], opacity=0.3),
+                                 name="label-noisy SGD (stationary)", legendgroup="noisy",
+                                 showlegend=first, hoverinfo="skip"), row=row, col=col)
+        for tr in _ellipse_traces(r.empirical_mean, r.empirical_cov, r.exact_mean, r.exact_cov,
+                                  r.problem.beta_star, r.paper_cov, showlegend=first)[:2]:
+            fig.add_trace(tr, row=row, col=col)
+        _points(fig, r, first, row, col)
+        centre = (r.problem.beta_star + r.exact_mean) / 2
+        half = (4.0 * np.sqrt(np.linalg.eigvalsh(r.exact_cov).max())
+                + np.abs(r.problem.beta_star - r.exact_mean).max() / 2)
+        _square_axes(fig, i, row, col, centre, half)
+    fig.update_layout(height=290 * nrows + 110, margin=dict(l=30, r=10, t=60, b=30),
+                      legend=dict(orientation="h", y=-0.06),
+                      title="The stationary clouds up close")
     return fig
 
 

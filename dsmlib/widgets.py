@@ -44,8 +44,8 @@ def ols_explorer(*, steps: int = 100_000, n: int = 100, seed: int = 0,
     out = W.Output()
 
     def update(*_: Any) -> None:
-        panel = Panel("live", f"{cov.value}, σ² = {sigma2.value:.3g}, η = {eta.value:.4g}, "
-                      f"B = {batch.value}", COVARIANCES[cov.value], float(sigma2.value))
+        title = f"{cov.value}, σ² = {sigma2.value:.3g}, η = {eta.value:.4g}, B = {batch.value}"
+        panel = Panel("live", title, COVARIANCES[cov.value], float(sigma2.value), title)
         out.clear_output(wait=True)
         try:
             r = run_panel(panel, eta=float(eta.value), batch_size=int(batch.value), steps=steps,
