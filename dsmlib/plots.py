@@ -183,7 +183,7 @@ def cloud_explorer(states: list[dict[str, Any]], sigma2s: Sequence[float],
     per_state = []
     for k, st in enumerate(states):
         visible = k == 0
-        traces = [go.Scattergl(x=st["cloud"][:, 0], y=st["cloud"][:, 1], mode="markers",
+        traces = [go.Scatter(x=st["cloud"][:, 0], y=st["cloud"][:, 1], mode="markers",
                                marker=dict(size=3, color=COLORS["noisy"], opacity=0.4),
                                name="label-noisy SGD", legendgroup="noisy",
                                showlegend=visible),
@@ -221,15 +221,17 @@ def cloud_explorer(states: list[dict[str, Any]], sigma2s: Sequence[float],
 
     fig.update_layout(
         sliders=[slider(0)],
-        updatemenus=[dict(type="dropdown", x=0.0, y=1.12, xanchor="left", showactive=True,
+        updatemenus=[dict(type="dropdown", x=1.0, y=1.16, xanchor="right", yanchor="bottom",
+                          showactive=True,
                           buttons=[dict(label=lab, method="update",
                                         args=[{"visible": vis(j * ns)},
                                               {"sliders": [slider(j)], **ranges(j)}])
                                    for j, lab in enumerate(cov_labels)])],
-        height=620, margin=dict(l=50, r=20, t=80, b=40),
-        xaxis=dict(title="β₁", range=ranges(0)["xaxis.range"]),
-        yaxis=dict(title="β₂", range=ranges(0)["yaxis.range"], scaleanchor="x", scaleratio=1),
-        legend=dict(orientation="h", y=-0.25))
+        height=680, margin=dict(l=50, r=20, t=110, b=40),
+        xaxis=dict(title="β₁", range=ranges(0)["xaxis.range"], constrain="domain"),
+        yaxis=dict(title="β₂", range=ranges(0)["yaxis.range"], scaleanchor="x", scaleratio=1,
+                   constrain="domain"),
+        legend=dict(orientation="h", x=0.0, y=1.02, yanchor="bottom", xanchor="left"))
     return fig
 
 

@@ -1,0 +1,21 @@
+"""The live explorer, driven without a browser: moving a control re-simulates."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("ipywidgets")
+
+from dsmlib.widgets import ols_explorer
+
+
+def test_explorer_updates_and_refuses_unstable_eta():
+    box = ols_explorer(steps=3000)
+    assert "tr Cov: empirical" in box.status.value
+    first = box.status.value
+    box.controls["sigma2"].value = 2.0          # observe() re-runs the simulation
+    assert box.status.value != first and "tr Cov: empirical" in box.status.value
+    box.controls["eta"].value = 0.1            # beyond the stability limit for Σ = 20·I
+    assert "stability limit" in box.status.value and "eta_max" in box.status.value
+    box.controls["eta"].value = 0.01
+    box.controls["cov"].value = "Σ = diag(10, 100)"
+    assert "tr Cov: empirical" in box.status.value
