@@ -81,6 +81,14 @@ def _panel_grid(results, titles: list[str]):
     return fig, ncols, nrows
 
 
+def _cloud_trace(r, max_points: int, showlegend: bool) -> go.Scatter:
+    cloud = thin(r.cloud, max_points)
+    return go.Scatter(x=cloud[:, 0], y=cloud[:, 1], mode="markers",
+                      marker=dict(size=2, color=COLORS["noisy"], opacity=0.3),
+                      name="label-noisy SGD (stationary)", legendgroup="noisy",
+                      showlegend=showlegend, hoverinfo="skip")
+
+
 def _square_axes(fig: go.Figure, i: int, row: int, col: int, centre, half: float) -> None:
     """Equal scales on both axes (shapes of ellipses matter), ranges kept as given."""
     fig.update_xaxes(range=[centre[0] - half, centre[0] + half], constrain="domain",
@@ -102,11 +110,7 @@ def figure3(results, *, max_cloud_points: int = 1500, transient_steps: int = 300
     for i, r in enumerate(results):
         row, col = i // ncols + 1, i % ncols + 1
         first = i == 0
-        cloud = thin(r.cloud, max_cloud_points)
-        fig.add_trace(go.Scatter(x=cloud[:, 0], y=cloud[:, 1], mode="markers",
-                                 marker=dict(size=2, color=COLORS["noisy"], opacity=0.3),
-                                 name="label-noisy SGD (stationary)", legendgroup="noisy",
-                                 showlegend=first, hoverinfo="skip"), row=row, col=col)
+        fig.add_trace(_cloud_trace(r, max_cloud_points, first), row=row, col=col)
         head = r.noisy[: transient_steps + 1]
         fig.add_trace(go.Scatter(x=head[:, 0], y=head[:, 1], mode="lines",
                                  line=dict(color=COLORS["noisy"], width=1),
@@ -148,11 +152,7 @@ def figure3_zoom(results, *, max_cloud_points: int = 1500) -> go.Figure:
     for i, r in enumerate(results):
         row, col = i // ncols + 1, i % ncols + 1
         first = i == 0
-        cloud = thin(r.cloud, max_cloud_points)
-        fig.add_trace(go.Scatter(x=cloud[:, 0], y=cloud[:, 1], mode="markers",
-                                 marker=dict(size=2, color=COLORS["noisy"], opacity=0.3),
-                                 name="label-noisy SGD (stationary)", legendgroup="noisy",
-                                 showlegend=first, hoverinfo="skip"), row=row, col=col)
+        fig.add_trace(_cloud_trace(r, max_cloud_points, first), row=row, col=col)
         for tr in _ellipse_traces(r.empirical_mean, r.empirical_cov, r.exact_mean, r.exact_cov,
                                   r.problem.beta_star, r.paper_cov, showlegend=first)[:2]:
             fig.add_trace(tr, row=row, col=col)
