@@ -167,57 +167,42 @@ def figure3_zoom(results, *, max_cloud_points: int = 1500) -> go.Figure:
     return fig
 
 
-def cloud_explorer(states: list[dict[str, Any]], sigma2s: Sequence[float],
-                   cov_labels: Sequence[str]) -> go.Figure:
-    """A static-site explorer: a slider over σ² and a drop-down over Σ, all states precomputed.
+def state_explorer(state_traces: list[list[Any]], *, slider_values: Sequence[Any],
+                   menu_labels: Sequence[str], slider_prefix: str,
+                   menu_layouts: Sequence[dict[str, Any]] | None = None) -> go.Figure:
+    """A figure that works in a static page: a slider and a drop-down over precomputed states.
 
-    ``states[j * len(sigma2s) + i]`` is the state for ``cov_labels[j]`` and ``sigma2s[i]``, a
-    dict with ``cloud``, ``clean``, ``mean_emp``, ``cov_emp``, ``mean_exact``, ``cov_exact``,
-    ``beta_star``, ``cov_paper``. The drop-down swaps in the slider of its Σ, so the two
-    controls compose without any Python running in the page.
+    ``state_traces[j * len(slider_values) + i]`` holds the traces of menu entry ``j`` at slider
+    position ``i`` (every state the same number of traces). The drop-down swaps in the slider
+    of its entry (and ``menu_layouts[j]``, e.g. axis ranges), so the two controls compose with
+    no Python running in the page. Only the first state is visible initially.
     """
-    ns, nc = len(sigma2s), len(cov_labels)
-    if len(states) != ns * nc:
-        raise ValueError(f"states must have len(sigma2s) * len(cov_labels) = {ns * nc} entries")
+    ns, nm = len(slider_values), len(menu_labels)
+    if len(state_traces) != ns * nm:
+        raise ValueError(f"state_traces must have len(slider_values) * len(menu_labels) = "
+                         f"{ns * nm} entries, got {len(state_traces)}")
+    n_tr = len(state_traces[0])
+    if any(len(t) != n_tr for t in state_traces):
+        raise ValueError("every state must have the same number of traces")
+    menu_layouts = list(menu_layouts or [{}] * nm)
     fig = go.Figure()
-    per_state = []
-    for k, st in enumerate(states):
-        visible = k == 0
-        traces = [go.Scatter(x=st["cloud"][:, 0], y=st["cloud"][:, 1], mode="markers",
-                               marker=dict(size=3, color=COLORS["noisy"], opacity=0.4),
-                               name="label-noisy SGD", legendgroup="noisy",
-                               showlegend=visible),
-                  go.Scatter(x=st["clean"][:, 0], y=st["clean"][:, 1], mode="lines",
-                             line=dict(color=COLORS["clean"], width=1.5),
-                             name="label-noiseless SGD", legendgroup="clean",
-                             showlegend=visible)]
-        traces += _ellipse_traces(st["mean_emp"], st["cov_emp"], st["mean_exact"],
-                                  st["cov_exact"], st["beta_star"], st["cov_paper"],
-                                  showlegend=visible)
-        per_state.append(len(traces))
+    for k, traces in enumerate(state_traces):
         for tr in traces:
-            tr.visible = visible
+            tr.visible = k == 0
+            tr.showlegend = k == 0 and tr.showlegend is not False
             fig.add_trace(tr)
-    n_tr = per_state[0]
 
     def vis(k: int) -> list[bool]:
-        v = [False] * (n_tr * len(states))
+        v = [False] * (n_tr * len(state_traces))
         v[k * n_tr:(k + 1) * n_tr] = [True] * n_tr
         return v
 
-    def ranges(j: int) -> dict[str, Any]:
-        # Fixed per Σ (so the slider shows the span change honestly), wide enough for the
-        # paper's largest ellipse at that Σ.
-        sts = states[j * ns:(j + 1) * ns]
-        half = max(3.0 * np.sqrt(np.linalg.eigvalsh(st["cov_paper"]).max()) for st in sts)
-        c = sts[0]["beta_star"]
-        return {"xaxis.range": [c[0] - half, c[0] + half], "yaxis.range": [c[1] - half, c[1] + half]}
-
-    def slider(j: int, active: int = 0) -> dict[str, Any]:
-        return dict(active=active, currentvalue=dict(prefix=f"{cov_labels[j]},  σ² = "),
+    def slider(j: int) -> dict[str, Any]:
+        return dict(active=0, currentvalue=dict(prefix=f"{menu_labels[j]},  {slider_prefix}"),
                     pad=dict(t=40), len=0.9, x=0.05,
-                    steps=[dict(label=f"{s:g}", method="restyle",
-                                args=[{"visible": vis(j * ns + i)}]) for i, s in enumerate(sigma2s)])
+                    steps=[dict(label=f"{v:g}" if isinstance(v, float) else str(v),
+                                method="restyle", args=[{"visible": vis(j * ns + i)}])
+                           for i, v in enumerate(slider_values)])
 
     fig.update_layout(
         sliders=[slider(0)],
@@ -225,13 +210,121 @@ def cloud_explorer(states: list[dict[str, Any]], sigma2s: Sequence[float],
                           showactive=True,
                           buttons=[dict(label=lab, method="update",
                                         args=[{"visible": vis(j * ns)},
-                                              {"sliders": [slider(j)], **ranges(j)}])
-                                   for j, lab in enumerate(cov_labels)])],
-        height=680, margin=dict(l=50, r=20, t=110, b=40),
-        xaxis=dict(title="β₁", range=ranges(0)["xaxis.range"], constrain="domain"),
-        yaxis=dict(title="β₂", range=ranges(0)["yaxis.range"], scaleanchor="x", scaleratio=1,
-                   constrain="domain"),
-        legend=dict(orientation="h", x=0.0, y=1.02, yanchor="bottom", xanchor="left"))
+                                              {"sliders": [slider(j)], **menu_layouts[j]}])
+                                   for j, lab in enumerate(menu_labels)])],
+        legend=dict(orientation="h", x=0.0, y=1.02, yanchor="bottom", xanchor="left"),
+        margin=dict(l=50, r=20, t=110, b=40))
+    fig.update_layout(**{k.replace(".", "_"): v for k, v in menu_layouts[0].items()})
+    return fig
+
+
+def _square_layout(centre, half: float) -> dict[str, Any]:
+    return {"xaxis.range": [centre[0] - half, centre[0] + half],
+            "yaxis.range": [centre[1] - half, centre[1] + half]}
+
+
+def cloud_explorer(states: list[dict[str, Any]], sigma2s: Sequence[float],
+                   cov_labels: Sequence[str]) -> go.Figure:
+    """The least-squares cloud over σ² (slider) and Σ (drop-down), all states precomputed.
+
+    ``states[j * len(sigma2s) + i]`` is the state for ``cov_labels[j]`` and ``sigma2s[i]``, a
+    dict with ``cloud``, ``clean``, ``mean_emp``, ``cov_emp``, ``mean_exact``, ``cov_exact``,
+    ``beta_star``, ``cov_paper``. Axes are fixed per Σ (so the slider shows the span's change
+    as it is), wide enough for the paper's largest ellipse at that Σ.
+    """
+    ns = len(sigma2s)
+    traces = []
+    for st in states:
+        traces.append([go.Scatter(x=st["cloud"][:, 0], y=st["cloud"][:, 1], mode="markers",
+                                  marker=dict(size=3, color=COLORS["noisy"], opacity=0.4),
+                                  name="label-noisy SGD", legendgroup="noisy"),
+                       go.Scatter(x=st["clean"][:, 0], y=st["clean"][:, 1], mode="lines",
+                                  line=dict(color=COLORS["clean"], width=1.5),
+                                  name="label-noiseless SGD", legendgroup="clean"),
+                       *_ellipse_traces(st["mean_emp"], st["cov_emp"], st["mean_exact"],
+                                        st["cov_exact"], st["beta_star"], st["cov_paper"],
+                                        showlegend=True)])
+    layouts = []
+    for j in range(len(cov_labels)):
+        sts = states[j * ns:(j + 1) * ns]
+        half = max(3.0 * np.sqrt(np.linalg.eigvalsh(st["cov_paper"]).max()) for st in sts)
+        layouts.append(_square_layout(sts[0]["beta_star"], half))
+    fig = state_explorer(traces, slider_values=list(sigma2s), menu_labels=cov_labels,
+                         slider_prefix="σ² = ", menu_layouts=layouts)
+    fig.update_layout(height=680, xaxis=dict(title="β₁", constrain="domain"),
+                      yaxis=dict(title="β₂", scaleanchor="x", scaleratio=1, constrain="domain"))
+    return fig
+
+
+def noise_explorer(states: list[dict[str, Any]], batch_sizes: Sequence[int],
+                   sigma2_labels: Sequence[str]) -> go.Figure:
+    """Prop. 1 for a two-parameter model: samples of ξ* and ξ^ULN with their predicted 2σ
+    ellipses, over b (slider) and σ² (drop-down). Each state is a dict with ``xi_star``,
+    ``xi_uln`` (points), ``cov_star``, ``cov_uln`` (predicted covariances)."""
+    traces = []
+    for st in states:
+        ts = []
+        for key, name, color in (("xi_star", "ξ* (minibatch noise)", "#1f77b4"),
+                                 ("xi_uln", "ξ^ULN (label noise)", "#d62728")):
+            pts = st[key]
+            ts.append(go.Scatter(x=pts[:, 0], y=pts[:, 1], mode="markers", name=name + " samples",
+                                 marker=dict(size=3, color=color, opacity=0.25),
+                                 legendgroup=key, hoverinfo="skip"))
+            x, y = ellipse_xy([0.0, 0.0], st["cov_" + key.split("_")[1]])
+            ts.append(go.Scatter(x=x, y=y, mode="lines", name=name + ": Prop. 1 (2σ)",
+                                 line=dict(color=color, width=2.5), legendgroup=key + "_e"))
+        traces.append(ts)
+    nb = len(batch_sizes)
+    layouts = []
+    for j in range(len(sigma2_labels)):
+        sts = states[j * nb:(j + 1) * nb]
+        half = max(2.6 * np.sqrt(max(np.linalg.eigvalsh(st["cov_star"]).max(),
+                                     np.linalg.eigvalsh(st["cov_uln"]).max())) for st in sts)
+        layouts.append(_square_layout([0.0, 0.0], half))
+    fig = state_explorer(traces, slider_values=[int(b) for b in batch_sizes],
+                         menu_labels=sigma2_labels, slider_prefix="b = ", menu_layouts=layouts)
+    fig.update_layout(height=640, xaxis=dict(title="component θ₁", constrain="domain"),
+                      yaxis=dict(title="component θ₂", scaleanchor="x", scaleratio=1,
+                                 constrain="domain"))
+    return fig
+
+
+def strength_loglog(cases) -> go.Figure:
+    """Prop. 3: measured E‖ξ^ULN‖² against (ησ²/(bN))Σ‖∇f‖², log-log, fitted slope in legend."""
+    from .stats import log_log_slope
+    fig = go.Figure()
+    pred = np.array([c.predicted for c in cases])
+    meas = np.array([c.measured for c in cases])
+    se = np.array([c.se for c in cases])
+    for name in dict.fromkeys(c.setting for c in cases):
+        sel = [i for i, c in enumerate(cases) if c.setting == name]
+        fig.add_trace(go.Scatter(
+            x=pred[sel], y=meas[sel], mode="markers", name=name,
+            error_y=dict(type="data", array=2.576 * se[sel], visible=True),
+            text=[f"σ²={cases[i].sigma2:g}, b={cases[i].batch_size}, η={cases[i].eta:g}"
+                  for i in sel], hovertemplate="%{text}<br>predicted %{x:.3g}<br>measured %{y:.3g}"))
+    slope, s_se = log_log_slope(pred, meas, se)
+    lo, hi = pred.min() / 1.5, pred.max() * 1.5
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(dash="dot", color="#555"),
+                             name=f"Eq. 18 (slope 1); fitted slope {slope:.4f} ± {s_se:.4f}"))
+    fig.update_layout(xaxis=dict(type="log", title="predicted (ησ²/(bN))·Σ‖∇θ f‖²"),
+                      yaxis=dict(type="log", title="measured E‖ξ^ULN‖² (99% CI)"),
+                      height=480, legend=dict(orientation="h", y=-0.25),
+                      margin=dict(l=60, r=20, t=30, b=40))
+    return fig
+
+
+def perturbation_plot(curves) -> go.Figure:
+    """Remark 2: E‖Δf‖²/(s²G(θ)) against the perturbation size s (log x), with 99% CIs."""
+    fig = go.Figure()
+    for c in curves:
+        fig.add_trace(go.Scatter(x=c.scales, y=c.ratio, mode="lines+markers", name=c.setting,
+                                 error_y=dict(type="data", array=2.576 * c.se, visible=True)))
+    fig.add_hline(y=1.0, line=dict(dash="dot", color="#555"))
+    fig.update_layout(xaxis=dict(type="log", title="perturbation size s  (δ ~ N(0, s²I))"),
+                      yaxis=dict(type="log", title="E‖f(x,θ+δ) − f(x,θ)‖² / (s²·G(θ))"),
+                      height=440, legend=dict(orientation="h", y=-0.25),
+                      margin=dict(l=60, r=20, t=30, b=40))
     return fig
 
 
