@@ -142,7 +142,7 @@ def _draw_batches(rng: np.random.Generator, n: int, batch_size: int, n_samples: 
 
 def sample_noise_terms(s: Setting, *, sigma2: float, batch_size: int, eta: float,
                        n_samples: int, replacement: bool = True, noise_mode: str = "fresh",
-                       seed: int = 0, n_real_steps: int = 100, chunk: int = 4096,
+                       seed: int = 0, n_real_steps: int | None = None, chunk: int = 4096,
                        progress: bool = False) -> NoiseSamples:
     """Monte-Carlo draws of the two noise terms of Eq. (11) at the setting's ``theta``.
 
@@ -151,13 +151,16 @@ def sample_noise_terms(s: Setting, *, sigma2: float, batch_size: int, eta: float
     By Eq. (12) the terms are linear in the per-sample loss gradients ``g_i`` and Jacobians
     ``J_i``: ``xi* = sqrt(eta) (mean_{j in B} g_j - g_bar)`` and
     ``xi^ULN = -(sqrt(eta)/b) sum_{j in B} J_j^T eps_j``, so draws are vectorised over those.
-    The first ``n_real_steps`` draws are also taken as real SGD steps and split by
+    The first ``n_real_steps`` draws (default ``min(100, n_samples)``) are also taken as real
+    SGD steps and split by
     :func:`dsmlib.noise.decompose_step`; ``predicted["real_step_deviation"]`` is the largest
     relative difference between the two computations (it must be at rounding level).
     """
     sigma2 = check_nonnegative("sigma2", sigma2)
     eta = check_positive("eta", eta)
     n_samples = check_int("n_samples", n_samples, minimum=2)
+    if n_real_steps is None:
+        n_real_steps = min(100, n_samples)
     n_real_steps = check_int("n_real_steps", n_real_steps, minimum=0, maximum=n_samples)
     batch_size = check_int("batch_size", batch_size, minimum=1,
                            maximum=None if replacement else s.n)

@@ -19,3 +19,14 @@ def test_explorer_updates_and_refuses_unstable_eta():
     box.controls["eta"].value = 0.01
     box.controls["cov"].value = "Σ = diag(10, 100)"
     assert "tr Cov: empirical" in box.status.value
+
+
+def test_noise_explorer_updates():
+    from dsmlib.widgets import noise_explorer
+    box = noise_explorer(n_samples=500)
+    first = box.status.value
+    assert "tr Cov ξ*" in first
+    box.controls["batch_size"].value = 32
+    assert box.status.value != first
+    box.controls["replace"].value = False
+    assert "tr Cov ξ^ULN" in box.status.value
