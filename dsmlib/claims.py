@@ -185,7 +185,7 @@ def _fmt(x: float | None, open_end: str = "—") -> str:
     return f"{x:.4g}"
 
 
-_BADGE = {"confirmed": "✅ confirmed", "refuted": "❌ refuted", "inconclusive": "❔ inconclusive"}
+_BADGE = {"confirmed": "✔ confirmed", "refuted": "✘ refuted", "inconclusive": "? inconclusive"}
 
 
 def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, str],

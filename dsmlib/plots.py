@@ -328,6 +328,25 @@ def perturbation_plot(curves) -> go.Figure:
     return fig
 
 
+def cases_table(claims) -> Any:
+    """An HTML table of the per-case details of claims that must hold in every case."""
+    from IPython.display import HTML
+
+    from .claims import _BADGE, _fmt
+    rows = []
+    for c in claims:
+        for d in c.details:
+            rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in [
+                f"<code>{c.id}</code>", d["case"], _fmt(d["paper"]), _fmt(d["measured"]),
+                f"[{_fmt(d['interval'][0])}, {_fmt(d['interval'][1])}]",
+                f"[{_fmt(d['band'][0], '−∞')}, {_fmt(d['band'][1], '∞')}]",
+                _BADGE[d["verdict"]]]) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ["Claim", "Case", "Paper", "Measured",
+                                             "99% interval", "Band", "Verdict"])
+    return HTML(f"<table class='claims-table'><thead><tr>{head}</tr></thead><tbody>"
+                + "".join(rows) + "</tbody></table>")
+
+
 def claims_table(claims) -> Any:
     """An HTML table of claims (dataclasses or dicts) for display in a notebook."""
     from dataclasses import asdict, is_dataclass

@@ -70,7 +70,7 @@ def test_results_round_trip_and_ledger(tmp_path):
     docs = C.load_results(tmp_path, "smoke")
     md = C.ledger_markdown(docs, chapter_paths={"ols": "chapters/ols"}, profile="smoke")
     assert "{doc}`ols <chapters/ols>`" in md
-    assert "Statement \\| with bar" in md and "❌ refuted" in md and "✅ confirmed" in md
+    assert "Statement \\| with bar" in md and "✘ refuted" in md and "✔ confirmed" in md
     summary = C.summary_markdown(docs, profile="smoke")
     assert "**2 claims**: 1 confirmed, 1 refuted" in summary
 

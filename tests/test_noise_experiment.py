@@ -127,3 +127,14 @@ def test_bad_input(ls, call, match):
 def test_noise_explorer_needs_two_parameters(mlp):
     with pytest.raises(ValueError, match="two-parameter model"):
         E.noise_explorer_states(mlp, sigma2s=[1.0], batch_sizes=[2], eta=0.1, n_samples=10)
+
+
+def test_swap_expectation_claims():
+    """Seeded: the literal swap misses the paper's E[ỹ] at p = 0.5 (exact ratio 1.36, tens of
+    standard errors away); copying a random other logit realises it (exact ratio 1)."""
+    y = torch.as_tensor(np.random.default_rng(0).standard_normal((8, 5)))
+    claims = {c.id: c for c in E.swap_expectation_claims(y, ps=[0.5], n_draws=400, seed=1)}
+    assert claims["sec5.swap_expectation"].verdict == "refuted"
+    copy = claims["sec5.swap_expectation_copy"]
+    assert abs(copy.measured - 1) < 4 * copy.se
+    assert "exact 1.0000" in copy.details[0]["case"]
