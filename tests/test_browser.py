@@ -111,3 +111,24 @@ def test_plotly_figures_render_and_slider_changes_figure(browser, smoke_book, pa
     assert page.evaluate(xs, explorer) > 0
     assert blocked == [] and unexpected(errors) == [], (blocked, errors)
     page.close()
+
+
+def test_dropdown_swaps_in_its_slider(browser, smoke_book):
+    """The drop-down and the slider compose: picking another Σ shows that Σ's states."""
+    url = (smoke_book / "_build" / "html" / "book/chapters/ols.html").as_uri()
+    page, blocked, errors = open_page(browser, url)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=20000)
+    explorer = next(p for p in page.query_selector_all(".js-plotly-plot")
+                    if page.evaluate("gd => (gd.layout.updatemenus || []).length", p))
+    explorer.scroll_into_view_if_needed()
+    prefix = "gd => gd.layout.sliders[0].currentvalue.prefix"
+    visible = "gd => gd._fullData.map(t => t.visible === true)"
+    before_prefix, before = page.evaluate(prefix, explorer), page.evaluate(visible, explorer)
+    explorer.query_selector(".updatemenu-header-group").click()
+    page.wait_for_timeout(300)
+    explorer.query_selector_all(".updatemenu-dropdown-button")[2].click()
+    page.wait_for_timeout(800)
+    assert page.evaluate(prefix, explorer) != before_prefix
+    assert page.evaluate(visible, explorer) != before
+    assert blocked == [] and unexpected(errors) == [], (blocked, errors)
+    page.close()
