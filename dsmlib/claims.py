@@ -134,9 +134,10 @@ def verdict_summary(claims: Sequence[Claim]) -> Any:
     from IPython.display import Markdown
     lines = []
     for c in claims:
-        tag = " *(book's correction)*" if c.source == "book" else ""
-        lines.append(f"- **{c.verdict}**{tag}: {c.statement} "
-                     f"(measured {_fmt(c.measured)}, paper {_fmt(c.paper)}; `{c.id}`)")
+        book = c.source == "book"
+        tag = " *(book's correction)*" if book else ""
+        lines.append(f"- **{c.verdict}**{tag}: {c.statement} (measured {_fmt(c.measured)}, "
+                     f"{'predicted' if book else 'paper'} {_fmt(c.paper)}; `{c.id}`)")
     return Markdown("\n".join(lines))
 
 

@@ -208,38 +208,31 @@ def figure3_claims(results: list[PanelResult]) -> list[Claim]:
         slope, se = log_log_slope(np.array(xs), np.array(ys), np.array(ses))
         return slope, se, rows
 
-    sig_keys = [k for k in "abcd" if k in by]
-    if len(sig_keys) >= 2:
-        slope, se, rows = span_slope(sig_keys, lambda r: r.problem.sigma2)
+    span_specs = [  # (id suffix, panels, x, x's name, "grows" statement, "rate" statement, note)
+        ("sigma2", "abcd", lambda r: r.problem.sigma2, "σ² (panels a–d)",
+         "The span of the cloud grows with σ² (panels a–d).",
+         "The covariance is proportional to σ² (Eq. 27): log-log slope 1.", ""),
+        ("trace", "ebf", lambda r: float(np.trace(r.problem.sample_cov)),
+         "tr Σ̄_N (Σ = 10·I, 20·I, 100·I at σ² = 0.5)",
+         "The span of the cloud grows with tr Σ (panels e, f).",
+         "The covariance is proportional to Σ̄_N (Eq. 27): log-log slope 1 against tr Σ̄_N.",
+         "; to first order in η the slope is 0"),
+    ]
+    for suffix, panels, x_of, x_name, grows, rate, extra in span_specs:
+        keys = [k for k in panels if k in by]
+        if len(keys) < 2:
+            continue
+        slope, se, rows = span_slope(keys, x_of)
         exact = log_log_slope(np.array([r["x"] for r in rows]),
                               np.array([r["tr_exact"] for r in rows]), np.ones(len(rows)))[0]
-        q = "slope of log tr Cov against log σ² (panels a–d)"
-        claims.append(measure(
-            "ols.span_vs_sigma2", "The span of the cloud grows with σ² (panels a–d).",
-            paper=1.0, measured=slope, se=se, band=(0.0, None), quantity=q,
-            note=f"Qualitative claim: any positive slope confirms it. Exact recursion: slope "
-                 f"{exact:.4f}.", details=rows))
-        claims.append(measure(
-            "ols.span_vs_sigma2_rate", "The covariance is proportional to σ² (Eq. 27): "
-            "log-log slope 1.", paper=1.0, measured=slope, se=se, band=(0.9, 1.1), quantity=q,
-            details=rows))
-
-    tr_keys = [k for k in "ebf" if k in by]
-    if len(tr_keys) >= 2:
-        slope, se, rows = span_slope(tr_keys, lambda r: float(np.trace(r.problem.sample_cov)))
-        exact = log_log_slope(np.array([r["x"] for r in rows]),
-                              np.array([r["tr_exact"] for r in rows]), np.ones(len(rows)))[0]
-        q = "slope of log tr Cov against log tr Σ̄_N (Σ = 10·I, 20·I, 100·I at σ² = 0.5)"
-        claims.append(measure(
-            "ols.span_vs_trace", "The span of the cloud grows with tr Σ (panels e, f).",
-            paper=1.0, measured=slope, se=se, band=(0.0, None), quantity=q,
-            note=f"Qualitative claim: any positive slope confirms it. Exact recursion: slope "
-                 f"{exact:.4f}; to first order in η the slope is 0.", details=rows))
-        claims.append(measure(
-            "ols.span_vs_trace_rate", "The covariance is proportional to Σ̄_N (Eq. 27): "
-            "log-log slope 1 against tr Σ̄_N.", paper=1.0, measured=slope, se=se,
-            band=(0.9, 1.1), quantity=q, details=rows,
-            note=f"Exact recursion: slope {exact:.4f}."))
+        q = f"slope of log tr Cov against log {x_name}"
+        exact_note = f"Exact recursion: slope {exact:.4f}{extra}."
+        claims.append(measure(f"ols.span_vs_{suffix}", grows, paper=1.0, measured=slope, se=se,
+                              band=(0.0, None), quantity=q, details=rows,
+                              note="Qualitative claim: any positive slope confirms it. "
+                                   + exact_note))
+        claims.append(measure(f"ols.span_vs_{suffix}_rate", rate, paper=1.0, measured=slope,
+                              se=se, band=(0.9, 1.1), quantity=q, details=rows, note=exact_note))
 
     # -- shape against Sigma's principal axis (panels g, h) ---------------------------------------
     shape_cases, strength_cases = {}, {}
