@@ -363,7 +363,7 @@ def test_prop1_monte_carlo_symmetric_swap():
     model, X, _ = _problem(3)
     g = torch.Generator().manual_seed(5)
     y = 3 * torch.randn(12, 3, generator=g, dtype=DT)                # logit-like labels
-    n, b, eta, p = 12, 4, 0.1, 0.4
+    b, eta, p = 4, 0.1, 0.4
     noise = nz.SymmetricSwapNoise(p, "copy")
     _, xu = _simulate(model, X, y, noise, "fresh", True, b, eta, 2000, seed=77)
     C = noise.covariance(y)
