@@ -108,14 +108,15 @@ class NoiseSamples:
 
 def predicted_moments(s: Setting, *, sigma2: float, batch_size: int, eta: float,
                       replacement: bool, noise_mode: str,
-                      fixed_noise: torch.Tensor | None = None) -> dict[str, np.ndarray]:
+                      fixed_noise: torch.Tensor | None = None,
+                      jacobians: torch.Tensor | None = None) -> dict[str, np.ndarray]:
     """Proposition 1's covariances, the exact scheme factors, and the fixed-noise drift.
 
     ``cov_star_paper = (eta/b) Sigma^SGD`` and ``cov_uln_paper = (eta sigma^2 / b) Sigma^ULN``
     are the paper's formulas; ``cov_star`` and ``cov_uln`` multiply them by the exact factors of
     :func:`dsmlib.noise.prop1_covariance_factors`. With labels drawn once (``fixed_noise``),
     ``mean_uln = -sqrt(eta) (1/N) sum_i J_i^T eps_i`` is the batch mean of ``xi^ULN``
-    conditional on that draw.
+    conditional on that draw (``jacobians``, if given, saves recomputing ``J_i``).
     """
     c_sgd, c_uln = noise.prop1_covariance_factors(s.n, batch_size, replacement=replacement,
                                                   noise_mode=noise_mode)
@@ -127,7 +128,7 @@ def predicted_moments(s: Setting, *, sigma2: float, batch_size: int, eta: float,
     out["cov_star"] = c_sgd * out["cov_star_paper"]
     out["cov_uln"] = c_uln * out["cov_uln_paper"]
     if fixed_noise is not None:
-        J = cov.per_sample_jacobians(s.model, s.X)                    # (N, L, d)
+        J = cov.per_sample_jacobians(s.model, s.X) if jacobians is None else jacobians
         eps = fixed_noise.reshape(s.n, -1)
         out["mean_uln"] = (-np.sqrt(eta) * torch.einsum("nl,nld->d", eps, J) / s.n).numpy()
     return out
@@ -200,7 +201,8 @@ def sample_noise_terms(s: Setting, *, sigma2: float, batch_size: int, eta: float
             scale = max(np.abs(real).max(), 1e-300)
             deviation = max(deviation, float(np.abs(real - vec).max() / scale))
     pred = predicted_moments(s, sigma2=sigma2, batch_size=batch_size, eta=eta,
-                             replacement=replacement, noise_mode=noise_mode, fixed_noise=table)
+                             replacement=replacement, noise_mode=noise_mode, fixed_noise=table,
+                             jacobians=J)
     pred["real_step_deviation"] = deviation
     return NoiseSamples(s.name, sigma2, batch_size, eta, replacement, noise_mode,
                         xi_star, xi_uln, pred)
