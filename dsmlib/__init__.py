@@ -1,20 +1,21 @@
 """dsmlib: the tested library behind the Doubly Stochastic Models book.
 
-Modules map to concepts of Xiong et al.:
+The package is layered; imports point down only (a test checks it):
 
-- :mod:`dsmlib.ols`     -- SGD on least squares with label noise (Section 6, Fig. 3),
-  and the exact stationary moments of the iterates.
-- :mod:`dsmlib.ols_experiment` -- the eight panels of Figure 3 and Section 6's claims.
-- :mod:`dsmlib.noise`   -- label-noise models (Gaussian, symmetric swap), fixed or fresh, and
-  the split of one real SGD step into the three terms of Eq. (11).
-- :mod:`dsmlib.covariances` -- per-sample gradients and Jacobians of any torch model, the
-  diffusion matrices Sigma^SGD and Sigma^ULN of Eq. (15), the gradient norm of Prop. 3.
-- :mod:`dsmlib.models`  -- seeded MLP, small CNN and CIFAR ResNets.
-- :mod:`dsmlib.noise_experiment` -- the Prop. 1 / Prop. 3 / Remark 2 experiments and claims.
-- :mod:`dsmlib.stats`   -- batch-means standard errors for correlated chains.
-- :mod:`dsmlib.claims`  -- claims with measured verdicts, the ledger.
-- :mod:`dsmlib.plots`   -- plotly figures and the offline HTML renderer.
-- :mod:`dsmlib.widgets` -- live ipywidgets explorers.
-- :mod:`dsmlib.profiles`, :mod:`dsmlib.runner` -- profiles, papermill execution, book build.
+1. :mod:`dsmlib.foundation` -- argument checks, randomness and devices, statistics, claims.
+2. :mod:`dsmlib.theory` -- one module per concept of the paper: least squares (exact moments
+   and the compiled SGD kernel), minibatch sampling, label-noise models, per-sample Jacobians,
+   the gradient norm, the diffusion matrices and the one-step decomposition.
+3. :mod:`dsmlib.models` -- seeded networks, data sets, the settings of the noise chapters.
+4. :mod:`dsmlib.chapters` -- one module per notebook, with the notebook's name: its experiment,
+   claims and explorer states. Returns data, never figures.
+5. :mod:`dsmlib.figures` -- one module per chapter, plus shared conventions and claims tables.
+6. :mod:`dsmlib.book` -- profiles, the papermill runner, the CLI, the ledger, the myst-nb
+   plugin, and the live ipywidgets explorers.
+
+Equation numbers in docstrings are the paper's (the numbered equations of the tex, counted):
+(12) the split of one step, (13) the two noise terms, (14) Proposition 1, (15) the diffusion
+matrices, (16)-(17) the continuous and discrete doubly stochastic models, (18) Proposition 2's
+bound, (22) Proposition 3's strength, (24) the symmetric swap, (25)-(30) least squares.
 """
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -7,8 +7,8 @@ import re
 import pytest
 import yaml
 
-from dsmlib.claims import VERDICTS
-from dsmlib.profiles import load_specs
+from dsmlib.book.profiles import load_specs
+from dsmlib.foundation.claims import VERDICTS
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow

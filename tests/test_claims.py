@@ -6,7 +6,12 @@ import math
 
 import pytest
 
-from dsmlib import claims as C
+from types import SimpleNamespace
+
+from dsmlib.book import ledger
+from dsmlib.foundation import claims
+
+C = SimpleNamespace(**vars(claims), **{k: getattr(ledger, k) for k in ledger.__all__})
 
 
 @pytest.mark.parametrize("interval, band, expected", [

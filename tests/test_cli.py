@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from dsmlib.__main__ import main
+from dsmlib.book.cli import main
 from conftest import ROOT, copy_book
 
 

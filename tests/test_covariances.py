@@ -9,8 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from dsmlib import covariances as cv
-from dsmlib import models
+from types import SimpleNamespace
+
+from dsmlib.theory import diffusion, gradient_norm, jacobians
+
+cv = SimpleNamespace(**{**vars(jacobians), **vars(gradient_norm), **vars(diffusion)})
+from dsmlib.models import networks as models
 
 DT = torch.float64
 

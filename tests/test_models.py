@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from dsmlib import models
+from dsmlib.models import networks as models
 
 
 def _params(m: nn.Module) -> torch.Tensor:

@@ -6,12 +6,17 @@ import copy
 import math
 
 import pytest
+import numpy as np
 import torch
 from scipy import stats
 
-from dsmlib import covariances as cv
-from dsmlib import models
-from dsmlib import noise as nz
+from types import SimpleNamespace
+
+from dsmlib.theory import diffusion, gradient_norm, jacobians, label_noise, minibatch
+
+cv = SimpleNamespace(**{**vars(jacobians), **vars(gradient_norm), **vars(diffusion)})
+from dsmlib.models import networks as models
+nz = SimpleNamespace(**{**vars(label_noise), **vars(minibatch), **vars(diffusion)})
 
 DT = torch.float64
 
@@ -151,12 +156,12 @@ def test_fixed_and_fresh_sources():
 
 
 def test_minibatch_indices_and_factors():
-    i = nz.minibatch_indices(10, 10, replacement=False, seed=0)
+    i = nz.draw_minibatches(10, 10, 1, replace=False, seed=0)[0]
     assert sorted(i.tolist()) == list(range(10))
-    assert torch.equal(nz.minibatch_indices(10, 4, replacement=True, seed=1),
-                       nz.minibatch_indices(10, 4, replacement=True, seed=1))
+    assert np.array_equal(nz.draw_minibatches(10, 4, 3, replace=True, seed=1),
+                          nz.draw_minibatches(10, 4, 3, replace=True, seed=1))
     with pytest.raises(ValueError, match="batch_size"):
-        nz.minibatch_indices(5, 6, replacement=False, seed=0)
+        nz.draw_minibatches(5, 6, 1, replace=False, seed=0)
     assert nz.prop1_covariance_factors(12, 4, replacement=True, noise_mode="fresh") == (1.0, 1.0)
     assert nz.prop1_covariance_factors(12, 4, replacement=True, noise_mode="fixed") == (1.0, 1.25)
     assert nz.prop1_covariance_factors(12, 4, replacement=False, noise_mode="fixed") == (8 / 11, 1.0)
@@ -271,12 +276,13 @@ def _simulate(model, X, y, noise, mode: str, replacement: bool, b: int, eta: flo
     decompose_step.  For fixed noise every draw uses a new one-time noise table, since
     Prop. 1's expectation is over the noise as well as the batch."""
     g = torch.Generator().manual_seed(seed)
+    rng = np.random.default_rng(seed)
     fresh = nz.FreshLabelNoise(noise, y)
     y_clean = fresh.y_clean
     g_full = cv.loss_gradient(model, X, y_clean)
     xs, xu = [], []
     for _ in range(n_draws):
-        idx = nz.minibatch_indices(X.shape[0], b, replacement=replacement, seed=g)
+        idx = torch.as_tensor(nz.draw_minibatches(X.shape[0], b, 1, replace=replacement, seed=rng)[0])
         src = nz.FixedLabelNoise(noise, y, g) if mode == "fixed" else fresh
         dec = nz.decompose_step(model, X, y_clean, src.batch(idx, g), idx, eta, full_gradient=g_full)
         xs.append(dec.xi_star)

@@ -5,10 +5,15 @@ import numpy as np
 import pytest
 import torch
 
-from dsmlib import noise_experiment as E
-from dsmlib._checks import as_generator
+from types import SimpleNamespace
 
-torch.set_num_threads(2)
+from dsmlib.chapters import prop1_noise, prop3_regularizer
+from dsmlib.models import settings
+
+E = SimpleNamespace(**{**vars(prop1_noise), **vars(prop3_regularizer), **vars(settings)})
+from dsmlib.foundation.rng import as_generator, as_torch_generator
+from dsmlib.theory.minibatch import draw_minibatches
+
 
 
 @pytest.fixture(scope="module")
@@ -71,16 +76,17 @@ def test_fixed_table_drift(ls):
 
 
 def test_uln_sq_norm_gram_form_equals_direct_contraction(mlp):
-    from dsmlib import covariances as cov
+    from dsmlib.theory import jacobians as cov
     J = cov.per_sample_jacobians(mlp.model, mlp.X)
     got = E.uln_sq_norm_samples(J, sigma2=0.3, batch_size=6, eta=0.2, n_samples=30, seed=4,
                                 chunk=7)
     rng = as_generator(4)
+    gen = as_torch_generator(rng)
     want = []
     for start in range(0, 30, 7):
         m = min(7, 30 - start)
-        idx = torch.as_tensor(E._draw_batches(rng, mlp.n, 6, m, True))
-        eps = torch.as_tensor(np.sqrt(0.3) * rng.standard_normal((m, 6, J.shape[1])))
+        idx = torch.as_tensor(draw_minibatches(mlp.n, 6, m, replace=True, seed=rng))
+        eps = np.sqrt(0.3) * torch.randn((m, 6, J.shape[1]), generator=gen, dtype=J.dtype)
         xi = -np.sqrt(0.2) / 6 * torch.einsum("mbl,mbld->md", eps, J[idx])
         want.append(xi.pow(2).sum(1).numpy())
     np.testing.assert_allclose(got, np.concatenate(want), rtol=1e-10)

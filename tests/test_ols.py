@@ -4,7 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dsmlib import ols
+from types import SimpleNamespace
+
+from dsmlib.foundation import rng
+from dsmlib.theory import least_squares, least_squares_sgd, minibatch
+
+ols = SimpleNamespace(**{**vars(least_squares), **vars(least_squares_sgd), 'finite_population_factor': minibatch.finite_population_factor, '_chain_streams': rng.chain_streams})
 
 BETA = np.array([1.0, 1.0])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dsmlib import ols_experiment as E
+from dsmlib.chapters import ols as E
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dsmlib import stats
+from dsmlib.foundation import stats
 
 
 def test_batch_means_standard_error_on_ar1():

@@ -1,4 +1,4 @@
-"""A myst-nb mime-render plugin: the plotly JSON mimetype renders to nothing in the static book.
+"""A myst-nb mime-render plugin (book layer): the plotly JSON mimetype renders to nothing in the static book.
 
 Figures carry both ``application/vnd.plotly.v1+json`` (for live Jupyter) and ``text/html`` (for
 the book, see :mod:`dsmlib.plots`). myst-nb renders every mimetype of a bundle before choosing

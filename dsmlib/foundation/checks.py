@@ -1,4 +1,4 @@
-"""Argument validation shared by every module.
+"""Argument checks shared by every layer (foundation).
 
 Every public function validates its inputs up front so that bad input produces a
 ``ValueError`` naming the parameter and what is allowed, never a traceback from deep
@@ -90,12 +90,3 @@ def check_psd(name: str, matrix: Any, *, dim: int | None = None,
         raise ValueError(f"{name} must be positive semi-definite "
                          f"(smallest eigenvalue {np.linalg.eigvalsh(m).min():.3g})")
     return m
-
-
-def as_generator(seed: Any) -> np.random.Generator:
-    """Accept an int seed, a SeedSequence or a Generator; never touch global state."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if isinstance(seed, (np.random.SeedSequence, int, np.integer)) and not isinstance(seed, bool):
-        return np.random.default_rng(seed)
-    raise ValueError(f"seed must be an int, a numpy SeedSequence or a numpy Generator, got {seed!r}")

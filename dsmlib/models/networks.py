@@ -1,10 +1,11 @@
-"""Small torch models used by the deep-learning chapters and benchmarks.
+"""Seeded networks (models layer): the torch models of the chapters and benchmarks.
 
 Every builder takes an explicit ``seed`` (an int, a ``torch.Generator`` or a numpy
 ``Generator``) and never consumes the global torch RNG: modules are constructed inside
 :func:`torch.random.fork_rng` (so PyTorch's default initialisation cannot leak into the
 caller's RNG stream) and are then re-initialised from the given generator.  Same seed
-=> bit-identical parameters.
+=> bit-identical parameters, on every device: parameters are initialised on the CPU and then
+moved to ``device`` (``"auto"``: CUDA when present).
 
 - :func:`tanh_mlp`  -- two-layer tanh MLP ``f(x, theta)`` (the paper's generic network).
 - :func:`small_cnn` -- a small conv net, optionally with BatchNorm (tests of buffers).
@@ -22,11 +23,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_choice, check_int
-from .covariances import as_torch_generator
+from ..foundation.checks import check_choice, check_int
+from ..foundation.rng import as_torch_generator, resolve_device
 
 __all__ = [
-    "TanhMLP", "SmallCNN", "BasicBlock", "CifarResNet",
+    "TanhMLP", "SmallCNN", "BasicBlock", "CifarResNet", "Linear2",
     "tanh_mlp", "small_cnn", "cifar_resnet", "resnet20", "resnet56",
     "count_parameters",
 ]
@@ -79,14 +80,16 @@ def _init_resnet_(model: nn.Module, generator: torch.Generator) -> None:
 
 def _build(factory: Callable[[], nn.Module], seed: Any,
            init: Callable[[nn.Module, torch.Generator], None],
-           dtype: torch.dtype) -> nn.Module:
-    """Construct without touching the global RNG, then initialise from ``seed``."""
+           dtype: torch.dtype, device: Any = "cpu") -> nn.Module:
+    """Construct without touching the global RNG, initialise from ``seed`` on the CPU, then
+    move to ``device`` (so a seed gives the same parameters on every device)."""
+    device = resolve_device(device)
     generator = as_torch_generator(seed)
     with torch.random.fork_rng(devices=[]):
         model = factory()
     model = model.to(dtype)
     init(model, generator)
-    return model
+    return model.to(device)
 
 
 def _check_dtype(dtype: Any) -> torch.dtype:
@@ -116,13 +119,13 @@ class TanhMLP(nn.Module):
 
 
 def tanh_mlp(in_dim: int, hidden: int, out_dim: int = 1, *, seed: Any = 0,
-             dtype: torch.dtype = torch.float32) -> TanhMLP:
+             dtype: torch.dtype = torch.float32, device: Any = "cpu") -> TanhMLP:
     """Two-layer tanh MLP with ``d = (in_dim + 1) * hidden + (hidden + 1) * out_dim``."""
     in_dim = check_int("in_dim", in_dim, minimum=1)
     hidden = check_int("hidden", hidden, minimum=1)
     out_dim = check_int("out_dim", out_dim, minimum=1)
     return _build(lambda: TanhMLP(in_dim, hidden, out_dim), seed, _init_default_,
-                  _check_dtype(dtype))
+                  _check_dtype(dtype), device)
 
 
 # --------------------------------------------------------------------------- small CNN
@@ -147,13 +150,13 @@ class SmallCNN(nn.Module):
 
 def small_cnn(in_channels: int = 3, n_classes: int = 10, *, width: int = 8,
               batchnorm: bool = False, seed: Any = 0,
-              dtype: torch.dtype = torch.float32) -> SmallCNN:
+              dtype: torch.dtype = torch.float32, device: Any = "cpu") -> SmallCNN:
     """A small CNN for any image size >= 2 (global pooling makes it size-agnostic)."""
     in_channels = check_int("in_channels", in_channels, minimum=1)
     n_classes = check_int("n_classes", n_classes, minimum=1)
     width = check_int("width", width, minimum=1)
     return _build(lambda: SmallCNN(in_channels, n_classes, width, bool(batchnorm)), seed,
-                  _init_default_, _check_dtype(dtype))
+                  _init_default_, _check_dtype(dtype), device)
 
 
 # --------------------------------------------------------------------------- CIFAR ResNets
@@ -221,7 +224,7 @@ class CifarResNet(nn.Module):
 
 def cifar_resnet(depth: int, num_classes: int = 10, *, in_channels: int = 3,
                  shortcut: str = "A", seed: Any = 0,
-                 dtype: torch.dtype = torch.float32) -> CifarResNet:
+                 dtype: torch.dtype = torch.float32, device: Any = "cpu") -> CifarResNet:
     """CIFAR ResNet of ``depth = 6n + 2`` layers; ``shortcut`` "A" (parameter-free, the
     paper's CIFAR choice) or "B" (1x1 projections)."""
     depth = check_int("depth", depth, minimum=8)
@@ -232,7 +235,7 @@ def cifar_resnet(depth: int, num_classes: int = 10, *, in_channels: int = 3,
     shortcut = check_choice("shortcut", shortcut, ["A", "B"])
     n = (depth - 2) // 6
     return _build(lambda: CifarResNet(n, num_classes, in_channels, shortcut), seed,
-                  _init_resnet_, _check_dtype(dtype))
+                  _init_resnet_, _check_dtype(dtype), device)
 
 
 def resnet20(num_classes: int = 10, **kwargs: Any) -> CifarResNet:
@@ -243,3 +246,18 @@ def resnet20(num_classes: int = 10, **kwargs: Any) -> CifarResNet:
 def resnet56(num_classes: int = 10, **kwargs: Any) -> CifarResNet:
     """ResNet-56 (n = 9): 0.85M parameters with option-A shortcuts; the paper's Sec. 5 model."""
     return cifar_resnet(56, num_classes, **kwargs)
+
+
+# --------------------------------------------------------------------------- least squares
+
+
+class Linear2(nn.Module):
+    """``f(x, theta) = theta^T x``: the paper's least-squares model with two parameters."""
+
+    def __init__(self, theta) -> None:
+        super().__init__()
+        self.theta = nn.Parameter(torch.as_tensor(theta, dtype=torch.float64).clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x @ self.theta)[:, None]
+

@@ -1,4 +1,5 @@
-"""Execute the book's notebooks with papermill, and build the static site with Jupyter Book 1.
+"""Execute the book's notebooks with papermill, and build the static site with Jupyter Book 1
+(book layer).
 
 papermill is the only thing that executes notebooks (the book is built with
 ``execute_notebooks: off``). Sources are MyST-Markdown notebooks (jupytext) in ``notebooks/``;
@@ -6,15 +7,18 @@ executed copies go to ``book/chapters/`` and claims to ``results/<profile>/<note
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from .claims import ledger_markdown, load_results, summary_markdown
+from ..foundation.claims import load_results
+from .ledger import ledger_markdown, summary_markdown
 from .profiles import check_profile, load_specs, resolve, select
 
 CELL_TIMEOUT_S = 1800
@@ -34,7 +38,8 @@ def find_root(start: str | Path | None = None) -> Path:
     raise ValueError(f"no book root (a directory with _config.yml and notebooks/) above {here}")
 
 
-def _source_notebook(spec, root: Path) -> Path:
+def source_notebook(spec, root: Path) -> Path:
+    """The MyST source converted to ``_build/sources/<name>.ipynb`` (what papermill reads)."""
     import jupytext
     path = root / "_build" / "sources" / f"{spec.name}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -54,11 +59,12 @@ def declared_parameters(source_ipynb: Path) -> dict[str, Any]:
 
 def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick",
             overrides: dict[str, Any] | None = None, timeout: int = CELL_TIMEOUT_S,
-            progress: bool = True) -> list[Path]:
-    """Execute notebooks under a profile; raise :class:`NotebookFailed` on the first error."""
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
+            progress: bool = True, threads: int | None = None) -> list[Path]:
+    """Execute notebooks under a profile; raise :class:`NotebookFailed` on the first error.
 
+    ``threads`` sets the kernels' thread count (default: every core); nothing in a notebook or
+    in the library sets it.
+    """
     check_profile(profile)
     if timeout < 1:
         raise ValueError(f"timeout must be >= 1 second, got {timeout}")
@@ -67,29 +73,52 @@ def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick
     overrides = dict(overrides or {})
     sources, params = [], []
     for spec in chosen:  # validate everything before running anything
-        src = _source_notebook(spec, root)
+        src = source_notebook(spec, root)
         p = resolve(spec, profile, overrides, declared_parameters(src))
         p.update(profile=profile, results_dir=str(root / "results"), live_widgets=False)
         sources.append(src), params.append(p)
-    outputs = []
-    for spec, src, p in zip(chosen, sources, params):
-        out = root / "book" / "chapters" / f"{spec.name}.ipynb"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        print(f"[dsmlib] executing {spec.name} (profile {profile}) -> {out.relative_to(root)}",
-              file=sys.stderr, flush=True)
-        try:
-            papermill.execute_notebook(str(src), str(out), parameters=p, kernel_name="python3",
-                                       execution_timeout=timeout, progress_bar=progress,
-                                       cwd=str(root), log_output=False)
-        except PapermillExecutionError as err:
-            tb = _ANSI.sub("", "\n".join(err.traceback or []))
-            raise NotebookFailed(
-                f"notebook {spec.name!r} failed in cell {err.exec_count} "
-                f"(index {err.cell_index}): {err.ename}: {err.evalue}\n"
-                f"--- cell source ---\n{err.source}\n--- traceback ---\n{tb}\n"
-                f"(the partly executed notebook is at {out})") from None
-        outputs.append(out)
-    return outputs
+    with kernel_threads(threads):
+        return [run_notebook(root, spec, src, p, profile, timeout, progress)
+                for spec, src, p in zip(chosen, sources, params)]
+
+
+@contextlib.contextmanager
+def kernel_threads(threads: int | None) -> Iterator[None]:
+    """Set the thread count of the kernels started inside (OMP/MKL env), then restore it."""
+    keys = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    old = {k: os.environ.get(k) for k in keys}
+    os.environ.update({k: str(threads or os.cpu_count() or 1) for k in keys})
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run_notebook(root: Path, spec, src: Path, params: dict[str, Any], profile: str,
+                 timeout: int, progress: bool) -> Path:
+    """Execute one notebook into ``book/chapters/``; raise :class:`NotebookFailed` on error."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+    out = root / "book" / "chapters" / f"{spec.name}.ipynb"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    print(f"[dsmlib] executing {spec.name} (profile {profile}) -> {out.relative_to(root)}",
+          file=sys.stderr, flush=True)
+    try:
+        papermill.execute_notebook(str(src), str(out), parameters=params, kernel_name="python3",
+                                   execution_timeout=timeout, progress_bar=progress,
+                                   cwd=str(root), log_output=False)
+    except PapermillExecutionError as err:
+        tb = _ANSI.sub("", "\n".join(err.traceback or []))
+        raise NotebookFailed(
+            f"notebook {spec.name!r} failed in cell {err.exec_count} "
+            f"(index {err.cell_index}): {err.ename}: {err.evalue}\n"
+            f"--- cell source ---\n{err.source}\n--- traceback ---\n{tb}\n"
+            f"(the partly executed notebook is at {out})") from None
+    return out
 
 
 def _executed_profile(path: Path) -> str | None:

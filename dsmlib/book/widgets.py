@@ -1,4 +1,5 @@
-"""Live ipywidgets explorers (they need a running kernel; the static book uses plotly sliders).
+"""Live ipywidgets explorers (book layer; they need a running kernel, the static book uses
+plotly sliders).
 
 Each explorer re-simulates when a control moves. Its update function is exposed as
 ``widget.update`` so tests (and papermill runs) can drive it without a browser.
@@ -9,16 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from . import ols
-from .ols_experiment import BETA_STAR, Panel, run_panel
-
-COVARIANCES = {
-    "Σ = 20·I": 20 * np.eye(2),
-    "Σ = 10·I": 10 * np.eye(2),
-    "Σ = 100·I": 100 * np.eye(2),
-    "Σ = diag(10, 100)": np.diag([10.0, 100.0]),
-    "Σ = diag(100, 10)": np.diag([100.0, 10.0]),
-}
+from ..chapters.ols import COVARIANCES, Panel, run_panel
+from ..foundation.stats import covariance
+from ..theory import least_squares as ols
 
 
 def ols_explorer(*, steps: int = 100_000, n: int = 100, seed: int = 0,
@@ -32,7 +26,7 @@ def ols_explorer(*, steps: int = 100_000, n: int = 100, seed: int = 0,
     import ipywidgets as W
     from IPython.display import display
 
-    from .plots import figure3
+    from ..figures.ols import figure3
 
     sigma2 = W.FloatLogSlider(value=0.5, base=2, min=-4, max=2, step=0.25, description="σ²",
                               continuous_update=False)
@@ -83,8 +77,9 @@ def noise_explorer(*, n_samples: int = 4000, seed: int = 0) -> Any:
     import ipywidgets as W
     from IPython.display import display
 
-    from .noise_experiment import least_squares_setting, sample_noise_terms
-    from .plots import noise_explorer as figure
+    from ..chapters.prop1_noise import sample_noise_terms
+    from ..figures.prop1_noise import noise_explorer as figure
+    from ..models.settings import least_squares_setting
 
     setting = least_squares_setting()
     sigma2 = W.FloatLogSlider(value=0.5, base=2, min=-4, max=2, step=0.25, description="σ²",
@@ -105,7 +100,7 @@ def noise_explorer(*, n_samples: int = 4000, seed: int = 0) -> Any:
         except ValueError as err:
             status.value = f"<b style='color:#d62728'>{err}</b>"
             return
-        tr = lambda a: float(np.trace(np.cov(a.T)))  # noqa: E731
+        tr = lambda a: float(np.trace(covariance(a)))  # noqa: E731
         status.value = (f"tr Cov ξ*: measured {tr(r.xi_star):.3g}, Prop. 1 "
                         f"{np.trace(r.predicted['cov_star_paper']):.3g}, exact "
                         f"{np.trace(r.predicted['cov_star']):.3g} &nbsp;|&nbsp; tr Cov ξ^ULN: "
@@ -128,4 +123,4 @@ def noise_explorer(*, n_samples: int = 4000, seed: int = 0) -> Any:
     return box
 
 
-__all__ = ["ols_explorer", "noise_explorer", "COVARIANCES", "BETA_STAR"]
+__all__ = ["ols_explorer", "noise_explorer"]

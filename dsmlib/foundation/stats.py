@@ -1,4 +1,4 @@
-"""Uncertainty for Monte-Carlo estimates from correlated chains.
+"""Statistics (foundation): uncertainty for Monte-Carlo estimates from correlated chains.
 
 Successive SGD iterates are correlated, so the naive ``std / sqrt(n)`` understates the error of
 a time average. The batch-means method cuts a stationary series into ``n_batches`` contiguous
@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 from scipy import stats as _st
 
-from ._checks import check_int, check_real
+from .checks import check_int, check_real
 
 
 def batch_statistic(series: np.ndarray, fn: Callable[[np.ndarray], np.ndarray], *,
@@ -70,3 +70,11 @@ def log_log_slope(x: np.ndarray, y: np.ndarray, y_se: np.ndarray) -> tuple[float
     sxx = np.sum(w * (lx - xm) ** 2)
     slope = np.sum(w * (lx - xm) * ly) / sxx
     return float(slope), float(1.0 / np.sqrt(sxx))
+
+
+def thin(points: np.ndarray, max_points: int) -> np.ndarray:
+    """Every k-th row so that at most ``max_points`` remain, as float32 (a systematic
+    subsample, used to keep embedded figure data small)."""
+    max_points = check_int("max_points", max_points, minimum=1)
+    step = max(1, int(np.ceil(points.shape[0] / max_points)))
+    return np.asarray(points[::step], dtype=np.float32)

@@ -1,0 +1,75 @@
+"""Command line (book layer): ``python -m dsmlib {list,execute,build,book}``.
+
+Examples::
+
+    python -m dsmlib list
+    python -m dsmlib execute                      # every notebook, profile quick
+    python -m dsmlib execute ols --profile smoke -p steps 50000
+    python -m dsmlib build --profile quick        # site from already-executed notebooks
+    python -m dsmlib book --profile paper         # execute everything, then build
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .profiles import DEFAULT_PROFILE, PROFILES, load_specs, parse_value
+from .runner import (CELL_TIMEOUT_S, NotebookFailed, build, declared_parameters, execute,
+                     find_root, source_notebook)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m dsmlib", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--root", default=None, help="book root (default: found from the cwd)")
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list notebooks, their parameters and profiles")
+
+    def add_exec_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("notebooks", nargs="*", help="notebook names (default: all)")
+        p.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                       metavar=("NAME", "VALUE"), help="override one parameter (YAML value)")
+        p.add_argument("--timeout", type=int, default=CELL_TIMEOUT_S,
+                       help=f"per-cell timeout in seconds (default {CELL_TIMEOUT_S})")
+        p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    for name, help_ in [("execute", "execute notebooks with papermill"),
+                        ("build", "build the static site from executed notebooks"),
+                        ("book", "execute every notebook, then build the site")]:
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("--profile", default=DEFAULT_PROFILE, choices=None,
+                       help=f"one of {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
+        if name != "build":
+            add_exec_args(p)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        root = find_root(args.root)
+        if args.command == "list":
+            for spec in load_specs(root / "notebooks").values():
+                declared = declared_parameters(source_notebook(spec, root))
+                print(f"{spec.name}: {spec.title}")
+                print("  parameters: " + ", ".join(f"{k}={v}" for k, v in declared.items()))
+                for prof, over in spec.profiles.items():
+                    print(f"  {prof}: {over or '(defaults)'}")
+            return 0
+        if args.command in ("execute", "book"):
+            overrides = {k: parse_value(v) for k, v in args.parameter}
+            execute(root, args.notebooks, profile=args.profile, overrides=overrides,
+                    timeout=args.timeout, progress=not args.no_progress)
+        if args.command in ("build", "book"):
+            index = build(root, profile=args.profile)
+            print(f"[dsmlib] built {index}", file=sys.stderr)
+        return 0
+    except NotebookFailed as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1

@@ -1,0 +1,1 @@
+"""Chapters layer: one module per notebook (same name), returning data, never figures."""

@@ -1,0 +1,1 @@
+"""Figures layer: one module per chapter (same name), shared conventions, claims tables."""

@@ -1,0 +1,134 @@
+"""Shared figure conventions (figures layer): the renderer that makes plotly work in a static
+site, the palette, the 2-D Gaussian ellipse, square axes, the slider-and-menu explorer over
+precomputed states, and the log-log plot with its fitted slope.
+
+Under ipykernel plotly >= 6 emits only ``application/vnd.plotly.v1+json``, which myst-nb drops.
+:func:`setup` registers a renderer that also emits ``text/html`` *without* plotly.js or MathJax;
+the book serves one local copy of plotly.js (see :mod:`dsmlib.book.runner`).
+
+Error bars everywhere are the claims' intervals: ``dsmlib.foundation.claims.quantile(dof) * se``.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.io._base_renderers import MimetypeRenderer, PlotlyRenderer
+
+from ..foundation.claims import quantile
+
+__all__ = ["RENDERER", "COLORS", "BookRenderer", "setup", "ellipse_xy", "square_axes",
+           "square_layout", "state_explorer", "error_bars"]
+
+
+RENDERER = "dsm_book"
+
+
+COLORS = {"noisy": "#1f77b4", "clean": "#ff7f0e", "empirical": "#2ca02c", "exact": "#111111",
+          "paper": "#d62728", "beta_star": "#9467bd", "beta_hat": "#111111"}
+
+
+class BookRenderer(MimetypeRenderer):
+    """Emit the plotly JSON mimetype (for Jupyter) next to a script-free ``text/html`` div."""
+
+    def to_mimebundle(self, fig_dict: dict[str, Any]) -> dict[str, Any]:
+        html = pio.to_html(fig_dict, include_plotlyjs=False, include_mathjax=False,
+                           full_html=False, validate=False,
+                           config={"displaylogo": False, "responsive": True})
+        bundle = PlotlyRenderer().to_mimebundle(fig_dict)
+        bundle["text/html"] = html
+        return bundle
+
+
+def setup() -> None:
+    """Make :data:`RENDERER` plotly's default renderer and use a clean template."""
+    pio.renderers[RENDERER] = BookRenderer()
+    pio.renderers.default = RENDERER
+    pio.templates.default = "plotly_white"
+
+
+def ellipse_xy(mean: Sequence[float], cov: np.ndarray, *, nsig: float = 2.0,
+               n: int = 121) -> tuple[np.ndarray, np.ndarray]:
+    """Points of the ``nsig``-sigma ellipse ``{m + nsig * C^{1/2} u : |u| = 1}`` of a 2-D Gaussian."""
+    cov = np.asarray(cov, dtype=float)
+    if cov.shape != (2, 2):
+        raise ValueError(f"cov must be 2x2, got shape {cov.shape}")
+    w, v = np.linalg.eigh((cov + cov.T) / 2)
+    if not np.all(np.isfinite(w)) or w.min() < -1e-12 * max(1.0, abs(w).max()):
+        raise ValueError("cov must be a finite positive semi-definite matrix")
+    t = np.linspace(0.0, 2.0 * np.pi, n)
+    pts = v @ (np.sqrt(np.clip(w, 0.0, None))[:, None] * np.vstack([np.cos(t), np.sin(t)]))
+    return mean[0] + nsig * pts[0], mean[1] + nsig * pts[1]
+
+
+def square_axes(fig: go.Figure, i: int, row: int, col: int, centre, half: float) -> None:
+    """Equal scales on both axes (shapes of ellipses matter), ranges kept as given."""
+    fig.update_xaxes(range=[centre[0] - half, centre[0] + half], constrain="domain",
+                     row=row, col=col, nticks=4)
+    fig.update_yaxes(range=[centre[1] - half, centre[1] + half], constrain="domain",
+                     scaleanchor=f"x{i + 1 if i else ''}", scaleratio=1, row=row, col=col,
+                     nticks=4)
+
+
+def square_layout(centre, half: float) -> dict[str, Any]:
+    """Layout entries for a square view of half-width ``half`` around ``centre``."""
+    return {"xaxis.range": [centre[0] - half, centre[0] + half],
+            "yaxis.range": [centre[1] - half, centre[1] + half]}
+
+
+def state_explorer(state_traces: list[list[Any]], *, slider_values: Sequence[Any],
+                   menu_labels: Sequence[str], slider_prefix: str,
+                   menu_layouts: Sequence[dict[str, Any]] | None = None) -> go.Figure:
+    """A figure that works in a static page: a slider and a drop-down over precomputed states.
+
+    ``state_traces[j * len(slider_values) + i]`` holds the traces of menu entry ``j`` at slider
+    position ``i`` (every state the same number of traces). The drop-down swaps in the slider
+    of its entry (and ``menu_layouts[j]``, e.g. axis ranges), so the two controls compose with
+    no Python running in the page. Only the first state is visible initially.
+    """
+    ns, nm = len(slider_values), len(menu_labels)
+    if len(state_traces) != ns * nm:
+        raise ValueError(f"state_traces must have len(slider_values) * len(menu_labels) = "
+                         f"{ns * nm} entries, got {len(state_traces)}")
+    n_tr = len(state_traces[0])
+    if any(len(t) != n_tr for t in state_traces):
+        raise ValueError("every state must have the same number of traces")
+    menu_layouts = list(menu_layouts or [{}] * nm)
+    fig = go.Figure()
+    for k, traces in enumerate(state_traces):
+        for tr in traces:
+            tr.visible = k == 0
+            tr.showlegend = k == 0 and tr.showlegend is not False
+            fig.add_trace(tr)
+
+    def vis(k: int) -> list[bool]:
+        v = [False] * (n_tr * len(state_traces))
+        v[k * n_tr:(k + 1) * n_tr] = [True] * n_tr
+        return v
+
+    def slider(j: int) -> dict[str, Any]:
+        return dict(active=0, currentvalue=dict(prefix=f"{menu_labels[j]},  {slider_prefix}"),
+                    pad=dict(t=40), len=0.9, x=0.05,
+                    steps=[dict(label=f"{v:g}" if isinstance(v, float) else str(v),
+                                method="restyle", args=[{"visible": vis(j * ns + i)}])
+                           for i, v in enumerate(slider_values)])
+
+    fig.update_layout(
+        sliders=[slider(0)],
+        updatemenus=[dict(type="dropdown", x=1.0, y=1.16, xanchor="right", yanchor="bottom",
+                          showactive=True,
+                          buttons=[dict(label=lab, method="update",
+                                        args=[{"visible": vis(j * ns)},
+                                              {"sliders": [slider(j)], **menu_layouts[j]}])
+                                   for j, lab in enumerate(menu_labels)])],
+        legend=dict(orientation="h", x=0.0, y=1.02, yanchor="bottom", xanchor="left"),
+        margin=dict(l=50, r=20, t=110, b=40))
+    fig.update_layout(**{k.replace(".", "_"): v for k, v in menu_layouts[0].items()})
+    return fig
+
+
+def error_bars(se: Sequence[float], dof: float = float("inf")) -> dict[str, Any]:
+    """Plotly ``error_y`` for the ledger's confidence level (Student-t with ``dof``)."""
+    return dict(type="data", array=quantile(dof) * np.asarray(se, dtype=float), visible=True)

@@ -1,0 +1,152 @@
+"""Figures of the ``ols`` chapter (figures layer): Figure 3, its zoom, and the cloud explorer."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..chapters.ols import PanelResult
+from ..foundation.stats import thin
+from .common import COLORS, ellipse_xy, square_axes, square_layout, state_explorer
+
+__all__ = ["figure3", "figure3_zoom", "cloud_explorer"]
+
+
+def _ellipse_traces(mean_emp, cov_emp, mean_exact, cov_exact, mean_paper, cov_paper, *,
+                    showlegend: bool, legendgroup_suffix: str = "") -> list[go.Scatter]:
+    specs = [("empirical", "empirical cloud (2σ)", mean_emp, cov_emp, "solid"),
+             ("exact", "exact SGD recursion (2σ)", mean_exact, cov_exact, "dash"),
+             ("paper", "paper: N(β*, ησ²Σ̄/B) (2σ)", mean_paper, cov_paper, "dot")]
+    out = []
+    for key, name, m, c, dash in specs:
+        x, y = ellipse_xy(m, c)
+        out.append(go.Scatter(x=x, y=y, mode="lines", name=name,
+                              line=dict(color=COLORS[key], dash=dash, width=2),
+                              legendgroup=key + legendgroup_suffix, showlegend=showlegend,
+                              hoverinfo="skip"))
+    return out
+
+
+def _panel_grid(results, titles: list[str]):
+    ncols = min(4, len(results))
+    nrows = -(-len(results) // ncols)
+    fig = make_subplots(rows=nrows, cols=ncols, horizontal_spacing=0.04, vertical_spacing=0.1,
+                        subplot_titles=titles)
+    return fig, ncols, nrows
+
+
+def _cloud_trace(r, max_points: int, showlegend: bool) -> go.Scatter:
+    cloud = thin(r.cloud, max_points)
+    return go.Scatter(x=cloud[:, 0], y=cloud[:, 1], mode="markers",
+                      marker=dict(size=2, color=COLORS["noisy"], opacity=0.3),
+                      name="label-noisy SGD (stationary)", legendgroup="noisy",
+                      showlegend=showlegend, hoverinfo="skip")
+
+
+def _points(fig: go.Figure, r, showlegend: bool, row: int, col: int) -> None:
+    for key, pt, name, sym in [("beta_star", r.problem.beta_star, "β*", "x"),
+                               ("beta_hat", r.problem.beta_hat, "β̂ (OLS fit to noisy labels)",
+                                "circle-open")]:
+        fig.add_trace(go.Scatter(x=[pt[0]], y=[pt[1]], mode="markers", name=name,
+                                 marker=dict(color=COLORS[key], size=9, symbol=sym,
+                                             line=dict(width=2)),
+                                 legendgroup=key, showlegend=showlegend), row=row, col=col)
+
+
+def _panel_figure(results: Sequence[PanelResult], draw: Callable[[go.Figure, PanelResult, bool, int, int], None],
+                  view: Callable[[PanelResult], tuple[np.ndarray, float]], title: str) -> go.Figure:
+    """One subplot per panel: ``draw`` adds a panel's traces, ``view`` gives its square view."""
+    fig, ncols, nrows = _panel_grid(results, [f"({r.panel.key}) {r.panel.short}" for r in results])
+    for i, r in enumerate(results):
+        row, col = i // ncols + 1, i % ncols + 1
+        draw(fig, r, i == 0, row, col)
+        _points(fig, r, i == 0, row, col)
+        centre, half = view(r)
+        square_axes(fig, i, row, col, centre, half)
+    fig.update_layout(height=290 * nrows + 110, margin=dict(l=30, r=10, t=60, b=30),
+                      legend=dict(orientation="h", y=-0.06), title=title)
+    return fig
+
+
+def figure3(results, *, max_cloud_points: int = 1500, transient_steps: int = 300) -> go.Figure:
+    """Figure 3: eight panels of label-noisy trajectories, noiseless companions and ellipses.
+
+    ``results`` are :class:`dsmlib.chapters.ols.PanelResult`. Each panel shows the first
+    ``transient_steps`` of both runs as lines, the stationary cloud as points (thinned), and
+    the three 2-sigma ellipses: empirical, exact recursion and the paper's formula. The axes
+    span the paper's ellipse.
+    """
+    def draw(fig: go.Figure, r: PanelResult, first: bool, row: int, col: int) -> None:
+        fig.add_trace(_cloud_trace(r, max_cloud_points, first), row=row, col=col)
+        head = r.noisy[: transient_steps + 1]
+        fig.add_trace(go.Scatter(x=head[:, 0], y=head[:, 1], mode="lines",
+                                 line=dict(color=COLORS["noisy"], width=1),
+                                 name="label-noisy SGD (first steps)", legendgroup="noisy_head",
+                                 showlegend=first), row=row, col=col)
+        clean = r.clean[: transient_steps + 1]
+        fig.add_trace(go.Scatter(x=clean[:, 0], y=clean[:, 1], mode="lines",
+                                 line=dict(color=COLORS["clean"], width=1.5),
+                                 name="label-noiseless SGD (same minibatches)",
+                                 legendgroup="clean", showlegend=first), row=row, col=col)
+        for tr in _ellipse_traces(r.empirical_mean, r.empirical_cov, r.exact_mean, r.exact_cov,
+                                  r.problem.beta_star, r.paper_cov, showlegend=first):
+            fig.add_trace(tr, row=row, col=col)
+
+    def view(r: PanelResult) -> tuple[np.ndarray, float]:
+        return r.problem.beta_star, 3.2 * np.sqrt(np.linalg.eigvalsh(r.paper_cov).max())
+    return _panel_figure(results, draw, view, "Figure 3, reproduced")
+
+
+def figure3_zoom(results, *, max_cloud_points: int = 1500) -> go.Figure:
+    """The stationary clouds up close: measured and exact 2-sigma ellipses, β̂ and β*.
+
+    The axes span four exact standard deviations around the midpoint of β* and β̂, so the
+    offset of the centre and the agreement of the two ellipses are visible.
+    """
+    def draw(fig: go.Figure, r: PanelResult, first: bool, row: int, col: int) -> None:
+        fig.add_trace(_cloud_trace(r, max_cloud_points, first), row=row, col=col)
+        for tr in _ellipse_traces(r.empirical_mean, r.empirical_cov, r.exact_mean, r.exact_cov,
+                                  r.problem.beta_star, r.paper_cov, showlegend=first)[:2]:
+            fig.add_trace(tr, row=row, col=col)
+
+    def view(r: PanelResult) -> tuple[np.ndarray, float]:
+        centre = (r.problem.beta_star + r.exact_mean) / 2
+        half = (4.0 * np.sqrt(np.linalg.eigvalsh(r.exact_cov).max())
+                + np.abs(r.problem.beta_star - r.exact_mean).max() / 2)
+        return centre, half
+    return _panel_figure(results, draw, view, "The stationary clouds up close")
+
+
+def cloud_explorer(states: list[dict[str, Any]], sigma2s: Sequence[float],
+                   cov_labels: Sequence[str]) -> go.Figure:
+    """The least-squares cloud over σ² (slider) and Σ (drop-down), all states precomputed.
+
+    ``states[j * len(sigma2s) + i]`` is the state for ``cov_labels[j]`` and ``sigma2s[i]``, a
+    dict with ``cloud``, ``clean``, ``mean_emp``, ``cov_emp``, ``mean_exact``, ``cov_exact``,
+    ``beta_star``, ``cov_paper``. Axes are fixed per Σ (so the slider shows the span's change
+    as it is), wide enough for the paper's largest ellipse at that Σ.
+    """
+    ns = len(sigma2s)
+    traces = []
+    for st in states:
+        traces.append([go.Scatter(x=st["cloud"][:, 0], y=st["cloud"][:, 1], mode="markers",
+                                  marker=dict(size=3, color=COLORS["noisy"], opacity=0.4),
+                                  name="label-noisy SGD", legendgroup="noisy"),
+                       go.Scatter(x=st["clean"][:, 0], y=st["clean"][:, 1], mode="lines",
+                                  line=dict(color=COLORS["clean"], width=1.5),
+                                  name="label-noiseless SGD", legendgroup="clean"),
+                       *_ellipse_traces(st["mean_emp"], st["cov_emp"], st["mean_exact"],
+                                        st["cov_exact"], st["beta_star"], st["cov_paper"],
+                                        showlegend=True)])
+    layouts = []
+    for j in range(len(cov_labels)):
+        sts = states[j * ns:(j + 1) * ns]
+        half = max(3.0 * np.sqrt(np.linalg.eigvalsh(st["cov_paper"]).max()) for st in sts)
+        layouts.append(square_layout(sts[0]["beta_star"], half))
+    fig = state_explorer(traces, slider_values=list(sigma2s), menu_labels=cov_labels,
+                         slider_prefix="σ² = ", menu_layouts=layouts)
+    fig.update_layout(height=680, xaxis=dict(title="β₁", constrain="domain"),
+                      yaxis=dict(title="β₂", scaleanchor="x", scaleratio=1, constrain="domain"))
+    return fig

@@ -1,0 +1,1 @@
+"""Foundation layer: argument checks, randomness and devices, statistics, claims."""

@@ -1,0 +1,10 @@
+"""Theory layer: one module per concept of the paper.
+
+- :mod:`.least_squares` -- the least-squares problem and the exact moments of SGD on it;
+- :mod:`.least_squares_sgd` -- the compiled SGD kernel and the naive reference loop;
+- :mod:`.minibatch` -- the one minibatch sampler and Prop. 1's sampling factors;
+- :mod:`.label_noise` -- Gaussian and symmetric-swap label noise, drawn once or fresh;
+- :mod:`.jacobians` -- per-sample Jacobians and loss gradients of any torch model;
+- :mod:`.gradient_norm` -- the gradient norm G(theta) of Prop. 3, exact and by probes;
+- :mod:`.diffusion` -- the diffusion matrices of Eq. (15) and the step decomposition of Eq. (12).
+"""

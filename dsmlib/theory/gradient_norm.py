@@ -1,0 +1,126 @@
+"""The gradient norm of Prop. 3 (theory): ``G(theta) = (1/N) sum_i ||grad_theta f(x_i, theta)||^2``
+(Eq. 22), exactly or by random probes with a standard error.
+
+For vector outputs ``||grad_theta f||^2`` is the squared Frobenius norm of the ``L x d``
+per-sample Jacobian. The exact value needs ``L`` backward passes per sample; the probe
+estimators need ``n_probes`` (see :func:`gradient_norm_probe`).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, NamedTuple
+
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call, jvp, vjp, vmap
+
+from ..foundation.checks import check_choice, check_int
+from ..foundation.rng import as_torch_generator
+from .jacobians import (as_inputs, check_chunk, model_constants, model_device, model_dtype,
+                        n_outputs, per_sample_fn, per_sample_jacobian_sq_norms, sample_chunks,
+                        trainable_parameters, tree_sq_norms)
+
+__all__ = ["ProbeEstimate", "gradient_norm", "gradient_norm_probe"]
+
+
+class ProbeEstimate(NamedTuple):
+    """An unbiased Monte Carlo estimate with its standard error."""
+    estimate: float
+    standard_error: float
+    n_probes: int
+
+
+def gradient_norm(model: nn.Module, X: Any, *, chunk_size: int = 32,
+                  progress: bool = False) -> float:
+    """Exact ``G(theta) = (1/N) sum_i ||grad_theta f(x_i, theta)||^2`` (Eq. (22); squared
+    Frobenius norm of the ``L x d`` Jacobian for vector outputs), via ``vmap(jacrev)``."""
+    return float(per_sample_jacobian_sq_norms(model, X, chunk_size=chunk_size,
+                                              progress=progress).mean())
+
+
+def _probes(shape: tuple[int, ...], probe: str, generator: torch.Generator,
+            dtype: torch.dtype) -> Tensor:
+    if probe == "rademacher":
+        return torch.randint(0, 2, shape, generator=generator,
+                             device=generator.device).to(dtype) * 2 - 1
+    return torch.randn(shape, generator=generator, dtype=dtype, device=generator.device)
+
+
+def gradient_norm_probe(model: nn.Module, X: Any, *, n_probes: int = 2, seed: Any = 0,
+                        method: str = "vjp", probe: str = "rademacher",
+                        chunk_size: int = 32, progress: bool = False) -> ProbeEstimate:
+    """Unbiased random-probe estimate of ``G(theta)`` (Eq. (22)) with its standard error.
+
+    ``method="vjp"`` (default): for every sample ``i`` and probe ``k`` an independent
+    output-space probe ``u_ik`` in R^L gives ``q_ik = ||J_i^T u_ik||^2`` with
+    ``E q_ik = trace(J_i J_i^T) = ||J_i||_F^2``; the estimate is ``mean_ik q_ik`` and the
+    standard error ``sqrt(sum_i s_i^2 / n_probes) / N`` from the per-sample variances
+    ``s_i^2`` over probes (needs ``n_probes >= 2``).  Cost: ``n_probes`` per-sample VJPs
+    against ``L`` for the exact Jacobian.
+
+    ``method="jvp"``: ``n_probes`` parameter-space probes ``v_k`` in R^d shared by all
+    samples, ``e_k = (1/N) sum_i ||J_i v_k||^2`` by batched forward-mode AD (cheap: about
+    one forward pass per probe), standard error ``sd(e_k)/sqrt(n_probes)``.
+
+    Why ``vjp`` is the default: both are Hutchinson estimators, but the jvp one is
+    Hutchinson on ``A = (1/N) sum_i J_i^T J_i`` with one probe for all samples, relative
+    variance ``~ 2 ||A||_F^2 / trace(A)^2 = 2 / (effective rank)``, which does not shrink
+    with N and is large for networks (their NTK spectrum is dominated by a few
+    directions).  The vjp probes are independent across samples, so the variance is
+    ``(1/N^2) sum_i Var(q_i)`` and shrinks like ``1/N``; with Rademacher probes
+    ``Var(q_i) = 2 (||J_i J_i^T||_F^2 - sum_l (J_i J_i^T)_ll^2)``, which is zero for
+    scalar outputs (``L = 1``: the estimate is then exact).  ``benchmarks/bench_gradnorm.py``
+    measures both.
+    """
+    n_probes = check_int("n_probes", n_probes, minimum=2)
+    method = check_choice("method", method, ["vjp", "jvp"])
+    probe = check_choice("probe", probe, ["rademacher", "gaussian"])
+    chunk_size = check_chunk(chunk_size)
+    X = as_inputs(model, X)
+    generator = as_torch_generator(seed, model_device(model))
+    params = trainable_parameters(model)
+    dtype = model_dtype(model)
+    n, n_out = X.shape[0], n_outputs(model, X)
+
+    if method == "vjp":
+        U = _probes((n, n_probes, n_out), probe, generator, dtype)
+        f = per_sample_fn(model)
+
+        def sample_q(p: dict[str, Tensor], x: Tensor, u: Tensor) -> Tensor:
+            _, pullback = vjp(lambda q: f(q, x), p)
+            (g,) = vmap(pullback)(u)                      # dict of (n_probes, *shape)
+            return tree_sq_norms(g, 1)
+        qfn = vmap(sample_q, in_dims=(None, 0, 0))
+        q = torch.cat([qfn(params, X[sl], U[sl])
+                       for sl in sample_chunks(n, chunk_size, progress, "VJP probes")])  # (N, K)
+        est = float(q.mean())
+        se = float(torch.sqrt(q.var(dim=1, unbiased=True).sum() / n_probes) / n)
+        return ProbeEstimate(est, se, n_probes)
+
+    consts = model_constants(model)
+    V = _probes((n_probes, sum(p.numel() for p in params.values())), probe, generator, dtype)
+    e = torch.zeros(n_probes, dtype=dtype, device=X.device)
+    with warnings.catch_warnings():
+        # torch's forward-AD decompositions are scripted on first use (torch-internal notice)
+        warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
+        _jvp_probe_sums(model, X, params, consts, V, e, chunk_size, progress)
+    e /= n
+    return ProbeEstimate(float(e.mean()), float(e.std(unbiased=True) / math.sqrt(n_probes)),
+                         n_probes)
+
+
+def _jvp_probe_sums(model: nn.Module, X: Tensor, params: dict[str, Tensor],
+                    consts: dict[str, Tensor], V: Tensor, e: Tensor, chunk_size: int,
+                    progress: bool) -> None:
+    """``e[k] = sum_i ||J_i v_k||^2`` by batched forward-mode AD, chunk by chunk."""
+    names = list(params)
+    sizes = [params[k].numel() for k in names]
+    n = X.shape[0]
+    for k in range(V.shape[0]):
+        v = dict(zip(names, (t.reshape(params[nm].shape)
+                             for t, nm in zip(torch.split(V[k], sizes), names))))
+        for sl in sample_chunks(n, chunk_size, progress and k == 0, "JVP probes"):
+            _, tangent = jvp(lambda p: functional_call(model, (p, consts), (X[sl],)),
+                             (params,), (v,))
+            e[k] += tangent.pow(2).sum()

@@ -1,0 +1,102 @@
+"""The package's architecture: imports point down the layers, no private names cross modules,
+modules stay small, and nothing sets global state at import."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "dsmlib"
+LAYERS = ["foundation", "theory", "models", "chapters", "figures", "book"]
+MAX_LINES = 320  # "under about 300 lines"
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def layer_of(module: str) -> int | None:
+    """Layer index of a dotted module name inside dsmlib (None for the package root)."""
+    parts = module.split(".")
+    if parts[0] != "dsmlib" or len(parts) < 2:
+        return None
+    return LAYERS.index(parts[1]) if parts[1] in LAYERS else None
+
+
+def dotted(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(absolute module, imported names) of every dsmlib import in a file."""
+    tree = ast.parse(path.read_text())
+    here = dotted(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod.startswith("dsmlib"):
+                out.append((mod, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names if a.name.startswith("dsmlib")]
+    return out
+
+
+def test_every_module_lives_in_a_layer():
+    for p in modules():
+        name = dotted(p)
+        if name in ("dsmlib", "dsmlib.__main__"):
+            continue
+        assert layer_of(name) is not None, f"{name} is outside the layers {LAYERS}"
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: dotted(p))
+def test_imports_point_down_and_names_are_public(path):
+    me = layer_of(dotted(path))
+    for mod, names in imports(path):
+        target = layer_of(mod)
+        if me is not None and target is not None:
+            assert target <= me, f"{dotted(path)} (layer {LAYERS[me]}) imports {mod} " \
+                                 f"(layer {LAYERS[target]}): imports must point down"
+        # importing a submodule by name is fine; importing a private name is not
+        private = [n for n in names if n.startswith("_") and n != "__version__"]
+        assert not private, f"{dotted(path)} imports private names {private} from {mod}"
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: dotted(p))
+def test_modules_are_small(path):
+    n = len(path.read_text().splitlines())
+    assert n <= MAX_LINES, f"{dotted(path)} has {n} lines (limit {MAX_LINES})"
+
+
+def test_no_global_state_at_import():
+    """No module calls torch.set_num_threads / manual_seed / np.random.seed at top level."""
+    banned = {"set_num_threads", "manual_seed", "seed", "set_default_dtype",
+              "use_deterministic_algorithms"}
+    for p in modules():
+        tree = ast.parse(p.read_text())
+        for node in tree.body:
+            for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+                f = call.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+                    continue
+                assert name not in banned, f"{dotted(p)} calls {name} at import"
+
+
+def test_notebooks_set_no_global_state():
+    nb_dir = PKG.parent / "notebooks"
+    for p in nb_dir.glob("*.md"):
+        text = p.read_text()
+        for bad in ("set_num_threads", "manual_seed(", "np.random.seed(", "set_default_dtype"):
+            assert bad not in text, f"{p.name} sets global state ({bad})"
