@@ -1,27 +1,23 @@
-"""Shared fixtures: a throw-away copy of the book, executed and built under the smoke profile."""
+"""Shared fixtures: the devices torch tests run on, and a throw-away copy of the book executed
+and built under the smoke profile."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BOOK_FILES = ["_config.yml", "_toc.yml", "notebooks", "book"]
+from helpers import ROOT, copy_book  # noqa: F401  (ROOT re-exported for old imports)
 
 
-def copy_book(dest: Path) -> Path:
-    """Copy the book's sources (not its build products) into ``dest``."""
-    for name in BOOK_FILES:
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns(
-                "chapters", "_static", "_generated", "ledger.md", ".ipynb_checkpoints"))
-        else:
-            shutil.copy2(src, dest / name)
-    return dest
+@pytest.fixture(params=["cpu", "cuda"])
+def device(request):
+    """Every torch-facing test runs on the CPU, and on CUDA where a GPU is present."""
+    import torch
+    if request.param == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    return torch.device(request.param)
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +26,6 @@ def smoke_book(tmp_path_factory) -> Path:
     root = copy_book(tmp_path_factory.mktemp("book"))
     proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), "book",
                            "--profile", "smoke", "--no-progress"],
-                          capture_output=True, text=True, timeout=1200)
+                          capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, f"smoke book failed:\n{proc.stdout[-5000:]}\n{proc.stderr[-5000:]}"
     return root

@@ -9,7 +9,7 @@ import yaml
 
 from dsmlib.book.profiles import load_specs
 from dsmlib.foundation.claims import VERDICTS
-from conftest import ROOT
+from helpers import ROOT
 
 pytestmark = pytest.mark.slow
 

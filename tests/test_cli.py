@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from dsmlib.book.cli import main
-from conftest import ROOT, copy_book
+from helpers import ROOT, copy_book
 
 
 def run_cli(*args, root=ROOT):

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-from dsmlib.book.widgets import ols_explorer
+from dsmlib.book.widgets.ols import ols_explorer
 
 
 def test_explorer_updates_and_refuses_unstable_eta():
@@ -22,7 +22,7 @@ def test_explorer_updates_and_refuses_unstable_eta():
 
 
 def test_noise_explorer_updates():
-    from dsmlib.book.widgets import noise_explorer
+    from dsmlib.book.widgets.prop1_noise import noise_explorer
     box = noise_explorer(n_samples=500)
     first = box.status.value
     assert "tr Cov ξ*" in first

@@ -1,0 +1,1 @@
+"""Live ipywidgets explorers, one module per chapter (book layer)."""
