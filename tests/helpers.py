@@ -14,7 +14,8 @@ def copy_book(dest: Path) -> Path:
         src = ROOT / name
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns(
-                "chapters", "_static", "_generated", "ledger.md", ".ipynb_checkpoints"))
+                "chapters", "_static", "_generated", "ledger.md", "errata.md",
+                ".ipynb_checkpoints"))
         else:
             shutil.copy2(src, dest / name)
     return dest

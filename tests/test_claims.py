@@ -9,9 +9,9 @@ import pytest
 from types import SimpleNamespace
 
 from dsmlib.book import ledger
-from dsmlib.foundation import claims
+from dsmlib.foundation import claims, results
 
-C = SimpleNamespace(**vars(claims), **{k: getattr(ledger, k) for k in ledger.__all__})
+C = SimpleNamespace(**{**vars(claims), **vars(results), **{k: getattr(ledger, k) for k in ledger.__all__}})
 
 
 @pytest.mark.parametrize("interval, band, expected", [
@@ -64,7 +64,7 @@ def test_every_case_is_decided_by_the_worst_case():
 
 def test_results_round_trip_and_ledger(tmp_path):
     cl = [C.measure("ols.a", "Statement | with bar", paper=1, measured=1.0, se=0.01,
-                    band=(0.9, 1.1)),
+                    band=(0.9, 1.1), scope="setting"),
           C.measure("ols.b", "Other", paper=0, measured=0.5, se=0.01, band=(None, 0.1),
                     source="book")]
     path = C.write_results(cl, notebook="ols", profile="smoke", results_dir=tmp_path)
@@ -81,9 +81,15 @@ def test_results_round_trip_and_ledger(tmp_path):
 
 
 def test_duplicate_ids_and_bad_results_are_rejected(tmp_path):
-    c = C.measure("same", "s", paper=1, measured=1.0, se=0.0, band=(0, 2))
+    c = C.measure("same", "s", paper=1, measured=1.0, se=0.0, band=(0, 2), scope="assumptions")
     with pytest.raises(ValueError, match="unique"):
         C.write_results([c, c], notebook="n", profile="smoke", results_dir=tmp_path)
+    with pytest.raises(ValueError, match="scope"):
+        C.write_results([C.measure("x", "s", paper=1, measured=1.0, se=0.0, band=(0, 2))],
+                        notebook="n", profile="smoke", results_dir=tmp_path)
+    refuted = C.measure("y", "s", paper=1, measured=5.0, se=0.0, band=(0, 2), scope="setting")
+    with pytest.raises(ValueError, match="condition"):
+        C.write_results([refuted], notebook="n", profile="smoke", results_dir=tmp_path)
     bad = tmp_path / "smoke" / "bad.json"
     bad.parent.mkdir(parents=True)
     bad.write_text(json.dumps({"notebook": "bad", "profile": "smoke",

@@ -32,6 +32,10 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--timeout", type=int, default=CELL_TIMEOUT_S,
                        help=f"per-cell timeout in seconds (default {CELL_TIMEOUT_S})")
         p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+        p.add_argument("--jobs", type=int, default=None,
+                       help="notebooks executed at once (default: one per two cores)")
+        p.add_argument("--force", action="store_true",
+                       help="re-execute even notebooks whose content key is unchanged")
 
     for name, help_ in [("execute", "execute notebooks with papermill"),
                         ("build", "build the static site from executed notebooks"),
@@ -58,8 +62,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command in ("execute", "book"):
             overrides = {k: parse_value(v) for k, v in args.parameter}
+            if args.jobs is not None and args.jobs < 1:
+                raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
             execute(root, args.notebooks, profile=args.profile, overrides=overrides,
-                    timeout=args.timeout, progress=not args.no_progress)
+                    timeout=args.timeout, progress=not args.no_progress, jobs=args.jobs,
+                    force=args.force)
         if args.command in ("build", "book"):
             index = build(root, profile=args.profile)
             print(f"[dsmlib] built {index}", file=sys.stderr)

@@ -20,10 +20,14 @@ RUNNER_PARAMETERS = ("profile", "results_dir", "live_widgets")
 
 @dataclass(frozen=True)
 class NotebookSpec:
+    """One chapter: its source, title, per-profile parameters, and whether it needs a GPU
+    (``gpu: true``: never executed two at once; ``gpu_notice`` opens its page)."""
     name: str
     title: str
     source: Path
     profiles: dict[str, dict[str, Any]]
+    gpu: bool = False
+    gpu_notice: str = ""
 
 
 def load_specs(notebooks_dir: str | Path) -> dict[str, NotebookSpec]:
@@ -42,7 +46,9 @@ def load_specs(notebooks_dir: str | Path) -> dict[str, NotebookSpec]:
             raise ValueError(f"{path}: notebook {name!r} has unknown profiles {sorted(unknown)}; "
                              f"allowed: {list(PROFILES)}")
         specs[name] = NotebookSpec(name=name, title=entry.get("title", name), source=source,
-                                   profiles={p: dict(profiles.get(p) or {}) for p in PROFILES})
+                                   profiles={p: dict(profiles.get(p) or {}) for p in PROFILES},
+                                   gpu=bool(entry.get("gpu", False)),
+                                   gpu_notice=str(entry.get("gpu_notice", "")))
     return specs
 
 

@@ -14,12 +14,16 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..foundation.claims import load_results
-from .ledger import ledger_markdown, summary_markdown
-from .profiles import check_profile, load_specs, resolve, select
+from ..foundation.results import load_results
+from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
+from .profiles import RUNNER_PARAMETERS, check_profile, load_specs, resolve, select
+from .provenance import code_key, decorate, is_fresh, provenance, provenance_table
 
 CELL_TIMEOUT_S = 1800
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -59,27 +63,56 @@ def declared_parameters(source_ipynb: Path) -> dict[str, Any]:
 
 def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick",
             overrides: dict[str, Any] | None = None, timeout: int = CELL_TIMEOUT_S,
-            progress: bool = True, threads: int | None = None) -> list[Path]:
+            progress: bool = True, threads: int | None = None, jobs: int | None = None,
+            force: bool = False) -> list[Path]:
     """Execute notebooks under a profile; raise :class:`NotebookFailed` on the first error.
 
-    ``threads`` sets the kernels' thread count (default: every core); nothing in a notebook or
-    in the library sets it.
+    A notebook whose content key (:func:`dsmlib.book.provenance.code_key`: source,
+    parameters, profile, the ``dsmlib`` code) matches its executed copy is skipped unless
+    ``force``. Independent notebooks run ``jobs`` at a time (default: one per two cores, at
+    most the number of notebooks); notebooks marked ``gpu: true`` in ``profiles.yml`` never run
+    two at once. Each kernel gets ``threads`` threads (default: the cores divided among the
+    jobs); nothing in a notebook or in the library sets threads.
     """
     check_profile(profile)
     if timeout < 1:
         raise ValueError(f"timeout must be >= 1 second, got {timeout}")
+    overrides = dict(overrides or {})
+    owned = [k for k in overrides if k in RUNNER_PARAMETERS]
+    if owned:
+        raise ValueError(f"parameter(s) {owned} are set by the runner and cannot be overridden: "
+                         "profile comes from --profile, results go to results/<profile>/ under "
+                         "the book root (use --root for another root), and live widgets are off "
+                         "in executed notebooks")
     specs = load_specs(root / "notebooks")
     chosen = select(specs, names)
-    overrides = dict(overrides or {})
-    sources, params = [], []
+    todo = []
     for spec in chosen:  # validate everything before running anything
         src = source_notebook(spec, root)
         p = resolve(spec, profile, overrides, declared_parameters(src))
         p.update(profile=profile, results_dir=str(root / "results"), live_widgets=False)
-        sources.append(src), params.append(p)
-    with kernel_threads(threads):
-        return [run_notebook(root, spec, src, p, profile, timeout, progress)
-                for spec, src, p in zip(chosen, sources, params)]
+        key = code_key(root, spec.source, {k: v for k, v in p.items() if k != "results_dir"},
+                       profile)
+        out = root / "book" / "chapters" / f"{spec.name}.ipynb"
+        if not force and is_fresh(out, key) and (root / "results" / profile /
+                                                  f"{spec.name}.json").exists():
+            print(f"[dsmlib] {spec.name}: up to date (profile {profile}), not re-executed",
+                  file=sys.stderr, flush=True)
+            continue
+        todo.append((spec, src, p, key))
+    cores = os.cpu_count() or 1
+    jobs = max(1, min(jobs or max(1, cores // 2), len(todo) or 1))
+    threads = threads or max(1, cores // jobs)
+    gpu_lock = threading.Lock()
+
+    def one(item) -> Path:
+        spec, src, p, key = item
+        with gpu_lock if spec.gpu else contextlib.nullcontext():
+            return run_notebook(root, spec, src, p, profile, timeout, progress and jobs == 1, key)
+
+    with kernel_threads(threads), ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(one, item) for item in todo]
+        return [f.result() for f in futures]
 
 
 @contextlib.contextmanager
@@ -99,14 +132,16 @@ def kernel_threads(threads: int | None) -> Iterator[None]:
 
 
 def run_notebook(root: Path, spec, src: Path, params: dict[str, Any], profile: str,
-                 timeout: int, progress: bool) -> Path:
-    """Execute one notebook into ``book/chapters/``; raise :class:`NotebookFailed` on error."""
+                 timeout: int, progress: bool, key: str = "") -> Path:
+    """Execute one notebook into ``book/chapters/`` and decorate it with its provenance;
+    raise :class:`NotebookFailed` with the failing cell's source and traceback."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
     out = root / "book" / "chapters" / f"{spec.name}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
     print(f"[dsmlib] executing {spec.name} (profile {profile}) -> {out.relative_to(root)}",
           file=sys.stderr, flush=True)
+    start = time.perf_counter()
     try:
         papermill.execute_notebook(str(src), str(out), parameters=params, kernel_name="python3",
                                    execution_timeout=timeout, progress_bar=progress,
@@ -118,6 +153,10 @@ def run_notebook(root: Path, spec, src: Path, params: dict[str, Any], profile: s
             f"(index {err.cell_index}): {err.ename}: {err.evalue}\n"
             f"--- cell source ---\n{err.source}\n--- traceback ---\n{tb}\n"
             f"(the partly executed notebook is at {out})") from None
+    nb = json.loads(out.read_text())
+    decorate(nb, provenance(root, profile, params, time.perf_counter() - start), key,
+             spec.gpu_notice)
+    out.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
     return out
 
 
@@ -127,20 +166,28 @@ def _executed_profile(path: Path) -> str | None:
 
 
 def write_generated_pages(root: Path, profile: str) -> None:
-    """The claims ledger page and the introduction's summary, from ``results/<profile>``."""
+    """The ledger, the errata, and the introduction's summary and coverage statement (from
+    ``results/<profile>``), and the reproducibility page's table (from the executed notebooks)."""
     specs = load_specs(root / "notebooks")
     docs = load_results(root / "results", profile)
     missing = [n for n in specs if n not in {d["notebook"] for d in docs}]
     if missing:
         raise ValueError(f"no results for notebook(s) {missing} under profile {profile!r}: "
                          f"run `python -m dsmlib execute --profile {profile}` first")
-    docs = [d for d in docs if d["notebook"] in specs]
+    order = list(specs)
+    docs = sorted((d for d in docs if d["notebook"] in specs), key=lambda d: order.index(d["notebook"]))
     paths = {n: f"chapters/{n}" for n in specs}
     (root / "book" / "ledger.md").write_text(
         ledger_markdown(docs, chapter_paths=paths, profile=profile))
+    (root / "book" / "errata.md").write_text(
+        errata_markdown(docs, chapter_paths=paths, profile=profile))
     gen = root / "book" / "_generated"
     gen.mkdir(parents=True, exist_ok=True)
     (gen / "summary.md").write_text(summary_markdown(docs, profile=profile))
+    (gen / "coverage.md").write_text(coverage_markdown(docs, profile=profile))
+    runs = {n: json.loads((root / "book" / "chapters" / f"{n}.ipynb").read_text())
+            .get("metadata", {}).get("dsmlib", {}).get("provenance") for n in specs}
+    (gen / "provenance.md").write_text(provenance_table(runs, paths))
 
 
 def copy_assets(root: Path) -> None:

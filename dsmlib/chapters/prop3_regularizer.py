@@ -9,17 +9,22 @@ import numpy as np
 import torch
 
 from ..foundation.checks import check_int, check_nonnegative, check_positive
-from ..foundation.claims import Claim, case, every_case, measure, ratio_case
+from ..foundation.claims import Claim, case, every_case, ratio_case, slope_claim
 from ..foundation.rng import as_generator, as_torch_generator, child_seed
-from ..foundation.stats import log_log_slope
 from ..models.settings import Setting
 from ..theory import gradient_norm as gn
 from ..theory import jacobians
 from ..theory.label_noise import GaussianNoise
 from ..theory.minibatch import draw_minibatches
 
-__all__ = ["uln_sq_norm_samples", "StrengthCase", "prop3_strength", "prop3_claims",
-           "PerturbationCurve", "perturbation_curve", "remark2_claims"]
+__all__ = ["STRENGTH_BAND", "SLOPE_BAND", "uln_sq_norm_samples", "StrengthCase",
+           "prop3_strength", "real_step_strength", "prop3_claims", "PerturbationCurve",
+           "perturbation_curve", "remark2_claims"]
+
+# Tolerance bands, fixed before measuring.
+STRENGTH_BAND = (0.95, 1 / 0.95)   # E||xi^ULN||^2 within 5 % of Eq. (22)
+SLOPE_BAND = (0.98, 1.02)          # the log-log slope within 0.02 of 1
+REMARK2_TOLERANCE = 0.1            # E||Δf||² / (s² G) within 10 % of 1 at the smallest s
 
 
 # ----------------------------------------------------------------------------------------------
@@ -87,28 +92,74 @@ def prop3_strength(s: Setting, *, sigma2s, batch_sizes, etas, n_samples: int,
     return cases
 
 
-def prop3_claims(cases: list[StrengthCase]) -> list[Claim]:
-    """Eq. (22) holds in every grid cell; and the log-log slope of measured on predicted is 1."""
-    per_case = {
-        f"{c.setting}, σ²={c.sigma2:g}, b={c.batch_size}, η={c.eta:g}": ratio_case(
-            c.measured, c.se, c.predicted, band=(0.95, 1 / 0.95),
-            quantity="E‖ξ^ULN‖² (Monte Carlo) / (ησ²/(bN))·Σ‖∇f‖²")
+def real_step_strength(s: Setting, *, sigma2: float, batch_size: int, eta: float,
+                       n_steps: int, seed: Any = 0) -> StrengthCase:
+    """``E||xi^ULN||^2`` measured on actual minibatch steps: two real gradients of the batch
+    loss, with the noisy labels and with the clean ones (two backward passes, nothing from the
+    per-sample Jacobians), ``xi^ULN = (g_noisy - g_clean) sqrt(eta)`` by Eq. (12)-(13)."""
+    sigma2 = check_nonnegative("sigma2", sigma2)
+    eta = check_positive("eta", eta)
+    n_steps = check_int("n_steps", n_steps, minimum=2)
+    rng = as_generator(seed)
+    gen = as_torch_generator(rng, jacobians.model_device(s.model))
+    noise = GaussianNoise(sigma2)
+    params = [p for p in s.model.parameters() if p.requires_grad]
+    X, Y = jacobians.as_inputs(s.model, s.X), jacobians.as_labels(s.model, s.X, s.y_clean)
+    idx_all = draw_minibatches(s.n, batch_size, n_steps, replace=True, seed=rng)
+
+    def grad_of(loss: torch.Tensor) -> torch.Tensor:
+        return torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, params)])
+
+    sq = np.empty(n_steps)
+    for k, idx in enumerate(idx_all):
+        xb, yb = X[torch.as_tensor(idx)], Y[torch.as_tensor(idx)]
+        y_noisy = noise.draw(yb, gen)
+        out = s.model(xb).reshape(batch_size, -1)
+        g_noisy = grad_of(0.5 * (out - y_noisy).pow(2).sum() / batch_size)
+        out = s.model(xb).reshape(batch_size, -1)
+        g_clean = grad_of(0.5 * (out - yb).pow(2).sum() / batch_size)
+        sq[k] = float(eta * (g_noisy - g_clean).pow(2).sum())   # ||sqrt(eta)(g~ - g*)||^2
+    G = gn.gradient_norm(s.model, s.X)
+    return StrengthCase(s.name, sigma2, int(batch_size), eta, float(sq.mean()),
+                        float(sq.std(ddof=1) / np.sqrt(n_steps)), eta * sigma2 / batch_size * G)
+
+
+def _strength_cases(cases: list[StrengthCase], quantity: str) -> dict:
+    return {f"{c.setting}, σ²={c.sigma2:g}, b={c.batch_size}, η={c.eta:g}": ratio_case(
+        c.measured, c.se, c.predicted, band=STRENGTH_BAND, exact=1.0, quantity=quantity)
         for c in cases}
-    slope, se = log_log_slope(np.array([c.predicted for c in cases]),
-                              np.array([c.measured for c in cases]),
-                              np.array([c.se for c in cases]))
-    return [
+
+
+def prop3_claims(cases: list[StrengthCase],
+                 real_steps: list[StrengthCase] | None = None) -> list[Claim]:
+    """Eq. (22) in every grid cell; its log-log slope; and, if given, on actual SGD steps."""
+    exactness = ("Exact for fresh noise with any sampling and for a fixed table without "
+                 "replacement; a fixed table with replacement multiplies it by 1 + (b − 1)/N.")
+    claims = [
         every_case("prop3.strength",
                    "E‖ξ^ULN‖² = (ησ²/(bN))·Σ_i‖∇_θ f(x_i, θ)‖² (Prop. 3, Eq. 22), in every "
-                   "cell of the (σ², b, η) grid, minibatches drawn with replacement.", per_case,
+                   "cell of the (σ², b, η) grid, minibatches drawn with replacement.",
+                   _strength_cases(cases, "E‖ξ^ULN‖² (Monte Carlo) / (ησ²/(bN))·Σ‖∇f‖²"),
                    note="Exact, not approximate: the trace of Prop. 1's covariance. Without "
                         "replacement it holds too for fresh noise; with a fixed noise table "
-                        "and replacement it gains the factor 1 + (b − 1)/N."),
-        measure("prop3.strength_scaling",
-                "E‖ξ^ULN‖² scales linearly in ησ²/b·G(θ) across the grid (log-log slope 1).",
-                paper=1.0, measured=slope, se=se, band=(0.98, 1.02),
-                quantity="log-log slope of measured on predicted strength"),
+                        "and replacement it gains the factor 1 + (b − 1)/N.",
+                   scope="assumptions", condition=exactness),
+        slope_claim("prop3.strength_scaling",
+                    "E‖ξ^ULN‖² scales linearly in ησ²/b·G(θ) across the grid (log-log slope 1).",
+                    [c.predicted for c in cases], [c.measured for c in cases],
+                    [c.se for c in cases], paper=1.0, band=SLOPE_BAND, exact=1.0,
+                    quantity="log-log slope of measured on predicted strength",
+                    scope="assumptions", condition=exactness),
     ]
+    if real_steps:
+        claims.append(every_case(
+            "prop3.strength_real_steps",
+            "Eq. 22 on actual SGD steps: the squared norm of the difference between the noisy "
+            "and the clean minibatch gradient, times η, averages to (ησ²/(bN))·Σ‖∇_θ f‖².",
+            _strength_cases(real_steps, "mean of η‖g̃_k − g*_k‖² over real steps / Eq. 22"),
+            note="Two backward passes per step, nothing shared with the per-sample arrays.",
+            scope="assumptions", condition=exactness))
+    return claims
 
 
 # ----------------------------------------------------------------------------------------------
@@ -123,6 +174,7 @@ class PerturbationCurve:
     ratio: np.ndarray        # E||f(x, theta+delta) - f(x, theta)||^2 / (s^2 G(theta))
     se: np.ndarray
     gradient_norm: float
+    n_draws: int = 2
 
 
 def perturbation_curve(s: Setting, *, scales, n_draws: int, seed: int = 0,
@@ -160,10 +212,11 @@ def perturbation_curve(s: Setting, *, scales, n_draws: int, seed: int = 0,
                 vals.append(diff.cpu().numpy() / (sc ** 2 * G))
             vals = np.concatenate(vals)
             ratios.append(vals.mean()), ses.append(vals.std(ddof=1) / np.sqrt(n_draws))
-    return PerturbationCurve(s.name, scales, np.array(ratios), np.array(ses), G)
+    return PerturbationCurve(s.name, scales, np.array(ratios), np.array(ses), G, n_draws)
 
 
-def remark2_claims(curves: list[PerturbationCurve], *, tolerance: float = 0.1) -> list[Claim]:
+def remark2_claims(curves: list[PerturbationCurve], *,
+                   tolerance: float = REMARK2_TOLERANCE) -> list[Claim]:
     """At the smallest perturbation the sensitivity equals the gradient norm (ratio 1).
 
     Remark 2 is a first-order statement, so its band is ``1 +- tolerance``; the note records
@@ -172,7 +225,7 @@ def remark2_claims(curves: list[PerturbationCurve], *, tolerance: float = 0.1) -
     cases, notes = {}, []
     for c in curves:
         cases[c.setting] = case(paper=1.0, measured=float(c.ratio[0]), se=float(c.se[0]),
-                                band=(1 - tolerance, 1 + tolerance),
+                                band=(1 - tolerance, 1 + tolerance), dof=c.n_draws - 1,
                                 quantity=f"E‖Δf‖² / (s² G(θ)) at s = {c.scales[0]:g}")
         off = np.flatnonzero(np.abs(c.ratio - 1) > tolerance)
         notes.append(f"{c.setting}: " + (f"ratio leaves 1 ± {tolerance:g} at s = "
@@ -182,4 +235,6 @@ def remark2_claims(curves: list[PerturbationCurve], *, tolerance: float = 0.1) -
         "remark2.perturbation_stability",
         "The gradient norm (1/N)Σ‖∇_θ f‖² measures the outputs' sensitivity to small random "
         "parameter perturbations (Remark 2): E‖f(x, θ+δ) − f(x, θ)‖² = s²·G(θ) as s → 0.",
-        cases, note="; ".join(notes))]
+        cases, note="; ".join(notes), scope="assumptions",
+        condition="Remark 2 is a first-order statement: it holds only for perturbations "
+                  "smaller than the scale where the curve bends.")]

@@ -2,9 +2,7 @@
 site, the palette, the 2-D Gaussian ellipse, square axes, the slider-and-menu explorer over
 precomputed states, and the log-log plot with its fitted slope.
 
-Under ipykernel plotly >= 6 emits only ``application/vnd.plotly.v1+json``, which myst-nb drops.
-:func:`setup` registers a renderer that also emits ``text/html`` *without* plotly.js or MathJax;
-the book serves one local copy of plotly.js (see :mod:`dsmlib.book.runner`).
+The renderer itself is :mod:`dsmlib.figures.render`; :func:`setup` is re-exported here.
 
 Error bars everywhere are the claims' intervals: ``dsmlib.foundation.claims.quantile(dof) * se``.
 """
@@ -14,39 +12,16 @@ from typing import Any, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
-from plotly.io._base_renderers import MimetypeRenderer, PlotlyRenderer
 
 from ..foundation.claims import quantile
+from .render import RENDERER, setup
 
-__all__ = ["RENDERER", "COLORS", "BookRenderer", "setup", "ellipse_xy", "square_axes",
+__all__ = ["RENDERER", "COLORS", "setup", "ellipse_xy", "square_axes",
            "square_layout", "state_explorer", "error_bars"]
-
-
-RENDERER = "dsm_book"
 
 
 COLORS = {"noisy": "#1f77b4", "clean": "#ff7f0e", "empirical": "#2ca02c", "exact": "#111111",
           "paper": "#d62728", "beta_star": "#9467bd", "beta_hat": "#111111"}
-
-
-class BookRenderer(MimetypeRenderer):
-    """Emit the plotly JSON mimetype (for Jupyter) next to a script-free ``text/html`` div."""
-
-    def to_mimebundle(self, fig_dict: dict[str, Any]) -> dict[str, Any]:
-        html = pio.to_html(fig_dict, include_plotlyjs=False, include_mathjax=False,
-                           full_html=False, validate=False,
-                           config={"displaylogo": False, "responsive": True})
-        bundle = PlotlyRenderer().to_mimebundle(fig_dict)
-        bundle["text/html"] = html
-        return bundle
-
-
-def setup() -> None:
-    """Make :data:`RENDERER` plotly's default renderer and use a clean template."""
-    pio.renderers[RENDERER] = BookRenderer()
-    pio.renderers.default = RENDERER
-    pio.templates.default = "plotly_white"
 
 
 def ellipse_xy(mean: Sequence[float], cov: np.ndarray, *, nsig: float = 2.0,
@@ -86,7 +61,9 @@ def state_explorer(state_traces: list[list[Any]], *, slider_values: Sequence[Any
     ``state_traces[j * len(slider_values) + i]`` holds the traces of menu entry ``j`` at slider
     position ``i`` (every state the same number of traces). The drop-down swaps in the slider
     of its entry (and ``menu_layouts[j]``, e.g. axis ranges), so the two controls compose with
-    no Python running in the page. Only the first state is visible initially.
+    no Python running in the page. Plotly alone would reset the slider to its first position on
+    a menu change; ``layout.meta.dsm_grid`` lets the site's loader (``dsm-plotly.js``) keep the
+    slider where it was. Only the first state is visible initially.
     """
     ns, nm = len(slider_values), len(menu_labels)
     if len(state_traces) != ns * nm:
@@ -124,7 +101,8 @@ def state_explorer(state_traces: list[list[Any]], *, slider_values: Sequence[Any
                                               {"sliders": [slider(j)], **menu_layouts[j]}])
                                    for j, lab in enumerate(menu_labels)])],
         legend=dict(orientation="h", x=0.0, y=1.02, yanchor="bottom", xanchor="left"),
-        margin=dict(l=50, r=20, t=110, b=40))
+        margin=dict(l=50, r=20, t=110, b=40),
+        meta=dict(dsm_grid=dict(n_slider=ns, n_menu=nm, n_traces=n_tr)))
     fig.update_layout(**{k.replace(".", "_"): v for k, v in menu_layouts[0].items()})
     return fig
 

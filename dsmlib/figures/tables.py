@@ -1,59 +1,147 @@
-"""Claims as tables and summaries in a chapter (figures layer)."""
+"""Claims as tables and summaries (figures layer), for the chapters and the ledger.
+
+A verdict table leads with what a reader looks for: the verdict, the paper's value, the exact
+theory's and the measurement with its interval. Everything else (the statement's quantity, the
+band, the scope, what would make a refuted claim hold, the note, every case) folds into an
+expandable row. The table fits a 784 px column and collapses into cards on a phone
+(``book/_assets/custom.css``).
+
+Statements may carry LaTeX between ``$...$``: the Markdown summary keeps it (MyST renders it),
+and the HTML tables wrap it for MathJax the way Sphinx does.
+"""
 from __future__ import annotations
 
+import html
+import math
+import re
 from dataclasses import asdict, is_dataclass
-from typing import Any
+from typing import Any, Iterable
 
-from ..foundation.claims import BADGES, fmt_number
+from ..foundation.claims import CONFIDENCE
 
-__all__ = ["claims_table", "cases_table", "verdict_summary"]
+__all__ = ["BADGES", "fmt_number", "fmt_interval", "fmt_band", "math_html", "claims_html",
+           "claims_table", "cases_table", "verdict_summary"]
+
+BADGES = {"confirmed": "✔ confirmed", "refuted": "✘ refuted", "inconclusive": "? inconclusive"}
+SCOPE_TEXT = {"assumptions": "wrong (or right) even under the paper's own assumptions",
+              "setting": "about the experiment as the paper describes running it",
+              "reading": "depends on one reading of an ambiguous text"}
+LEVEL = f"{CONFIDENCE:.0%}"
+
+
+def fmt_number(x: float | None, open_end: str = "—") -> str:
+    """Four significant digits; ``open_end`` for a missing value, ∞ for infinities."""
+    if x is None:
+        return open_end
+    if not math.isfinite(x):
+        return "∞" if x > 0 else ("−∞" if x < 0 else "NaN")
+    return f"{x:.4g}".replace("-", "−")
+
+
+def fmt_interval(iv: list[float]) -> str:
+    return f"[{fmt_number(iv[0])}, {fmt_number(iv[1])}]"
+
+
+def fmt_band(band: list[float | None]) -> str:
+    return f"[{fmt_number(band[0], '−∞')}, {fmt_number(band[1], '∞')}]"
+
+
+_MATH = re.compile(r"\$([^$]+)\$")
+
+
+def math_html(text: str) -> str:
+    """Escape ``text`` for HTML, turning ``$...$`` into MathJax inline math as Sphinx does."""
+    parts, last = [], 0
+    for m in _MATH.finditer(text):
+        parts.append(html.escape(text[last:m.start()]))
+        parts.append('<span class="math notranslate nohighlight">\\(' + html.escape(m.group(1))
+                     + "\\)</span>")
+        last = m.end()
+    parts.append(html.escape(text[last:]))
+    return "".join(parts)
+
+
+def _as_dict(c: Any) -> dict[str, Any]:
+    return asdict(c) if is_dataclass(c) else dict(c)
+
+
+def _cases_html(details: list[dict[str, Any]]) -> str:
+    rows = [r for r in details if "verdict" in r and "interval" in r]
+    if not rows:
+        return ""
+    head = "".join(f"<th>{h}</th>" for h in ["Case", "Verdict", "Exact",
+                                             f"Measured [{LEVEL}]", "Band"])
+    body = "".join(
+        f"<tr class='v-{r['verdict']}'><td>{math_html(str(r['case']))}</td>"
+        f"<td>{BADGES[r['verdict']]}</td><td>{fmt_number(r.get('exact'))}</td>"
+        f"<td>{fmt_number(r['measured'])} {fmt_interval(r['interval'])}</td>"
+        f"<td>{fmt_band(r['band'])}</td></tr>" for r in rows)
+    return f"<table class='cases'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _details_html(c: dict[str, Any]) -> str:
+    items = [("Quantity", math_html(c.get("quantity", ""))),
+             ("Band (fixed before measuring)", fmt_band(c["band"]))]
+    if c.get("scope"):
+        items.append(("Scope", f"<em>{c['scope']}</em>: {SCOPE_TEXT[c['scope']]}"))
+    if c.get("condition") and c["verdict"] != "confirmed":
+        items.append(("What would make it hold", math_html(c["condition"])))
+    if c.get("note"):
+        items.append(("Note", math_html(c["note"])))
+    dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items if v)
+    return f"<details><summary>Details</summary><dl>{dl}</dl>{_cases_html(c.get('details', []))}</details>"
+
+
+def claims_html(claims: Iterable[Any]) -> str:
+    """The verdict table of some claims (dataclasses or result dicts), as HTML."""
+    head = "".join(f"<th class='c-{k}'>{h}</th>" for k, h in [
+        ("verdict", "Verdict"), ("claim", "Claim"), ("paper", "Paper"), ("exact", "Exact"),
+        ("measured", f"Measured [{LEVEL} CI]")])
+    rows = []
+    for c in map(_as_dict, claims):
+        tag = " <span class='book-tag'>book</span>" if c.get("source") == "book" else ""
+        rows.append(
+            f"<tr class='claim v-{c['verdict']}'>"
+            f"<td class='c-verdict'><span class='badge {c['verdict']}'>{BADGES[c['verdict']]}</span></td>"
+            f"<td class='c-claim'><code>{html.escape(c['id'])}</code>{tag}"
+            f"<div class='stmt'>{math_html(c['statement'])}</div></td>"
+            f"<td class='c-paper'>{fmt_number(c['paper'])}</td>"
+            f"<td class='c-exact'>{fmt_number(c.get('exact'))}</td>"
+            f"<td class='c-measured'>{fmt_number(c['measured'])} "
+            f"<span class='iv'>{fmt_interval(c['interval'])}</span></td></tr>"
+            f"<tr class='more'><td colspan='5'>{_details_html(c)}</td></tr>")
+    return (f"<table class='verdicts'><thead><tr>{head}</tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
 
 
 def claims_table(claims) -> Any:
-    """An HTML table of claims (dataclasses or dicts) for display in a notebook."""
+    """:func:`claims_html` for display in a notebook."""
     from IPython.display import HTML
-
-    rows = []
-    for c in claims:
-        c = asdict(c) if is_dataclass(c) else c
-        rows.append(
-            "<tr>" + "".join(f"<td>{x}</td>" for x in [
-                f"<code>{c['id']}</code>" + (" <em>(book)</em>" if c.get("source") == "book" else ""),
-                c["statement"], c.get("quantity", ""), fmt_number(c["paper"]), fmt_number(c["measured"]),
-                f"[{fmt_number(c['interval'][0])}, {fmt_number(c['interval'][1])}]",
-                f"[{fmt_number(c['band'][0], '−∞')}, {fmt_number(c['band'][1], '∞')}]",
-                BADGES[c["verdict"]]]) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ["Claim", "Statement", "Quantity", "Paper",
-                                             "Measured", "99% interval", "Band", "Verdict"])
-    return HTML(f"<table class='claims-table'><thead><tr>{head}</tr></thead><tbody>"
-                + "".join(rows) + "</tbody></table>")
+    return HTML(claims_html(claims))
 
 
 def cases_table(claims) -> Any:
-    """An HTML table of the per-case details of claims that must hold in every case."""
+    """The per-case verdicts of claims that must hold in every case, for display."""
     from IPython.display import HTML
-
-    rows = []
-    for c in claims:
-        for d in c.details:
-            rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in [
-                f"<code>{c.id}</code>", d["case"], fmt_number(d["paper"]), fmt_number(d["measured"]),
-                f"[{fmt_number(d['interval'][0])}, {fmt_number(d['interval'][1])}]",
-                f"[{fmt_number(d['band'][0], '−∞')}, {fmt_number(d['band'][1], '∞')}]",
-                BADGES[d["verdict"]]]) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ["Claim", "Case", "Paper", "Measured",
-                                             "99% interval", "Band", "Verdict"])
-    return HTML(f"<table class='claims-table'><thead><tr>{head}</tr></thead><tbody>"
-                + "".join(rows) + "</tbody></table>")
+    parts = [f"<p><code>{html.escape(c['id'])}</code>: {math_html(c['statement'])}</p>"
+             + _cases_html(c.get("details", [])) for c in map(_as_dict, claims)]
+    return HTML("<div class='cases-block'>" + "".join(parts) + "</div>")
 
 
-def verdict_summary(claims: Sequence[Claim]) -> Any:
-    """A Markdown bullet list of claims and their measured verdicts (for ``glue:md``)."""
+def verdict_summary(claims) -> Any:
+    """The "In short" list: each claim's verdict, measurement with its interval, band, exact
+    value and note, readable on its own (Markdown, for ``glue:md``)."""
     from IPython.display import Markdown
     lines = []
-    for c in claims:
-        book = c.source == "book"
-        tag = " *(book's correction)*" if book else ""
-        lines.append(f"- **{c.verdict}**{tag}: {c.statement} (measured {fmt_number(c.measured)}, "
-                     f"{'predicted' if book else 'paper'} {fmt_number(c.paper)}; `{c.id}`)")
+    for c in map(_as_dict, claims):
+        book = " *(the book's correction)*" if c.get("source") == "book" else ""
+        exact = f"; exact {fmt_number(c['exact'])}" if c.get("exact") is not None else ""
+        hold = (f" *What would make it hold:* {c['condition']}"
+                if c.get("condition") and c["verdict"] != "confirmed" else "")
+        note = f" {c['note']}" if c.get("note") else ""
+        lines.append(
+            f"- **{BADGES[c['verdict']]}**{book}: {c['statement']} Measured "
+            f"{fmt_number(c['measured'])}, {LEVEL} CI {fmt_interval(c['interval'])}, band "
+            f"{fmt_band(c['band'])}, paper {fmt_number(c['paper'])}{exact}.{hold}{note} "
+            f"(`{c['id']}`)")
     return Markdown("\n".join(lines))

@@ -12,8 +12,8 @@ Verdicts are always computed by :func:`verdict`; nothing writes one by hand. A :
 one such measurement; a :class:`Claim` is a case with an id and a statement, or the combination
 of several cases that must all hold (:func:`every_case`). Builders for the recurring forms:
 :func:`case` (estimate and standard error), :func:`ratio_case` (measured over predicted) and
-:func:`slope_claim` (a fitted log-log slope). Each notebook writes its claims to
-``results/<profile>/<notebook>.json``.
+:func:`slope_claim` (a fitted log-log slope). :mod:`dsmlib.foundation.results`
+writes each notebook's claims to ``results/<profile>/<notebook>.json``.
 
 Every claim of the paper carries a ``scope`` saying what a refutation refutes
 (:data:`SCOPES`): ``assumptions`` (wrong even under the paper's own assumptions), ``setting``
@@ -22,19 +22,16 @@ averaging) or ``reading`` (wrong under one reading of an ambiguous text).
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .checks import check_choice, check_real
-from .stats import log_log_slope, t_quantile
+from .stats import loglog_fit, t_quantile
 
 VERDICTS = ("confirmed", "refuted", "inconclusive")
 SCOPES = ("assumptions", "setting", "reading")
 CONFIDENCE = 0.99  # level of every interval in the ledger
-BADGES = {"confirmed": "✔ confirmed", "refuted": "✘ refuted", "inconclusive": "? inconclusive"}
 
 
 def parse_band(band: Sequence[float | None]) -> tuple[float, float]:
@@ -75,10 +72,17 @@ def combine_all(verdicts: Iterable[str]) -> str:
     return "confirmed" if all(v == "confirmed" for v in vs) else "inconclusive"
 
 
-def quantile(dof: float = math.inf) -> float:
+def quantile(dof: float = math.inf, level: float = CONFIDENCE) -> float:
     """The two-sided Student-t quantile of the ledger's :data:`CONFIDENCE` level (normal for
     infinite ``dof``). Figures use it too, so their error bars are the claims' intervals."""
-    return t_quantile(CONFIDENCE, dof if math.isfinite(dof) else 1e9)
+    return t_quantile(level, dof if math.isfinite(dof) else 1e9)
+
+
+def joint_level(n_coordinates: int) -> float:
+    """Per-coordinate level of a joint (Bonferroni) box at the ledger's :data:`CONFIDENCE`."""
+    if n_coordinates < 1:
+        raise ValueError(f"n_coordinates must be >= 1, got {n_coordinates}")
+    return 1.0 - (1.0 - CONFIDENCE) / n_coordinates
 
 
 @dataclass
@@ -94,6 +98,7 @@ class Case:
     source: str = "paper"      # "paper": the paper's claim; "book": a correction derived here
     se: float | None = None
     exact: float | None = None  # the exact theory's value of the same statistic, where known
+    caveat: str = ""            # why the interval cannot be trusted (then: inconclusive)
 
 
 @dataclass
@@ -120,24 +125,28 @@ class Claim:
 
 def case(*, paper: float, measured: float, se: float, band: Sequence[float | None],
          quantity: str = "", source: str = "paper", dof: float = math.inf,
-         exact: float | None = None) -> Case:
+         exact: float | None = None, level: float = CONFIDENCE, caveat: str = "") -> Case:
     """A measurement from an estimate and its standard error.
 
-    The interval is ``measured +- t * se`` at the ledger's :data:`CONFIDENCE` level (Student-t
-    with ``dof`` degrees of freedom, normal if infinite). ``band`` is the tolerance band around
-    the paper's value within which the claim counts as confirmed.
+    The interval is ``measured +- t * se`` at ``level`` (the ledger's :data:`CONFIDENCE`
+    unless a joint interval needs more, see :func:`joint_level`; Student-t with ``dof``
+    degrees of freedom, normal if infinite). ``band`` is the tolerance band around the
+    paper's value within which the claim counts as confirmed. A non-empty ``caveat`` says why
+    the interval cannot be trusted (e.g. heavy tails); the verdict is then ``inconclusive``
+    by rule, whatever the interval says.
     """
     measured = check_real("measured", measured)
     se = check_real("se", se)
     if se < 0:
         raise ValueError(f"se must be >= 0, got {se}")
     check_choice("source", source, ["paper", "book"])
-    q = quantile(dof)
+    q = quantile(dof, level)
     interval = [measured - q * se, measured + q * se]
     return Case(paper=float(paper), measured=measured, interval=interval,
                 band=[None if math.isinf(b) else b for b in parse_band(band)],
-                verdict=verdict(interval, band), quantity=quantity, source=source, se=se,
-                exact=None if exact is None else float(exact))
+                verdict="inconclusive" if caveat else verdict(interval, band),
+                quantity=quantity, source=source, se=se,
+                exact=None if exact is None else float(exact), caveat=caveat)
 
 
 def ratio_case(estimate: float, se: float, predicted: float, *, band: Sequence[float | None],
@@ -151,6 +160,35 @@ def ratio_case(estimate: float, se: float, predicted: float, *, band: Sequence[f
                 quantity=quantity, source=source, dof=dof, exact=exact)
 
 
+def joint_case(estimates: Sequence[float], ses: Sequence[float], *, paper: float,
+               band: Sequence[float | None], quantity: str = "", source: str = "paper",
+               dof: float = math.inf, exact: Sequence[float] | None = None,
+               caveat: str = "") -> Case:
+    """A vector statistic judged coordinate by coordinate, with a joint (Bonferroni) box.
+
+    Each coordinate gets an interval at :func:`joint_level` ``(d)``, so all ``d`` intervals hold
+    together at the ledger's level; every coordinate must lie in ``band`` (e.g. a mean of zero
+    within a tolerance). Unlike the norm of a mean, whose estimate is biased upwards and whose
+    interval ``+- t se`` can run below zero, each coordinate's mean is unbiased. The headline is
+    the deciding coordinate (as in :func:`every_case`).
+    """
+    est, se = list(map(float, estimates)), list(map(float, ses))
+    if len(est) != len(se) or not est:
+        raise ValueError("estimates and ses must be non-empty and of the same length")
+    if exact is not None and len(exact) != len(est):
+        raise ValueError("exact must have one value per coordinate")
+    level = joint_level(len(est))
+    cases = [case(paper=paper, measured=m, se=s, band=band, source=source, dof=dof, level=level,
+                  exact=None if exact is None else exact[j], caveat=caveat,
+                  quantity=f"{quantity}, coordinate {j + 1} of {len(est)} (joint "
+                           f"{CONFIDENCE:.0%} box)") for j, (m, s) in enumerate(zip(est, se))]
+    overall = combine_all(c.verdict for c in cases)
+    matching = [c for c in cases if c.verdict == overall]
+    if overall == "refuted":
+        return max(matching, key=band_gap)
+    return max(matching, key=lambda c: max(abs(c.interval[0]), abs(c.interval[1])))
+
+
 def _check_scope(scope: str | None, source: str) -> str | None:
     if scope is not None:
         check_choice("scope", scope, SCOPES)
@@ -161,6 +199,8 @@ def from_case(id: str, statement: str, c: Case, *, note: str = "",
               details: list[dict[str, Any]] | None = None, scope: str | None = None,
               condition: str = "") -> Claim:
     """A claim whose verdict is that of one case."""
+    if c.caveat and c.caveat not in note:
+        note = f"{note} {c.caveat}".strip()
     return Claim(id=id, statement=statement, paper=c.paper, measured=c.measured,
                  interval=list(c.interval), band=list(c.band), verdict=c.verdict,
                  quantity=c.quantity, source=c.source, se=c.se, note=note,
@@ -172,10 +212,10 @@ def measure(id: str, statement: str, *, paper: float, measured: float, se: float
             band: Sequence[float | None], quantity: str = "", source: str = "paper",
             note: str = "", dof: float = math.inf, details: list[dict[str, Any]] | None = None,
             exact: float | None = None, scope: str | None = None,
-            condition: str = "") -> Claim:
+            condition: str = "", caveat: str = "") -> Claim:
     """Build a claim from an estimate and its standard error (see :func:`case`)."""
     c = case(paper=paper, measured=measured, se=se, band=band, quantity=quantity,
-             source=source, dof=dof, exact=exact)
+             source=source, dof=dof, exact=exact, caveat=caveat)
     return from_case(id, statement, c, note=note, details=details, scope=scope,
                      condition=condition)
 
@@ -206,8 +246,14 @@ def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note:
                "band": c.band, "verdict": c.verdict}
         if c.exact is not None:
             row["exact"] = c.exact
+        if getattr(c, "caveat", ""):
+            row["caveat"] = c.caveat
         details.append(row)
-    head = Case(**{**{f.name: getattr(head, f.name) for f in fields(Case)}, "verdict": overall,
+    caveats = sorted({f"({k}) {c.caveat}" for k, c in cases.items() if getattr(c, "caveat", "")})
+    if caveats:
+        note = (note + " Untrustworthy intervals: " + "; ".join(caveats)).strip()
+    head = Case(**{**{f.name: getattr(head, f.name, f.default) for f in fields(Case)},
+                   "verdict": overall,
                    "quantity": f"{head.quantity} (deciding case: {key})".strip()})
     return from_case(id, statement, head, note=note, details=details, scope=scope,
                      condition=condition)
@@ -218,55 +264,30 @@ def slope_claim(id: str, statement: str, x: Sequence[float], y: Sequence[float],
                 quantity: str = "", source: str = "paper", note: str = "",
                 details: list[dict[str, Any]] | None = None, exact: float | None = None,
                 scope: str | None = None, condition: str = "") -> Claim:
-    """A claim about the slope of ``log y`` on ``log x`` (precision-weighted fit)."""
-    import numpy as np
-    slope, se = log_log_slope(np.asarray(x, float), np.asarray(y, float), np.asarray(y_se, float))
-    return measure(id, statement, paper=paper, measured=slope, se=se, band=band,
-                   quantity=quantity, source=source, note=note, details=details, exact=exact,
+    """A claim about the slope of ``log y`` on ``log x``, with its lack of fit checked.
+
+    The fit is :func:`dsmlib.foundation.stats.loglog_fit`. When a straight line does not
+    describe the points, the interval is widened by the Birge ratio with ``k - 2`` degrees of
+    freedom, and the note says so; the fit's numbers go into ``details``.
+    """
+    fit = loglog_fit(x, y, y_se)
+    rows = list(details or []) + [{"case": "fit", "slope": fit.slope, "se": fit.se,
+                                   "chi2": fit.chi2, "dof": fit.dof, "p_value": fit.p_value,
+                                   "se_widened": fit.se_widened}]
+    return measure(id, statement, paper=paper, measured=fit.slope, se=fit.se_widened,
+                   dof=fit.dof_interval, band=band, quantity=quantity, source=source,
+                   note=f"{note} Fit: {fit.describe()}.".strip(), details=rows, exact=exact,
                    scope=scope, condition=condition)
 
 
-def write_results(claims: Sequence[Claim], *, notebook: str, profile: str,
-                  results_dir: str | Path = "results", extra: dict[str, Any] | None = None) -> Path:
-    """Write ``results/<profile>/<notebook>.json`` as ``{"notebook", "profile", "claims"}``."""
-    ids = [c.id for c in claims]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"claim ids must be unique within a notebook, got {ids}")
-    path = Path(results_dir) / profile / f"{notebook}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"notebook": notebook, "profile": profile, "claims": [asdict(c) for c in claims]}
-    if extra:
-        doc["extra"] = extra
-    path.write_text(json.dumps(doc, indent=2, default=_jsonable))
-    return path
-
-
-def _jsonable(obj: Any) -> Any:
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    raise TypeError(f"cannot serialise {type(obj).__name__}")
-
-
-def load_results(results_dir: str | Path, profile: str) -> list[dict[str, Any]]:
-    """All notebooks' result documents for a profile, sorted by notebook name."""
-    root = Path(results_dir) / profile
-    docs = []
-    for p in sorted(root.glob("*.json")):
-        doc = json.loads(p.read_text())
-        for key in ("notebook", "profile", "claims"):
-            if key not in doc:
-                raise ValueError(f"{p} is not a results file: missing {key!r}")
-        for c in doc["claims"]:
-            if c.get("verdict") not in VERDICTS:
-                raise ValueError(f"{p}: claim {c.get('id')!r} has verdict {c.get('verdict')!r}")
-        docs.append(doc)
-    return docs
-
-
-def fmt_number(x: float | None, open_end: str = "—") -> str:
-    """Four significant digits; ``open_end`` for a missing value, ∞ for infinities."""
-    if x is None:
-        return open_end
-    if not math.isfinite(x):
-        return "∞" if x > 0 else ("−∞" if x < 0 else "NaN")
-    return f"{x:.4g}"
+def exact_verdict(c: Claim | Case) -> str | None:
+    """The verdict the exact theory gives: each case's ``exact`` judged against its band
+    (every case must hold for a multi-case claim); None where no exact value is known."""
+    rows = [d for d in getattr(c, "details", []) if "band" in d and "verdict" in d]
+    if rows:
+        if any(d.get("exact") is None for d in rows):
+            return None
+        return combine_all(verdict([d["exact"], d["exact"]], d["band"]) for d in rows)
+    if c.exact is None:
+        return None
+    return verdict([c.exact, c.exact], c.band)

@@ -7,6 +7,7 @@ their spread gives the standard error.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -34,6 +35,43 @@ def batch_statistic(series: np.ndarray, fn: Callable[[np.ndarray], np.ndarray], 
     estimate = np.asarray(fn(series))
     se = values.std(axis=0, ddof=1) / np.sqrt(n_batches)
     return estimate, se
+
+
+@dataclass(frozen=True)
+class BlockMoments:
+    """Means and covariances (normalised by n) of ``n_batches`` contiguous blocks of a
+    d-dimensional series, and of the whole series: enough for any statistic of the first two
+    moments, computed once."""
+
+    means: np.ndarray      # (K, d)
+    covs: np.ndarray       # (K, d, d)
+    mean: np.ndarray       # (d,)
+    cov: np.ndarray        # (d, d)
+
+    def statistic(self, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Batch-means estimate and standard error of ``fn(mean, cov)`` (as
+        :func:`batch_statistic`, whole series for the estimate, block spread for the error)."""
+        values = np.array([fn(m, c) for m, c in zip(self.means, self.covs)])
+        k = len(self.means)
+        return np.asarray(fn(self.mean, self.cov)), values.std(axis=0, ddof=1) / np.sqrt(k)
+
+
+def block_moments(series: np.ndarray, *, n_batches: int = 50) -> BlockMoments:
+    """:class:`BlockMoments` of a ``(n, d)`` series (time along axis 0)."""
+    series = np.asarray(series, dtype=float)
+    n_batches = check_int("n_batches", n_batches, minimum=2)
+    if series.ndim != 2 or series.shape[0] < 2 * n_batches:
+        raise ValueError(f"series must be (n, d) with n >= 2 * n_batches = {2 * n_batches}, "
+                         f"got shape {series.shape}")
+    usable = series.shape[0] - series.shape[0] % n_batches
+    blocks = series[:usable].reshape(n_batches, usable // n_batches, series.shape[1])
+    means = blocks.sum(axis=1) / blocks.shape[1]
+    seconds = np.stack([b.T @ b for b in blocks]) / blocks.shape[1]
+    covs = seconds - means[:, :, None] * means[:, None, :]
+    mean = series.sum(axis=0) / series.shape[0]
+    cov = series.T @ series / series.shape[0] - np.outer(mean, mean)
+    return BlockMoments(means, covs, mean, cov)
 
 
 def batch_means(series: np.ndarray, *, n_batches: int = 50) -> tuple[np.ndarray, np.ndarray]:
@@ -78,3 +116,70 @@ def thin(points: np.ndarray, max_points: int) -> np.ndarray:
     max_points = check_int("max_points", max_points, minimum=1)
     step = max(1, int(np.ceil(points.shape[0] / max_points)))
     return np.asarray(points[::step], dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class LogLogFit:
+    """A weighted straight line through ``(log x, log y)`` and its lack-of-fit check.
+
+    ``se`` is the slope's standard error from the points' own standard errors; ``chi2`` the
+    weighted residual sum of squares with ``dof = k - 2`` degrees of freedom and ``p_value``
+    its upper tail. When the line does not describe the points (``p_value < alpha``) the
+    honest uncertainty of "the slope" is larger: ``se_widened`` scales ``se`` by the Birge
+    ratio ``sqrt(chi2 / dof)`` and ``dof_interval`` becomes ``k - 2`` (Student-t); otherwise
+    both equal ``se`` and infinity. With two points (``dof = 0``) lack of fit cannot be tested.
+    """
+
+    slope: float
+    intercept: float
+    se: float
+    chi2: float
+    dof: int
+    p_value: float | None
+    lack_of_fit: bool
+    se_widened: float
+    dof_interval: float
+
+    def describe(self) -> str:
+        """One line for a claim's note."""
+        if self.dof == 0:
+            return "two points: lack of fit cannot be tested"
+        verdict = ("the points are not on a line, so the interval is widened by the Birge "
+                   f"ratio {self.se_widened / self.se:.3g}" if self.lack_of_fit
+                   else "consistent with a straight line")
+        return f"lack of fit χ² = {self.chi2:.3g} on {self.dof} dof, p = {self.p_value:.3g}: {verdict}"
+
+
+#: Significance level of every lack-of-fit check in the book (fixed before measuring).
+LACK_OF_FIT_ALPHA = 0.01
+
+
+def loglog_fit(x: np.ndarray, y: np.ndarray, y_se: np.ndarray, *,
+               alpha: float = LACK_OF_FIT_ALPHA) -> LogLogFit:
+    """Weighted least-squares fit of ``log y = a + s log x`` with a chi-square lack-of-fit test.
+
+    ``y_se`` are standard errors of ``y``; the delta method gives ``se(log y) = y_se / y``.
+    Points with ``y_se = 0`` are not allowed (give them a tiny positive error instead).
+    """
+    x, y, y_se = (np.asarray(a, dtype=float) for a in (x, y, y_se))
+    if not (x.shape == y.shape == y_se.shape) or x.ndim != 1 or x.size < 2:
+        raise ValueError("x, y and y_se must be 1-D arrays of the same length >= 2")
+    if np.any(x <= 0) or np.any(y <= 0) or np.any(y_se <= 0):
+        raise ValueError("x, y and y_se must be positive for a log-log fit")
+    if np.unique(x).size < 2:
+        raise ValueError("x must take at least two distinct values for a slope")
+    lx, ly, w = np.log(x), np.log(y), (y / y_se) ** 2
+    xm, ym = np.sum(w * lx) / w.sum(), np.sum(w * ly) / w.sum()
+    sxx = np.sum(w * (lx - xm) ** 2)
+    slope = np.sum(w * (lx - xm) * (ly - ym)) / sxx
+    intercept = ym - slope * xm
+    chi2 = float(np.sum(w * (ly - intercept - slope * lx) ** 2))
+    dof = x.size - 2
+    se = float(1.0 / np.sqrt(sxx))
+    if dof == 0:
+        return LogLogFit(float(slope), float(intercept), se, chi2, 0, None, False, se, np.inf)
+    p = float(_st.chi2.sf(chi2, dof))
+    bad = p < alpha
+    birge = max(1.0, float(np.sqrt(chi2 / dof)))
+    return LogLogFit(float(slope), float(intercept), se, chi2, dof, p, bad,
+                     se * birge if bad else se, float(dof) if bad else np.inf)

@@ -175,7 +175,10 @@ def check_eta(problem: OLSProblem, eta, batch_size: int, replace: bool) -> float
     if eta >= limit:
         raise ValueError(f"eta = {eta:g} is at or beyond the mean-square stability limit "
                          f"eta_max = {limit:.6g} of SGD on this data (batch_size={batch_size}, "
-                         f"replace={replace}); the iterates would diverge. Use eta < {limit:.6g}.")
+                         f"replace={replace}): there the second moment E||beta_k||^2 of the "
+                         "iterates grows without bound (the iterates themselves may stay "
+                         "finite, with heavy-tailed excursions) and no stationary covariance "
+                         f"exists. Use eta < {limit:.6g}.")
     return eta
 
 def mean_square_rate(problem: OLSProblem, eta: float, batch_size: int, *,

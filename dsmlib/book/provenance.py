@@ -1,0 +1,176 @@
+"""Provenance and caching of executed chapters (book layer).
+
+Every executed notebook carries, in ``metadata["dsmlib"]``:
+
+- ``key``: a content hash of what determines its outputs: the notebook source, the resolved
+  parameters, the profile, and every file of the ``dsmlib`` package. ``make book`` re-executes
+  a notebook only when its key changed (:func:`is_fresh`).
+- ``provenance``: profile, parameters, wall time, hardware (CPU model and count, GPU model if
+  any), Python and key package versions, and the git commit (with ``-dirty`` when the working
+  tree differs from it).
+
+:func:`decorate` turns that into what a reader sees under the chapter's title: one provenance
+line and a folded "parameters used" table, and hides the parameters cells (which would
+expose the executing machine's paths).
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PACKAGES", "code_key", "hardware", "git_commit", "versions", "provenance",
+           "is_fresh", "decorate", "provenance_line", "parameters_html", "provenance_table"]
+
+PACKAGES = ("numpy", "scipy", "numba", "torch", "plotly", "papermill", "jupyter-book")
+#: Parameters the runner sets; they describe the run, not the experiment.
+HIDDEN_PARAMETERS = ("results_dir", "live_widgets")
+
+
+def _sha(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(hashlib.sha256(p).digest())
+    return h.hexdigest()
+
+
+def code_key(root: Path, source: Path, params: dict[str, Any], profile: str) -> str:
+    """Content hash of a notebook's source, parameters, profile and the whole ``dsmlib``."""
+    pkg = sorted((root / "dsmlib").rglob("*.py"))
+    return _sha(source.read_bytes(), json.dumps(params, sort_keys=True, default=str).encode(),
+                profile.encode(), *(p.relative_to(root).as_posix().encode() + p.read_bytes()
+                                    for p in pkg))
+
+
+def hardware() -> dict[str, Any]:
+    """CPU model and count, and the GPU (if torch sees one)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gpu = None
+    try:
+        import torch
+        if torch.cuda.is_available():
+            gpu = torch.cuda.get_device_name(0)
+    except ImportError:
+        pass
+    return {"cpu": cpu, "cpu_count": os.cpu_count(), "gpu": gpu}
+
+
+def git_commit(root: Path) -> str:
+    """The commit of ``root``'s checkout (``-dirty`` if tracked files differ), or "unknown"."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, text=True,
+                             capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, text=True, capture_output=True).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def versions() -> dict[str, str]:
+    """Python and the key packages' versions."""
+    from importlib import metadata
+    out = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def provenance(root: Path, profile: str, params: dict[str, Any], wall_s: float) -> dict[str, Any]:
+    """Everything a reader needs to say where a chapter's numbers came from."""
+    shown = {k: v for k, v in params.items() if k not in HIDDEN_PARAMETERS}
+    return {"profile": profile, "parameters": shown, "wall_s": round(wall_s, 1),
+            "hardware": hardware(), "versions": versions(), "commit": git_commit(root),
+            "executable": sys.executable and Path(sys.executable).name}
+
+
+def is_fresh(executed: Path, key: str) -> bool:
+    """Whether ``executed`` exists, ran to the end and was made from the same ``key``."""
+    if not executed.exists():
+        return False
+    try:
+        meta = json.loads(executed.read_text()).get("metadata", {})
+    except (OSError, ValueError):
+        return False
+    return meta.get("dsmlib", {}).get("key") == key and not meta.get("papermill", {}).get(
+        "exception")
+
+
+def provenance_line(p: dict[str, Any]) -> str:
+    hw = p["hardware"]
+    gpu = f", GPU {hw['gpu']}" if hw.get("gpu") else ", no GPU"
+    v = p["versions"]
+    return (f"Executed under the <code>{p['profile']}</code> profile in {p['wall_s']:.0f} s on "
+            f"{html.escape(str(hw['cpu']))} ({hw['cpu_count']} cores{html.escape(gpu)}); "
+            f"Python {v['python']}, numpy {v['numpy']}, torch {v['torch']}; commit "
+            f"<code>{p['commit']}</code>.")
+
+
+def parameters_html(params: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td>"
+                   f"<td><code>{html.escape(repr(v))}</code></td></tr>"
+                   for k, v in params.items())
+    return ("<details><summary>Parameters used</summary><table class='params'>"
+            f"<thead><tr><th>name</th><th>value</th></tr></thead><tbody>{rows}</tbody>"
+            "</table></details>")
+
+
+def decorate(nb: dict[str, Any], p: dict[str, Any], key: str, gpu_notice: str = "") -> None:
+    """Hide the parameters cells and put provenance and parameters under the title, in place."""
+    cells = nb["cells"]
+    for c in cells:
+        tags = c.setdefault("metadata", {}).setdefault("tags", [])
+        if ("parameters" in tags or "injected-parameters" in tags) and "remove-cell" not in tags:
+            tags.append("remove-cell")
+    cells[:] = [c for c in cells if "dsmlib-provenance" not in c["metadata"].get("tags", [])]
+    title = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+                  and "".join(c["source"]).lstrip().startswith("# ")), -1)
+    notice = f"<div class='gpu-notice'>{gpu_notice}</div>\n\n" if gpu_notice else ""
+    body = (f"{notice}<div class='provenance'>{provenance_line(p)}\n"
+            f"{parameters_html(p['parameters'])}</div>\n")
+    cell = {"cell_type": "markdown", "id": "dsmlib-provenance",
+            "metadata": {"tags": ["dsmlib-provenance"]}, "source": body}
+    # A title cell may hold more than the title: split it so provenance sits right below.
+    if title >= 0:
+        src = "".join(cells[title]["source"])
+        head, _, rest = src.lstrip().partition("\n")
+        cells[title]["source"] = head + "\n"
+        extra = [{"cell_type": "markdown", "id": "dsmlib-title-rest",
+                  "metadata": {"tags": ["dsmlib-title-rest"]}, "source": rest}] if rest.strip() else []
+        cells[title + 1:title + 1] = [cell] + extra
+    else:
+        cells.insert(0, cell)
+    nb.setdefault("metadata", {})["dsmlib"] = {"key": key, "provenance": p}
+
+
+def provenance_table(runs: dict[str, dict[str, Any] | None], paths: dict[str, str]) -> str:
+    """The reproducibility page's table: one row per chapter (Markdown)."""
+    lines = ["| Chapter | Profile | Wall time | Hardware | Python, numpy, torch | Commit |",
+             "|---|---|---|---|---|---|"]
+    for name, p in runs.items():
+        link = f"{{doc}}`{name} <{paths[name]}>`"
+        if not p:
+            lines.append(f"| {link} | — | — | not recorded | — | — |")
+            continue
+        hw, v = p["hardware"], p["versions"]
+        gpu = f"; {hw['gpu']}" if hw.get("gpu") else ""
+        lines.append(f"| {link} | `{p['profile']}` | {p['wall_s']:.0f} s | "
+                     f"{hw['cpu']} ×{hw['cpu_count']}{gpu} | {v['python']}, {v['numpy']}, "
+                     f"{v['torch']} | `{p['commit']}` |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,102 @@
+"""The live side, as a reader in Jupyter meets it: one chapter opened in JupyterLab, driven by
+headless Chromium, run with the live widgets on; moving a slider changes the figure."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab serving the least-squares chapter, parameterised for a short live run."""
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI") == "true":
+            pytest.fail("Chromium is required under CI=true")
+        pytest.skip("Chromium not installed")
+    pytest.importorskip("jupyterlab")
+    import jupytext
+    import papermill
+    tmp = tmp_path_factory.mktemp("lab")
+    nb = jupytext.read(ROOT / "notebooks" / "ols.md")
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    jupytext.write(nb, tmp / "source.ipynb")
+    papermill.execute_notebook(str(tmp / "source.ipynb"), str(tmp / "ols_live.ipynb"),
+                               prepare_only=True, parameters=dict(
+                                   profile="smoke", results_dir=str(tmp / "results"),
+                                   live_widgets=True, steps=20_000, explorer_steps=5_000))
+    port = _free_port()
+    log = open(tmp / "lab.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
+         "--ServerApp.ip=127.0.0.1", "--allow-root", "--IdentityProvider.token=",
+         "--ServerApp.password=", f"--ServerApp.root_dir={tmp}", "--LabApp.news_url=",
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(120):
+            try:
+                socket.create_connection(("127.0.0.1", port), 1).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}/lab/tree/ols_live.ipynb"
+    finally:
+        proc.terminate()
+        proc.wait(20)
+        log.close()
+
+
+def test_live_explorer_slider_changes_the_figure(lab):
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(lab)
+        page.wait_for_selector(".jp-Notebook", timeout=120_000)
+        page.get_by_role("menuitem", name="Run").first.click()
+        page.get_by_text("Run All Cells", exact=True).first.click()
+        widget = page.locator(".jupyter-widgets.widget-vbox").last
+        widget.locator(".js-plotly-plot").first.wait_for(timeout=600_000)
+        status = widget.locator(".widget-html-content").first
+        plot = widget.locator(".js-plotly-plot").first
+        x_before = plot.evaluate("gd => JSON.stringify(gd.data[0].x)")
+        text_before = status.inner_text()
+        # sigma^2: the first slider; its handle takes arrow keys (one step = 2^0.25)
+        handle = widget.locator(".widget-slider .noUi-handle").first
+        handle.focus()
+        for _ in range(4):
+            handle.press("ArrowRight")
+        page.wait_for_function(
+            "([el, old]) => el.innerText !== old", arg=[status.element_handle(), text_before],
+            timeout=120_000)
+        page.wait_for_timeout(1500)
+        plot = widget.locator(".js-plotly-plot").first
+        x_after = plot.evaluate("gd => JSON.stringify(gd.data[0].x)")
+        assert status.inner_text() != text_before
+        assert "σ² = 1" in plot.evaluate("gd => gd.layout.annotations.map(a => a.text).join(' ')")
+        assert x_after != x_before, "the figure did not change when the slider moved"
+        assert errors == [], errors
+        browser.close()
