@@ -1,17 +1,17 @@
-"""Tests of dsmlib.claims: verdict logic, the results files and the ledger."""
+"""Tests of dsmlib.foundation.claims: the verdict logic, the claim builders and the results files."""
 from __future__ import annotations
 
 import json
 import math
 
+import numpy as np
 import pytest
+from scipy import stats as st
 
-from types import SimpleNamespace
+from dsmlib.foundation import claims as C
 
-from dsmlib.book import ledger
-from dsmlib.foundation import claims
-
-C = SimpleNamespace(**vars(claims), **{k: getattr(ledger, k) for k in ledger.__all__})
+Z99 = st.norm.ppf(0.995)
+BAND = (0.9, 1.1)
 
 
 @pytest.mark.parametrize("interval, band, expected", [
@@ -35,49 +35,98 @@ def test_verdict_rejects_unordered_input():
         C.verdict((0.0, 1.0), (0.0,))
 
 
-def test_measure_builds_a_99_percent_interval():
-    c = C.measure("x.y", "s", paper=1.0, measured=1.0, se=0.01, band=(0.9, 1.1))
-    assert c.interval == pytest.approx([1.0 - 2.5758 * 0.01, 1.0 + 2.5758 * 0.01], abs=1e-4)
-    assert c.verdict == "confirmed" and c.band == [0.9, 1.1]
-    wide = C.measure("x.y", "s", paper=1.0, measured=1.0, se=0.2, band=(0.9, 1.1))
-    assert wide.verdict == "inconclusive"
-    t = C.measure("x.y", "s", paper=1.0, measured=1.0, se=0.01, band=(0.9, 1.1), dof=5)
-    assert t.interval[1] - t.interval[0] > c.interval[1] - c.interval[0]  # Student-t is wider
+def test_combine_all():
+    assert C.combine_all(["confirmed", "confirmed"]) == "confirmed"
+    assert C.combine_all(["confirmed", "inconclusive"]) == "inconclusive"
+    assert C.combine_all(["inconclusive", "refuted", "confirmed"]) == "refuted"
+    with pytest.raises(ValueError, match="verdicts must not be empty"):
+        C.combine_all([])
+    with pytest.raises(ValueError, match="verdicts must be among"):
+        C.combine_all(["likely"])
 
 
-def test_measure_rejects_nan():
+# -- the builders: every one reaches every verdict, with the interval it states --------------
+# (measured, se) around the paper's value 1 with band 1 +- 0.1: well inside and tight,
+# far outside, and centred but too uncertain to decide.
+SYNTHETIC = {"confirmed": (1.0, 0.01), "refuted": (2.0, 0.01), "inconclusive": (1.0, 0.5)}
+
+
+@pytest.mark.parametrize("expected", list(SYNTHETIC))
+@pytest.mark.parametrize("dof", [math.inf, 7])
+def test_case_and_measure_reach_each_verdict(expected, dof):
+    measured, se = SYNTHETIC[expected]
+    q = st.t.ppf(0.995, dof) if math.isfinite(dof) else Z99
+    c = C.case(paper=1.0, measured=measured, se=se, band=BAND, dof=dof)
+    m = C.measure("x.y", "s", paper=1.0, measured=measured, se=se, band=BAND, dof=dof)
+    for got in (c, m):
+        assert got.verdict == expected
+        assert got.interval == pytest.approx([measured - q * se, measured + q * se], rel=1e-7)
+        assert got.se == se and got.band == list(BAND)
+
+
+@pytest.mark.parametrize("expected", list(SYNTHETIC))
+def test_ratio_case_reaches_each_verdict(expected):
+    """The ratio estimate / predicted, with se scaled the same way (predicted = -4: the sign
+    of the prediction must not flip the interval)."""
+    measured, se = SYNTHETIC[expected]
+    predicted = -4.0
+    c = C.ratio_case(measured * predicted, se * abs(predicted), predicted, band=BAND)
+    assert c.verdict == expected and c.paper == 1.0
+    assert c.measured == pytest.approx(measured) and c.se == pytest.approx(se)
+    assert c.interval == pytest.approx([measured - Z99 * se, measured + Z99 * se], rel=1e-7)
+    with pytest.raises(ValueError, match="predicted must be non-zero"):
+        C.ratio_case(1.0, 0.1, 0.0, band=BAND)
+
+
+@pytest.mark.parametrize("expected", list(SYNTHETIC))
+def test_every_case_reaches_each_verdict(expected):
+    """Any refuted case refutes; all confirmed confirms; otherwise inconclusive. The headline
+    is the deciding case: the refuted case furthest from its band, else the first of the
+    combined verdict."""
+    ok = C.case(paper=1, measured=1.0, se=0.01, band=BAND)
+    near = C.case(paper=1, measured=0.5, se=0.01, band=BAND)
+    far = C.case(paper=1, measured=0.1, se=0.01, band=BAND)
+    unsure = C.case(paper=1, measured=1.0, se=0.5, band=BAND)
+    cases = {"confirmed": {"a": ok, "b": ok},
+             "refuted": {"a": ok, "b": near, "c": far, "d": unsure},
+             "inconclusive": {"a": ok, "b": unsure}}[expected]
+    claim = C.every_case("id", "st", cases)
+    assert claim.verdict == expected
+    assert [d["case"] for d in claim.details] == list(cases)
+    assert [d["verdict"] for d in claim.details] == [c.verdict for c in cases.values()]
+    head = {"confirmed": ok, "refuted": far, "inconclusive": unsure}[expected]
+    assert claim.measured == head.measured and claim.interval == head.interval
+    with pytest.raises(ValueError, match="cases must not be empty"):
+        C.every_case("id", "st", {})
+
+
+@pytest.mark.parametrize("expected, power, y_rel_se", [
+    ("confirmed", 1.0, 1e-3), ("refuted", 2.0, 1e-3), ("inconclusive", 1.0, 0.3)])
+def test_slope_claim_reaches_each_verdict(expected, power, y_rel_se):
+    """An exact power law y = 3 x^power (no lack of fit) with relative standard errors
+    ``y_rel_se``: the fitted slope is ``power``; its interval is slope +- z se with
+    se = 1/sqrt(Sxx) of the precision-weighted fit."""
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    y = 3 * x ** power
+    claim = C.slope_claim("id", "st", x, y, y_rel_se * y, paper=1.0, band=BAND)
+    assert claim.verdict == expected
+    assert claim.measured == pytest.approx(power, rel=1e-12)
+    lx = np.log(x)
+    se = y_rel_se / np.sqrt(np.sum((lx - lx.mean()) ** 2))
+    assert claim.se == pytest.approx(se, rel=1e-9)
+    lo, hi = claim.interval
+    assert (lo + hi) / 2 == pytest.approx(power, rel=1e-12) and hi - lo >= 2 * Z99 * se * (1 - 1e-9)
+
+
+def test_measure_rejects_nan_and_negative_se():
     with pytest.raises(ValueError, match="measured must be finite"):
         C.measure("x", "s", paper=1.0, measured=float("nan"), se=0.1, band=(0, 1))
-
-
-def test_every_case_is_decided_by_the_worst_case():
-    ok = C.measure("", "", paper=1, measured=1.0, se=0.01, band=(0.9, 1.1))
-    near = C.measure("", "", paper=1, measured=0.5, se=0.01, band=(0.9, 1.1))
-    far = C.measure("", "", paper=1, measured=0.1, se=0.01, band=(0.9, 1.1))
-    combined = C.every_case("id", "st", {"a": ok, "b": near, "c": far})
-    assert combined.verdict == "refuted" and combined.measured == 0.1
-    assert [d["case"] for d in combined.details] == ["a", "b", "c"]
-    assert C.every_case("id", "st", {"a": ok, "b": ok}).verdict == "confirmed"
-    unsure = C.measure("", "", paper=1, measured=1.0, se=0.5, band=(0.9, 1.1))
-    assert C.every_case("id", "st", {"a": ok, "b": unsure}).verdict == "inconclusive"
-
-
-def test_results_round_trip_and_ledger(tmp_path):
-    cl = [C.measure("ols.a", "Statement | with bar", paper=1, measured=1.0, se=0.01,
-                    band=(0.9, 1.1)),
-          C.measure("ols.b", "Other", paper=0, measured=0.5, se=0.01, band=(None, 0.1),
-                    source="book")]
-    path = C.write_results(cl, notebook="ols", profile="smoke", results_dir=tmp_path)
-    assert path == tmp_path / "smoke" / "ols.json"
-    doc = json.loads(path.read_text())
-    assert doc["notebook"] == "ols" and doc["profile"] == "smoke"
-    assert {"id", "statement", "paper", "measured", "interval", "verdict"} <= set(doc["claims"][0])
-    docs = C.load_results(tmp_path, "smoke")
-    md = C.ledger_markdown(docs, chapter_paths={"ols": "chapters/ols"}, profile="smoke")
-    assert "{doc}`ols <chapters/ols>`" in md
-    assert "Statement \\| with bar" in md and "✘ refuted" in md and "✔ confirmed" in md
-    summary = C.summary_markdown(docs, profile="smoke")
-    assert "**2 claims**: 1 confirmed, 1 refuted" in summary
+    with pytest.raises(ValueError, match="se must be >= 0"):
+        C.case(paper=1.0, measured=1.0, se=-0.1, band=(0, 2))
+    with pytest.raises(ValueError, match="source"):
+        C.case(paper=1.0, measured=1.0, se=0.1, band=(0, 2), source="blog")
+    with pytest.raises(ValueError, match="scope"):
+        C.measure("x", "s", paper=1.0, measured=1.0, se=0.1, band=(0, 2), scope="vibes")
 
 
 def test_duplicate_ids_and_bad_results_are_rejected(tmp_path):
