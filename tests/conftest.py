@@ -32,3 +32,4 @@ def smoke_book(tmp_path_factory) -> Path:
                           capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, f"smoke book failed:\n{proc.stdout[-5000:]}\n{proc.stderr[-5000:]}"
     return root
+
