@@ -1,5 +1,6 @@
-"""Model builders: architecture (He et al. 2016 CIFAR ResNets), parameter counts,
-seeded construction without global RNG side effects, initialisation scale."""
+"""Model builders (dsmlib.models.networks): architecture (He et al. 2016 CIFAR ResNets),
+parameter counts, seeded construction without global RNG side effects, the same parameters on
+every device, initialisation scale."""
 from __future__ import annotations
 
 import math
@@ -39,27 +40,53 @@ def test_resnet_architecture():
         assert models.resnet20(shortcut=shortcut, seed=1).eval()(x).shape == (2, 10)
 
 
-def test_output_shapes():
-    x = torch.randn(4, 3, 32, 32, generator=torch.Generator().manual_seed(0))
-    assert models.small_cnn(seed=0)(x).shape == (4, 10)
-    assert models.small_cnn(1, 2, batchnorm=True).eval()(torch.zeros(3, 1, 5, 5)).shape == (3, 2)
-    assert models.tanh_mlp(6, 4, 1)(torch.zeros(5, 6)).shape == (5, 1)
-    assert models.tanh_mlp(6, 4, 3, dtype=torch.float64)(torch.zeros(5, 6, dtype=torch.float64)).dtype == torch.float64
+def test_output_shapes(device):
+    x = torch.randn(4, 3, 32, 32, generator=torch.Generator().manual_seed(0)).to(device)
+    out = models.small_cnn(seed=0, device=device)(x)
+    assert out.shape == (4, 10) and out.device == x.device
+    z = torch.zeros(3, 1, 5, 5, device=device)
+    assert models.small_cnn(1, 2, batchnorm=True, device=device).eval()(z).shape == (3, 2)
+    assert models.tanh_mlp(6, 4, 1, device=device)(torch.zeros(5, 6, device=device)).shape == (5, 1)
+    x64 = torch.zeros(5, 6, dtype=torch.float64, device=device)
+    assert models.tanh_mlp(6, 4, 3, dtype=torch.float64, device=device)(x64).dtype == torch.float64
+    lin = models.Linear2([0.5, 2.0]).to(device)
+    torch.testing.assert_close(lin(torch.tensor([[1.0, 1.0], [2.0, 0.0]], dtype=torch.float64,
+                                                device=device)),
+                               torch.tensor([[2.5], [1.0]], dtype=torch.float64, device=device))
+    assert models.count_parameters(lin) == 2
 
 
-@pytest.mark.parametrize("build", [lambda s: models.tanh_mlp(3, 7, 2, seed=s),
-                                   lambda s: models.small_cnn(seed=s, batchnorm=True),
-                                   lambda s: models.resnet20(seed=s)])
-def test_seeded_and_no_global_rng_side_effects(build):
-    torch.manual_seed(1234)
+BUILDERS = [lambda s, dev: models.tanh_mlp(3, 7, 2, seed=s, device=dev),
+            lambda s, dev: models.small_cnn(seed=s, batchnorm=True, device=dev),
+            lambda s, dev: models.resnet20(seed=s, device=dev)]
+
+
+@pytest.mark.parametrize("build", BUILDERS)
+def test_seeded_and_no_global_rng_side_effects(build, device):
     state = torch.random.get_rng_state()
-    a = build(7)
+    cuda_state = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+    a = build(7, device)
     assert torch.equal(torch.random.get_rng_state(), state)
-    assert torch.equal(_params(a), _params(build(7)))
-    assert torch.equal(_params(a), _params(build(torch.Generator().manual_seed(7))))
-    assert not torch.equal(_params(a), _params(build(8)))
+    if cuda_state is not None:
+        assert torch.equal(torch.cuda.get_rng_state(device), cuda_state)
+    assert torch.equal(_params(a), _params(build(7, device)))
+    assert torch.equal(_params(a), _params(build(torch.Generator().manual_seed(7), device)))
+    assert not torch.equal(_params(a), _params(build(8, device)))
     # a numpy Generator is accepted; the same numpy seed gives the same model
-    assert torch.equal(_params(build(np.random.default_rng(3))), _params(build(np.random.default_rng(3))))
+    assert torch.equal(_params(build(np.random.default_rng(3), device)),
+                       _params(build(np.random.default_rng(3), device)))
+
+
+@pytest.mark.parametrize("build", BUILDERS)
+def test_same_seed_same_parameters_on_every_device(build, device):
+    """Parameters are initialised on the CPU and then moved: a seed gives bit-identical
+    parameters (and buffers) on every device, all of them on that device."""
+    on_dev, on_cpu = build(3, device), build(3, "cpu")
+    assert all(p.device.type == device.type for p in on_dev.parameters())
+    assert all(b.device.type == device.type for b in on_dev.buffers())
+    assert torch.equal(_params(on_dev).cpu(), _params(on_cpu))
+    for b_dev, b_cpu in zip(on_dev.buffers(), on_cpu.buffers()):
+        assert torch.equal(b_dev.cpu(), b_cpu)
 
 
 def test_resnet_init_scale():
@@ -93,3 +120,5 @@ def test_bad_arguments():
         models.small_cnn(dtype=torch.int64)
     with pytest.raises(ValueError, match="num_classes"):
         models.resnet56(0)
+    with pytest.raises(ValueError, match="device"):
+        models.tanh_mlp(2, 2, device="tpu")
