@@ -132,3 +132,12 @@ def one_thread():
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def on_device(setting, device):
+    """A copy of a :class:`dsmlib.models.settings.Setting` with its model and tensors on
+    ``device`` (the settings are built on the CPU)."""
+    import copy
+    from dsmlib.models.settings import Setting
+    return Setting(setting.name, copy.deepcopy(setting.model).to(device), setting.X.to(device),
+                   setting.y_clean.to(device))
