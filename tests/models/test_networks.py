@@ -35,9 +35,12 @@ def test_resnet_architecture():
     assert [c.out_channels for c in (r.layer1[0].conv1, r.layer2[0].conv1, r.layer3[0].conv1)] == [16, 32, 64]
     assert r.layer2[0].conv1.stride == (2, 2) and r.layer3[0].conv1.stride == (2, 2)
     assert len([m for m in models.resnet56().modules() if isinstance(m, nn.Conv2d)]) == 55
-    x = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+
+def test_resnet_forward(device):
+    x = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(0)).to(device)
     for shortcut in ("A", "B"):
-        assert models.resnet20(shortcut=shortcut, seed=1).eval()(x).shape == (2, 10)
+        out = models.resnet20(shortcut=shortcut, seed=1, device=device).eval()(x)
+        assert out.shape == (2, 10) and out.device == x.device and bool(torch.isfinite(out).all())
 
 
 def test_output_shapes(device):
@@ -89,18 +92,18 @@ def test_same_seed_same_parameters_on_every_device(build, device):
         assert torch.equal(b_dev.cpu(), b_cpu)
 
 
-def test_resnet_init_scale():
+def test_resnet_init_scale(device):
     """Kaiming-normal conv weights: the sample std of layer3's 36 864 conv weights is
     within z = 5 of sqrt(2/fan_in) (SE of a normal sample std = sigma/sqrt(2n), false
     failure 5.7e-7); BatchNorm starts at weight 1, bias 0."""
-    r = models.resnet20(seed=3)
+    r = models.resnet20(seed=3, device=device)
     w = r.layer3[1].conv1.weight.detach()
     sigma = math.sqrt(2.0 / (64 * 9))
     n = w.numel()
     assert abs(float(w.std()) - sigma) < 5 * sigma / math.sqrt(2 * n)
     assert abs(float(w.mean())) < 5 * sigma / math.sqrt(n)
-    assert torch.equal(r.bn1.weight.detach(), torch.ones(16))
-    assert torch.equal(r.bn1.bias.detach(), torch.zeros(16))
+    assert torch.equal(r.bn1.weight.detach(), torch.ones(16, device=device))
+    assert torch.equal(r.bn1.bias.detach(), torch.zeros(16, device=device))
 
 
 def test_bad_arguments():
