@@ -11,9 +11,12 @@ import pytest
 from helpers import ROOT, copy_book  # noqa: F401  (ROOT re-exported for old imports)
 
 
-@pytest.fixture(params=["cpu", "cuda"])
+@pytest.fixture(scope="session", params=["cpu", "cuda"])
 def device(request):
-    """Every torch-facing test runs on the CPU, and on CUDA where a GPU is present."""
+    """Every torch-facing test runs on the CPU, and on CUDA where a GPU is present.
+
+    Session-scoped (a ``torch.device`` is immutable) so that module-scoped fixtures, e.g. a
+    model and its brute-force Jacobians, can be built once per device."""
     import torch
     if request.param == "cuda" and not torch.cuda.is_available():
         pytest.skip("no CUDA device")
@@ -29,3 +32,4 @@ def smoke_book(tmp_path_factory) -> Path:
                           capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, f"smoke book failed:\n{proc.stdout[-5000:]}\n{proc.stderr[-5000:]}"
     return root
+

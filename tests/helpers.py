@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,3 +20,125 @@ def copy_book(dest: Path) -> Path:
         else:
             shutil.copy2(src, dest / name)
     return dest
+
+
+def missing_axis_titles(fig) -> list[str]:
+    """Names of the axes of ``fig`` that are shown but have no title.
+
+    Walks every ``xaxis*`` / ``yaxis*`` entry of ``fig.layout`` and every axis a trace is drawn
+    on (``x``, ``x2``, ...); an axis counts as shown unless ``visible`` is False.
+    """
+    layout = fig.layout.to_plotly_json()
+    names = {k for k in layout if k.startswith(("xaxis", "yaxis"))}
+    for tr in fig.data:
+        for attr in ("xaxis", "yaxis"):
+            if attr in tr:                      # cartesian traces only
+                ref = tr[attr] or attr[0]       # "x", "x2", ...
+                names.add(attr + ref[1:])
+    missing = []
+    for name in sorted(names):
+        axis = fig.layout[name]
+        if axis.visible is False:
+            continue
+        if not (axis.title and axis.title.text and str(axis.title.text).strip()):
+            missing.append(name)
+    return missing
+
+
+# --------------------------------------------------------------------------- torch test cases
+# Small float64 networks, each with inputs of a given shape and L outputs, for the tests of
+# the theory layer. Built on the CPU from fixed seeds, then moved to the test's device.
+
+def _mlp_vector(device):
+    from dsmlib.models.networks import tanh_mlp
+    import torch
+    return tanh_mlp(3, 5, 3, seed=11, dtype=torch.float64, device=device)
+
+
+def _mlp_scalar(device):
+    from dsmlib.models.networks import tanh_mlp
+    import torch
+    return tanh_mlp(4, 6, 1, seed=12, dtype=torch.float64, device=device)
+
+
+def _mlp_frozen(device):
+    from dsmlib.models.networks import tanh_mlp
+    import torch
+    m = tanh_mlp(3, 4, 2, seed=13, dtype=torch.float64, device=device)
+    m.fc1.bias.requires_grad_(False)
+    return m
+
+
+def _cnn_bn(device, n_out: int = 3):
+    """Small CNN with BatchNorm in eval mode and non-trivial running statistics."""
+    from dsmlib.models.networks import small_cnn
+    import torch
+    dt = torch.float64
+    m = small_cnn(2, n_out, width=3, batchnorm=True, seed=14, dtype=dt, device=device)
+    g = torch.Generator().manual_seed(15)
+    with torch.no_grad():                       # copy_ moves the CPU draws to the device
+        for bn in (m.bn1, m.bn2):
+            bn.running_mean.copy_(torch.randn(bn.num_features, generator=g, dtype=dt))
+            bn.running_var.copy_(0.5 + torch.rand(bn.num_features, generator=g, dtype=dt))
+            bn.weight.copy_(1 + 0.3 * torch.randn(bn.num_features, generator=g, dtype=dt))
+            bn.bias.copy_(0.3 * torch.randn(bn.num_features, generator=g, dtype=dt))
+    return m.eval()
+
+
+#: name -> (builder(device), input shape, outputs per sample)
+TORCH_CASES = {
+    "mlp_vector": (_mlp_vector, (9, 3), 3),
+    "mlp_scalar": (_mlp_scalar, (8, 4), 1),
+    "mlp_frozen": (_mlp_frozen, (7, 3), 2),
+    "cnn_bn_eval": (_cnn_bn, (6, 2, 6, 6), 3),
+}
+
+
+def case_data(shape: tuple[int, ...], n_out: int, device, seed: int = 0):
+    """Inputs ``X`` of ``shape`` and labels ``y`` (``(N,)`` for one output), float64, on
+    ``device`` (drawn on the CPU, so every device sees the same numbers)."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(shape, generator=g, dtype=torch.float64)
+    y = torch.randn(shape[0], n_out, generator=g, dtype=torch.float64)
+    return X.to(device), (y[:, 0] if n_out == 1 else y).to(device)
+
+
+def brute_force(model, X, y):
+    """Per-sample autograd loops: Jacobians ``(N, L, d)`` and loss gradients ``(N, d)``."""
+    import torch
+    params = [p for p in model.parameters() if p.requires_grad]
+    jac, lg = [], []
+    for i in range(X.shape[0]):
+        out = model(X[i:i + 1]).reshape(-1)
+        rows = [torch.cat([g.reshape(-1) for g in torch.autograd.grad(out[l], params,
+                                                                      retain_graph=True)])
+                for l in range(out.numel())]
+        jac.append(torch.stack(rows))
+        loss = 0.5 * (out - y[i].reshape(-1)).pow(2).sum()
+        lg.append(torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, params)]))
+    return torch.stack(jac), torch.stack(lg)
+
+
+@contextmanager
+def one_thread():
+    """Run torch on one intra-op thread inside the block, then restore the thread count.
+
+    For loops over many tiny tensors (replicate simulations) a second thread only adds
+    synchronisation, and on cores shared with other jobs it costs up to 10x."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def on_device(setting, device):
+    """A copy of a :class:`dsmlib.models.settings.Setting` with its model and tensors on
+    ``device`` (the settings are built on the CPU)."""
+    import copy
+    from dsmlib.models.settings import Setting
+    return Setting(setting.name, copy.deepcopy(setting.model).to(device), setting.X.to(device),
+                   setting.y_clean.to(device))

@@ -17,18 +17,27 @@ from torch.func import functional_call, jvp, vjp, vmap
 
 from ..foundation.checks import check_choice, check_int
 from ..foundation.rng import as_torch_generator
+from ..foundation.stats import t_quantile
 from .jacobians import (as_inputs, check_chunk, model_constants, model_device, model_dtype,
                         n_outputs, per_sample_fn, per_sample_jacobian_sq_norms, sample_chunks,
                         trainable_parameters, tree_sq_norms)
 
-__all__ = ["ProbeEstimate", "gradient_norm", "gradient_norm_probe"]
+__all__ = ["ProbeEstimate", "gradient_norm", "gradient_norm_probe", "welch_satterthwaite_dof"]
 
 
 class ProbeEstimate(NamedTuple):
-    """An unbiased Monte Carlo estimate with its standard error."""
+    """An unbiased Monte Carlo estimate, its standard error and the degrees of freedom of that
+    error: ``estimate +- t_dof * standard_error`` is the interval (see :meth:`interval`);
+    ``dof`` is infinite when the estimate is exact (``standard_error == 0``)."""
     estimate: float
     standard_error: float
     n_probes: int
+    dof: float = math.inf
+
+    def interval(self, level: float = 0.99) -> tuple[float, float]:
+        """Two-sided Student-t interval at ``level`` with :attr:`dof` degrees of freedom."""
+        half = t_quantile(level, self.dof if math.isfinite(self.dof) else 1e9) * self.standard_error
+        return self.estimate - half, self.estimate + half
 
 
 def gradient_norm(model: nn.Module, X: Any, *, chunk_size: int = 32,
@@ -47,6 +56,18 @@ def _probes(shape: tuple[int, ...], probe: str, generator: torch.Generator,
     return torch.randn(shape, generator=generator, dtype=dtype, device=generator.device)
 
 
+def welch_satterthwaite_dof(variances: Tensor, dof_each: float) -> float:
+    """Effective degrees of freedom of ``sum_i variances_i`` when each term is an independent
+    variance estimate with ``dof_each`` degrees of freedom (Welch-Satterthwaite):
+    ``(sum_i s_i^2)^2 / sum_i (s_i^4 / dof_each)``, clipped to ``[dof_each, n * dof_each]``;
+    infinite when every term is zero."""
+    total = float(variances.sum())
+    if total == 0.0:
+        return math.inf
+    nu = total ** 2 * dof_each / float(variances.pow(2).sum())
+    return min(max(nu, dof_each), dof_each * variances.numel())
+
+
 def gradient_norm_probe(model: nn.Module, X: Any, *, n_probes: int = 2, seed: Any = 0,
                         method: str = "vjp", probe: str = "rademacher",
                         chunk_size: int = 32, progress: bool = False) -> ProbeEstimate:
@@ -57,11 +78,22 @@ def gradient_norm_probe(model: nn.Module, X: Any, *, n_probes: int = 2, seed: An
     ``E q_ik = trace(J_i J_i^T) = ||J_i||_F^2``; the estimate is ``mean_ik q_ik`` and the
     standard error ``sqrt(sum_i s_i^2 / n_probes) / N`` from the per-sample variances
     ``s_i^2`` over probes (needs ``n_probes >= 2``).  Cost: ``n_probes`` per-sample VJPs
-    against ``L`` for the exact Jacobian.
+    against ``L`` for the exact Jacobian.  Each ``s_i^2`` has only ``n_probes - 1`` degrees of
+    freedom and a few samples often dominate the sum, so a normal quantile undercovers (2
+    probes, 9 samples, 3 outputs: 6 % of nominal 99 % intervals missed, over 1,000 seeds).
+    ``dof`` is therefore the Welch-Satterthwaite effective degrees of freedom of the sum
+    (:func:`welch_satterthwaite_dof`) and the interval is Student-t
+    (:meth:`ProbeEstimate.interval`). Simulated coverage of the 99 % interval (tanh MLPs,
+    Rademacher probes, 16-32 samples, 4-6 outputs): 99.3-99.6 % at 2 probes (conservative:
+    the plug-in degrees of freedom are biased low), 98.7-99.2 % at 3-8 probes. With as few
+    as 9 samples it can fall to about 98.3 % at 3-4 probes: the estimate, a sum of a few
+    skewed per-sample terms, is then itself not yet normal.
+    Rademacher probes on scalar outputs are exact: ``standard_error = 0``, ``dof = inf``.
 
     ``method="jvp"``: ``n_probes`` parameter-space probes ``v_k`` in R^d shared by all
     samples, ``e_k = (1/N) sum_i ||J_i v_k||^2`` by batched forward-mode AD (cheap: about
-    one forward pass per probe), standard error ``sd(e_k)/sqrt(n_probes)``.
+    one forward pass per probe), standard error ``sd(e_k)/sqrt(n_probes)`` with
+    ``n_probes - 1`` degrees of freedom (the ``e_k`` are independent replicates).
 
     Why ``vjp`` is the default: both are Hutchinson estimators, but the jvp one is
     Hutchinson on ``A = (1/N) sum_i J_i^T J_i`` with one probe for all samples, relative
@@ -95,8 +127,14 @@ def gradient_norm_probe(model: nn.Module, X: Any, *, n_probes: int = 2, seed: An
         q = torch.cat([qfn(params, X[sl], U[sl])
                        for sl in sample_chunks(n, chunk_size, progress, "VJP probes")])  # (N, K)
         est = float(q.mean())
-        se = float(torch.sqrt(q.var(dim=1, unbiased=True).sum() / n_probes) / n)
-        return ProbeEstimate(est, se, n_probes)
+        s2 = q.var(dim=1, unbiased=True)                                     # (N,)
+        se = float(torch.sqrt(s2.sum() / n_probes) / n)
+        if n_out == 1 and probe == "rademacher":
+            return ProbeEstimate(est, 0.0, n_probes, math.inf)            # exact: u = +-1
+        dof = welch_satterthwaite_dof(s2, n_probes - 1)
+        # All probes agreeing in every sample is chance here, not exactness: keep the
+        # smallest degrees of freedom rather than claim an exact value.
+        return ProbeEstimate(est, se, n_probes, dof if se > 0 else float(n_probes - 1))
 
     consts = model_constants(model)
     V = _probes((n_probes, sum(p.numel() for p in params.values())), probe, generator, dtype)
@@ -107,7 +145,7 @@ def gradient_norm_probe(model: nn.Module, X: Any, *, n_probes: int = 2, seed: An
         _jvp_probe_sums(model, X, params, consts, V, e, chunk_size, progress)
     e /= n
     return ProbeEstimate(float(e.mean()), float(e.std(unbiased=True) / math.sqrt(n_probes)),
-                         n_probes)
+                         n_probes, float(n_probes - 1))
 
 
 def _jvp_probe_sums(model: nn.Module, X: Tensor, params: dict[str, Tensor],

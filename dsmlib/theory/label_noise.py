@@ -261,7 +261,7 @@ class FixedLabelNoise:
     def batch(self, batch_idx: Any, seed: Any = None) -> Tensor:
         """Noisy labels of the batch, one row per slot; ``seed`` is ignored (kept for a
         common signature with :class:`FreshLabelNoise`)."""
-        return self.y_noisy[check_indices(batch_idx, self.y.shape[0])]
+        return self.y_noisy[check_indices(batch_idx, self.y.shape[0]).to(self.y.device)]
 
 
 class FreshLabelNoise:
@@ -277,8 +277,8 @@ class FreshLabelNoise:
         return self.noise.mean(self.y)
 
     def batch(self, batch_idx: Any, seed: Any) -> Tensor:
-        return self.noise.draw(self.y[check_indices(batch_idx, self.y.shape[0])],
-                               seed)
+        idx = check_indices(batch_idx, self.y.shape[0]).to(self.y.device)
+        return self.noise.draw(self.y[idx], seed)
 
 
 def label_noise_source(noise: LabelNoise, y: Any, mode: str, seed: Any = None

@@ -5,38 +5,49 @@ import json
 import re
 
 import pytest
-import yaml
 
 from dsmlib.book.profiles import load_specs
-from dsmlib.foundation.claims import VERDICTS
-from helpers import ROOT
+from dsmlib.foundation.claims import VERDICTS, combine_all, quantile, verdict
 
 pytestmark = pytest.mark.slow
 
 
-def test_toc_lists_every_notebook_in_book_order():
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
-    chapters = [f.split("/")[-1] for f in files if f.startswith("book/chapters/")]
-    assert chapters == list(load_specs(ROOT / "notebooks"))
-
-
-def test_sources_have_parameters_cells_and_no_outputs():
-    import jupytext
-    for spec in load_specs(ROOT / "notebooks").values():
-        nb = jupytext.read(spec.source)
-        tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-        assert len(tagged) == 1, spec.name
-        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+def _check_interval(c: dict, where: str) -> None:
+    """The interval is ``measured +- q * se`` with q a two-sided 99 % Student-t quantile
+    (q = t_dof when the claim records ``dof``; otherwise at least the normal 2.576 and at most
+    t_1 = 63.7), and the verdict is the one the interval and band give."""
+    lo, hi = c["interval"]
+    assert c["verdict"] == verdict((lo, hi), c["band"]), where
+    se = c.get("se")
+    if se is None:
+        return
+    assert (lo + hi) / 2 == pytest.approx(c["measured"], rel=1e-9, abs=1e-12), where
+    if se == 0:
+        assert lo == hi == pytest.approx(c["measured"]), where
+        return
+    q = (hi - lo) / (2 * se)
+    if c.get("dof") is not None:
+        assert q == pytest.approx(quantile(c["dof"]), rel=1e-9), where
+    else:
+        assert quantile() * (1 - 1e-9) <= q <= quantile(1), (where, q)
 
 
 def test_every_notebook_wrote_measured_claims(smoke_book):
+    """Every claim's interval is the stated 99 % interval around its estimate, recomputed
+    from its standard error, and its verdict the one the interval and band give; a claim that
+    must hold in every case combines its cases' verdicts, each recomputed the same way."""
     for name in load_specs(smoke_book / "notebooks"):
         doc = json.loads((smoke_book / "results" / "smoke" / f"{name}.json").read_text())
         assert doc["notebook"] == name and doc["profile"] == "smoke" and doc["claims"]
         for c in doc["claims"]:
             assert c["verdict"] in VERDICTS
-            assert c["interval"][0] <= c["measured"] <= c["interval"][1]
+            _check_interval(c, c["id"])
+            if c["details"] and all("verdict" in d for d in c["details"]):
+                cases = [d for d in c["details"] if "interval" in d and "band" in d]
+                for d in cases:
+                    assert d["verdict"] == verdict(d["interval"], d["band"]), (c["id"], d)
+                if len(cases) == len(c["details"]):
+                    assert c["verdict"] == combine_all(d["verdict"] for d in cases), c["id"]
 
 
 def test_ols_claims_present(smoke_book):

@@ -1,0 +1,91 @@
+"""Shared figure conventions (dsmlib.figures.common): the state explorer's order, error bars at
+the ledger's level, ellipses, the renderer."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from dsmlib.figures import common
+from dsmlib.foundation.claims import quantile
+
+SLIDER = [0.5, 1.0, 2.0]
+MENU = ["first", "second"]
+
+
+def _states(n_traces: int = 2) -> list[list[go.Scatter]]:
+    """State k = j * len(SLIDER) + i: traces named 'k:t' whose x holds k."""
+    return [[go.Scatter(x=[k, k], y=[t, t], name=f"{k}:{t}") for t in range(n_traces)]
+            for k in range(len(SLIDER) * len(MENU))]
+
+
+def _shown(visible: list[bool], fig: go.Figure) -> set[int]:
+    """The states whose traces a visibility list shows (each state shows all or none)."""
+    states = {int(tr.name.split(":")[0]) for tr, v in zip(fig.data, visible) if v}
+    for k in states:
+        assert all(v for tr, v in zip(fig.data, visible) if tr.name.startswith(f"{k}:"))
+    return states
+
+
+def test_state_explorer_maps_menu_j_and_slider_i_to_state_j_times_len_slider_plus_i():
+    layouts = [{"xaxis.range": [0, 1]}, {"xaxis.range": [5, 9]}]
+    fig = common.state_explorer(_states(), slider_values=SLIDER, menu_labels=MENU,
+                                slider_prefix="s = ", menu_layouts=layouts)
+    ns = len(SLIDER)
+    assert [tr.name for tr in fig.data] == [f"{k}:{t}" for k in range(6) for t in range(2)]
+    assert _shown([tr.visible for tr in fig.data], fig) == {0}
+    assert list(fig.layout.xaxis.range) == [0, 1]                 # menu entry 0's layout
+    first = fig.layout.sliders[0]
+    assert [s.label for s in first.steps] == ["0.5", "1", "2"]
+    assert [_shown(s.args[0]["visible"], fig) for s in first.steps] == [{0}, {1}, {2}]
+    buttons = fig.layout.updatemenus[0].buttons
+    assert [b.label for b in buttons] == MENU
+    for j, button in enumerate(buttons):
+        data_update, layout_update = button.args
+        assert _shown(data_update["visible"], fig) == {j * ns}
+        assert layout_update["xaxis.range"] == layouts[j]["xaxis.range"]
+        slider = layout_update["sliders"][0]
+        assert slider["currentvalue"]["prefix"].startswith(MENU[j])
+        assert [_shown(s["args"][0]["visible"], fig) for s in slider["steps"]] == \
+               [{j * ns + i} for i in range(ns)]
+
+
+def test_state_explorer_rejects_mismatched_states():
+    with pytest.raises(ValueError, match="state_traces must have"):
+        common.state_explorer(_states()[:5], slider_values=SLIDER, menu_labels=MENU,
+                              slider_prefix="")
+    ragged = _states()
+    ragged[3] = ragged[3][:1]
+    with pytest.raises(ValueError, match="same number of traces"):
+        common.state_explorer(ragged, slider_values=SLIDER, menu_labels=MENU, slider_prefix="")
+
+
+def test_error_bars_are_the_claims_intervals():
+    bars = common.error_bars([0.1, 0.2], dof=9)
+    np.testing.assert_allclose(bars["array"], quantile(9) * np.array([0.1, 0.2]))
+    np.testing.assert_allclose(common.error_bars([1.0])["array"], [quantile()])
+
+
+def test_ellipse_is_the_nsig_contour():
+    cov = np.array([[4.0, 1.2], [1.2, 1.0]])
+    x, y = common.ellipse_xy([1.0, -2.0], cov, nsig=2.0, n=50)
+    d = np.stack([x - 1.0, y + 2.0])
+    np.testing.assert_allclose(np.einsum("in,ij,jn->n", d, np.linalg.inv(cov), d), 4.0, rtol=1e-10)
+    with pytest.raises(ValueError, match="cov must be 2x2"):
+        common.ellipse_xy([0, 0], np.eye(3))
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        common.ellipse_xy([0, 0], np.diag([1.0, -1.0]))
+
+
+def test_renderer_emits_script_free_html():
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
+    bundle = common.BookRenderer().to_mimebundle(fig.to_dict())
+    assert "application/vnd.plotly.v1+json" in bundle
+    assert "Plotly.newPlot" in bundle["text/html"] and "<script src" not in bundle["text/html"]
+    before = (pio.renderers.default, pio.templates.default)
+    try:
+        common.setup()
+        assert pio.renderers.default == common.RENDERER
+    finally:
+        pio.renderers.default, pio.templates.default = before

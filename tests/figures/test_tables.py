@@ -1,0 +1,32 @@
+"""Claims as tables and summaries (dsmlib.figures.tables)."""
+from __future__ import annotations
+
+from dsmlib.figures import tables
+from dsmlib.foundation import claims as C
+
+
+def _claims():
+    ok = C.case(paper=1.0, measured=1.0, se=0.01, band=(0.9, 1.1))
+    high = C.case(paper=1.0, measured=2.0, se=0.01, band=(0.9, None))
+    return [C.measure("x.a", "A holds.", paper=1.0, measured=1.0, se=0.01, band=(0.9, 1.1)),
+            C.every_case("x.b", "B holds in every case.", {"one": ok, "two": high}),
+            C.measure("x.c", "A correction.", paper=0.0, measured=0.5, se=0.01, band=(None, 0.1),
+                      source="book")]
+
+
+def test_claims_table_lists_every_claim_with_its_verdict():
+    html = tables.claims_table(_claims()).data
+    assert html.count("<tr>") == 4                                # header + 3 claims
+    for text in ("<code>x.a</code>", "<code>x.c</code> <em>(book)</em>", "✔ confirmed",
+                 "✘ refuted", "[0.9, 1.1]", "[−∞, 0.1]"):
+        assert text in html
+
+
+def test_cases_table_and_summary():
+    cl = _claims()
+    html = tables.cases_table(cl).data
+    assert html.count("<tr>") == 3                                # header and x.b's two cases
+    assert "<td>two</td>" in html and "[0.9, ∞]" in html
+    md = tables.verdict_summary(cl).data
+    assert md.splitlines()[2].startswith("- **refuted** *(book's correction)*: A correction.")
+    assert "predicted 0" in md and "`x.b`" in md
