@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from dsmlib.chapters import ols as E
+from dsmlib.chapters.ols_claims import figure3_claims
 from dsmlib.theory import least_squares as ls
 
 STEPS = 30_000
@@ -32,7 +33,7 @@ def test_panels_and_shared_minibatches(results):
 
 
 def test_claims_cover_section_6(results):
-    claims = {c.id: c for c in E.figure3_claims(results)}
+    claims = {c.id: c for c in figure3_claims(results)}
     assert {"ols.stationary_mean", "ols.stationary_cov_paper", "ols.span_vs_sigma2",
             "ols.span_vs_trace", "ols.shape_vs_sigma", "ols.noiseless_converges"} <= set(claims)
     assert len(claims["ols.stationary_mean"].details) == 8
@@ -44,11 +45,12 @@ def test_paper_covariance_ratio_is_the_exact_one(results):
     tr(exact cov) / tr(paper's cov) within 4.5 of its standard errors (the interval's half
     width over t_49: Student-t false-failure 4.6e-5 per panel, 3.7e-4 for the 8). The
     exact ratios lie far below the paper's band (0.8, 1.25), so the claim is refuted."""
-    claim = {c.id: c for c in E.figure3_claims(results)}["ols.stationary_cov_paper"]
+    claim = {c.id: c for c in figure3_claims(results)}["ols.stationary_cov_paper"]
     q = stats.t.ppf(0.995, 49)
     for r, row in zip(results, claim.details):
         assert row["case"] == r.panel.key
         exact = np.trace(r.exact_cov) / np.trace(r.paper_cov)
+        assert row["exact"] == pytest.approx(exact, rel=1e-12)
         se = (row["interval"][1] - row["interval"][0]) / (2 * q)
         assert abs(row["measured"] - exact) < 4.5 * se, (r.panel.key, row["measured"], exact, se)
         assert exact < 0.8 / 1.5

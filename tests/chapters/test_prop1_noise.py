@@ -15,6 +15,7 @@ import torch
 from scipy import stats
 
 from dsmlib.chapters import prop1_noise as P
+from dsmlib.chapters.prop1_claims import prop1_claims
 from dsmlib.foundation.rng import child_seed
 from dsmlib.models import settings
 from dsmlib.models.networks import tanh_mlp
@@ -121,13 +122,6 @@ def test_prop1_monte_carlo_entrywise(schemes, replacement):
         assert abs(_trace_z(xs, pred["cov_star_paper"])) > Z_TRACE
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "chapters.prop1_noise.sample_noise_terms draws fresh noise as residuals(E[y~]) -- it swaps "
-    "the already-averaged labels y0 = noise.mean(y) instead of the labels y -- so for a biased "
-    "noise (the swap) its draws have covariance C(E[y~]) while predicted_moments uses C(y): "
-    "empirical tr Cov xi^ULN 0.155 against 0.970 predicted. Gaussian noise is unaffected "
-    "(mean(y) = y), and the book only uses Gaussian noise here, so no verdict moves. Fix: "
-    "eps_all = model_noise.residuals(s.y_clean.reshape(s.n, -1)[idx_all], gen)."))
 def test_prop1_monte_carlo_symmetric_swap(mlp3):
     """Prop. 1 for the symmetric swap ("copy") noise, fresh, with replacement: with
     y_clean = E[y~] the label noise is zero-mean with per-sample covariance C_i (diagonal,
@@ -176,7 +170,7 @@ def test_prop1_claims_verdicts(schemes):
     case needs its interval inside the band (+-5 %): the test first checks every case's
     standard error is below 0.05 / (2.68 + 4.5), so a wrong verdict needs a |t| > 4.5
     deviation (false-failure rate < 1e-4 over the cases)."""
-    claims = {c.id: c for c in P.prop1_claims(list(schemes.values()))}
+    claims = {c.id: c for c in prop1_claims(list(schemes.values()))}
     q = stats.t.ppf(0.995, 49)
     for cid, verdict in [("prop1.xi_star_cov", "confirmed"), ("prop1.xi_uln_cov", "confirmed"),
                          ("prop1.xi_star_cov_fpc", "confirmed"),
@@ -228,18 +222,13 @@ def test_bad_input(ls, call, match):
         call(ls)
 
 
-def test_swap_expectation_claims(request, device):
+def test_swap_expectation_claims(device):
     """Seeded: the literal swap misses the paper's E[ỹ] at p = 0.5 (exact ratio 1.36, tens of
     standard errors away); copying a random other logit realises it (exact ratio 1), within
     z = 4 of its standard error (false-failure 6.3e-5)."""
-    if device.type == "cuda":
-        request.applymarker(pytest.mark.xfail(
-            reason="chapters.prop1_noise.swap_expectation_claims multiplies the labels by "
-                   "swap_expectation_matrix(...) (a CPU tensor) without moving it to the labels' "
-                   "device", strict=False))
     y = torch.as_tensor(np.random.default_rng(0).standard_normal((8, 5))).to(device)
     claims = {c.id: c for c in P.swap_expectation_claims(y, ps=[0.5], n_draws=400, seed=1)}
     assert claims["sec5.swap_expectation"].verdict == "refuted"
     copy = claims["sec5.swap_expectation_copy"]
     assert abs(copy.measured - 1) < 4 * copy.se
-    assert "exact 1.0000" in copy.details[0]["case"]
+    assert copy.details[0]["case"] == "p=0.5" and copy.details[0]["exact"] == pytest.approx(1.0)

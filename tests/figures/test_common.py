@@ -78,11 +78,20 @@ def test_ellipse_is_the_nsig_contour():
         common.ellipse_xy([0, 0], np.diag([1.0, -1.0]))
 
 
-def test_renderer_emits_script_free_html():
-    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
-    bundle = common.BookRenderer().to_mimebundle(fig.to_dict())
+def test_renderer_emits_data_for_the_site_loader_and_slims_it():
+    """The site's HTML holds the figure's JSON for ``dsm-plotly.js``: no plotly.js, no inline
+    call, float64 data sent as float32 typed arrays."""
+    import json
+    from dsmlib.figures.render import BookRenderer
+    x = np.linspace(0.0, 1.0, 50)
+    fig = go.Figure(go.Scatter(x=x, y=x ** 2))
+    bundle = BookRenderer().to_mimebundle(fig.to_dict())
     assert "application/vnd.plotly.v1+json" in bundle
-    assert "Plotly.newPlot" in bundle["text/html"] and "<script src" not in bundle["text/html"]
+    html = bundle["text/html"]
+    assert "<script src" not in html and "Plotly.newPlot" not in html
+    assert 'class="dsm-plotly-data"' in html and "</script>" in html
+    spec = json.loads(html.split('">', 2)[2].rsplit("</script>", 1)[0].replace("<\\/", "</"))
+    assert spec["data"][0]["x"]["dtype"] == "f4"
     before = (pio.renderers.default, pio.templates.default)
     try:
         common.setup()

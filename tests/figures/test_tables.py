@@ -16,17 +16,22 @@ def _claims():
 
 def test_claims_table_lists_every_claim_with_its_verdict():
     html = tables.claims_table(_claims()).data
-    assert html.count("<tr>") == 4                                # header + 3 claims
-    for text in ("<code>x.a</code>", "<code>x.c</code> <em>(book)</em>", "✔ confirmed",
-                 "✘ refuted", "[0.9, 1.1]", "[−∞, 0.1]"):
+    assert html.count("<tr class='claim") == 3                   # one row per claim ...
+    assert html.count("<tr class='more'>") == 3                  # ... and one folded row each
+    assert html.index("Verdict") < html.index("Claim") < html.index("Measured")
+    for text in ("<code>x.a</code>", "<code>x.c</code> <span class='book-tag'>book</span>",
+                 "✔ confirmed", "✘ refuted", "[0.9, 1.1]", "[−∞, 0.1]", "<details>"):
         assert text in html
 
 
 def test_cases_table_and_summary():
     cl = _claims()
     html = tables.cases_table(cl).data
-    assert html.count("<tr>") == 3                                # header and x.b's two cases
+    assert html.count("<tr class='v-") == 2                       # x.b's two cases
     assert "<td>two</td>" in html and "[0.9, ∞]" in html
     md = tables.verdict_summary(cl).data
-    assert md.splitlines()[2].startswith("- **refuted** *(book's correction)*: A correction.")
-    assert "predicted 0" in md and "`x.b`" in md
+    line = md.splitlines()[2]
+    assert line.startswith("- **✘ refuted** *(the book's correction)*: A correction.")
+    for text in ("Measured 0.5", "99% CI [0.4742, 0.5258]", "band [−∞, 0.1]", "paper 0",
+                 "`x.c`"):
+        assert text in line, text

@@ -127,15 +127,3 @@ def test_measure_rejects_nan_and_negative_se():
         C.case(paper=1.0, measured=1.0, se=0.1, band=(0, 2), source="blog")
     with pytest.raises(ValueError, match="scope"):
         C.measure("x", "s", paper=1.0, measured=1.0, se=0.1, band=(0, 2), scope="vibes")
-
-
-def test_duplicate_ids_and_bad_results_are_rejected(tmp_path):
-    c = C.measure("same", "s", paper=1, measured=1.0, se=0.0, band=(0, 2))
-    with pytest.raises(ValueError, match="unique"):
-        C.write_results([c, c], notebook="n", profile="smoke", results_dir=tmp_path)
-    bad = tmp_path / "smoke" / "bad.json"
-    bad.parent.mkdir(parents=True)
-    bad.write_text(json.dumps({"notebook": "bad", "profile": "smoke",
-                               "claims": [{"id": "x", "verdict": "probably"}]}))
-    with pytest.raises(ValueError, match="verdict 'probably'"):
-        C.load_results(tmp_path, "smoke")
