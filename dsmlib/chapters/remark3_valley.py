@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from scipy import stats as st
 
-from ..foundation.claims import Claim, case, every_case
+from ..foundation.claims import Claim, case, every_case, quantile
 from ..foundation.rng import child_seed
 from ..models.settings import Setting
 from ..theory import valley as V
@@ -36,10 +36,7 @@ LACK_OF_FIT_P = 0.01            # below this chi^2 p-value the slope's se is wid
 REMARK2_BAND = (None, 1.0)      # end-point / start-point sensitivity: "responds less"
 
 
-# ----------------------------------------------------------------------------------------------
-# Remark 3: escape from the high-G start, and where the runs end
-# ----------------------------------------------------------------------------------------------
-
+# --- Remark 3: escape from the high-G start, and where the runs end ---
 
 @dataclass
 class ValleyExperiment:
@@ -66,10 +63,6 @@ def valley_experiment(problem: V.ValleyProblem, u0, v0, *, eta: float, sigma2: f
     return ex
 
 
-def _theta(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return np.concatenate([u, v], axis=-1)
-
-
 def _mean_se(x: np.ndarray) -> tuple[float, float]:
     return float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else 0.0
 
@@ -77,11 +70,11 @@ def _mean_se(x: np.ndarray) -> tuple[float, float]:
 def end_points(ex: ValleyExperiment) -> list[dict[str, Any]]:
     """Where each group of runs ends: displacement from the start (in units of the start's
     distance to the minimum-G point), relative excess gradient norm, clean loss, mean ``w``."""
-    t0 = _theta(ex.u0.cpu().numpy(), ex.v0.cpu().numpy())
-    tG = _theta(ex.minimum.u.cpu().numpy(), ex.minimum.v.cpu().numpy())
+    t0 = np.concatenate([ex.u0.cpu().numpy(), ex.v0.cpu().numpy()])
+    tG = np.concatenate([ex.minimum.u.cpu().numpy(), ex.minimum.v.cpu().numpy()])
     rows = []
     for name, r in ex.runs.items():
-        end = _theta(r.u[-1], r.v[-1])
+        end = np.concatenate([r.u[-1], r.v[-1]], axis=1)
         disp = np.linalg.norm(end - t0, axis=1) / np.linalg.norm(tG - t0)
         excess = (r.G[-1] - ex.minimum.G) / ex.minimum.G
         rows.append(dict(model=ex.problem.name, runs=name, n_runs=r.n_runs, steps=int(r.steps[-1]),
@@ -120,10 +113,7 @@ def remark3_claims(experiments: list[ValleyExperiment]) -> list[Claim]:
     ]
 
 
-# ----------------------------------------------------------------------------------------------
-# Remark 4: the drift speed against eta, sigma^2 and B
-# ----------------------------------------------------------------------------------------------
-
+# --- Remark 4: the drift speed against eta, sigma^2 and B ---
 
 @dataclass
 class PowerLawFit:
@@ -230,19 +220,17 @@ def remark4_claims(sw: DriftSweep) -> list[Claim]:
             dof=f.dof if widened else float("inf"),
             quantity=f"log-log slope of the drift speed (χ² = {f.chi2:.3g}, dof {f.dof}, p = {f.p_value:.2g})")
     fe = sw.fits["eta"]
+    half = quantile(fe.dof if fe.se_used > fe.se else float("inf")) * fe.se_used
     return [every_case(
         "remark4.sigma2_strength",
         "The strength of the drift along the valley grows like ησ²/B (Remark 4): its speed scales "
         "as σ¹, η¹ and B⁻¹.", cases, scope="reading",
         note=f"Per unit time t = kη, as theory predicts (ησ²m₂/B, from E[c²] = σ²m₂/B). Per step "
-             f"the η exponent is {fe.slope + 1:.3f} ± {fe.se_used:.3f}: the paper does not say "
+             f"the η exponent is {fe.slope + 1:.3f} ± {half:.3f} (99 %): the paper does not say "
              "which; read per step, 'ησ²/B' is wrong (η²σ²/B).")]
 
 
-# ----------------------------------------------------------------------------------------------
-# Remark 2 at the start and end points, and the explorer's states
-# ----------------------------------------------------------------------------------------------
-
+# --- Remark 2 at the start and end points, and the explorer's states ---
 
 @dataclass
 class StabilityComparison:

@@ -175,7 +175,8 @@ def min_gradnorm_point(problem: ValleyProblem) -> ValleyMinimum:
     """Minimum of ``G`` over the valley: balanced, ``w = argmin sum a_j |w_j|`` s.t. ``X w = y``.
 
     Solved as a linear program over the null space of ``X`` (``w = w0 + Z t``, ``|w| <= s``,
-    minimise ``a . s``) with scipy's HiGHS; unique ``w`` when ``X`` has full column rank.
+    minimise ``a . s``) with scipy's HiGHS, then polished to the exact solution of ``X_S w_S = y``
+    on the LP's support ``S``; unique ``w`` when ``X`` has full column rank.
     """
     from scipy.optimize import linprog
     X, y, a = (t.cpu().numpy() for t in (problem.X, problem.y, problem.a))
@@ -192,6 +193,11 @@ def min_gradnorm_point(problem: ValleyProblem) -> ValleyMinimum:
         if not res.success:  # pragma: no cover - the LP is always feasible and bounded
             raise RuntimeError(f"linear program failed: {res.message}")
         w = w0 + Z @ res.x[:k]
+        S = np.abs(w) > 1e-6 * np.abs(w).max()      # polish: the exact basic solution on w's support
+        wS = np.linalg.lstsq(X[:, S], y, rcond=None)[0]
+        if np.linalg.norm(X[:, S] @ wS - y) <= 1e-10 * max(1.0, np.linalg.norm(y)):
+            w = np.zeros_like(w)
+            w[S] = wS
     return _balanced(torch.as_tensor(w).to(problem.X), problem.a)
 
 
@@ -218,13 +224,13 @@ def min_gradnorm_by_enumeration(problem: ValleyProblem, max_supports: int = 100_
     return _balanced(torch.as_tensor(best_w).to(problem.X), problem.a)
 
 
-def scalar_start(beta: float = 1.0, ratio: float = 3.0) -> tuple[Tensor, Tensor]:
-    """``theta = (sqrt|beta| ratio, sign(beta) sqrt|beta| / ratio)``, on the valley
-    ``theta_1 theta_2 = beta``; ``ratio = 1`` is the minimum-G point."""
-    beta, ratio = check_real("beta", beta), check_positive("ratio", ratio)
+def scalar_start(beta: float = 1.0, stretch: float = 3.0) -> tuple[Tensor, Tensor]:
+    """``theta = (sqrt|beta| stretch, sign(beta) sqrt|beta| / stretch)``, on the valley
+    ``theta_1 theta_2 = beta``; ``stretch = 1`` is the minimum-G point."""
+    beta, stretch = check_real("beta", beta), check_positive("stretch", stretch)
     r = math.sqrt(abs(beta))
-    return (torch.tensor([r * ratio], dtype=torch.float64),
-            torch.tensor([math.copysign(r, beta) / ratio], dtype=torch.float64))
+    return (torch.tensor([r * stretch], dtype=torch.float64),
+            torch.tensor([math.copysign(r, beta) / stretch], dtype=torch.float64))
 
 
 def min_norm_start(problem: ValleyProblem, scale: float = 1.5) -> tuple[Tensor, Tensor]:
