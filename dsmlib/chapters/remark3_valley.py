@@ -180,6 +180,8 @@ def drift_sweep(problem: V.ValleyProblem, u0, v0, *, etas, sigma2s, batch_sizes,
                 progress: bool = False) -> DriftSweep:
     """One-factor sweeps around ``reference = (eta, sigma2, B)``; runs sharing ``B`` are one batch.
     The drift speed is the imbalance's decay rate per unit time (``ValleyRuns.imbalance_rate``)."""
+    if problem.d != 1:
+        raise ValueError(f"the drift sweep measures the scalar model (d = 1), got d = {problem.d}")
     e0, s0, b0 = reference
     configs = sorted({(float(e), float(s0), int(b0)) for e in etas}
                      | {(float(e0), float(s), int(b0)) for s in sigma2s}
@@ -224,7 +226,7 @@ def remark4_claims(sw: DriftSweep) -> list[Claim]:
     return [every_case(
         "remark4.sigma2_strength",
         "The strength of the drift along the valley grows like ησ²/B (Remark 4): its speed scales "
-        "as σ¹, η¹ and B⁻¹.", cases, scope="reading",
+        "as (σ²)¹, η¹ and B⁻¹.", cases, scope="reading",
         note=f"Per unit time t = kη, as theory predicts (ησ²m₂/B, from E[c²] = σ²m₂/B). Per step "
              f"the η exponent is {fe.slope + 1:.3f} ± {half:.3f} (99 %): the paper does not say "
              "which; read per step, 'ησ²/B' is wrong (η²σ²/B).")]

@@ -112,6 +112,9 @@ def test_drift_sweep_and_remark4_claim():
     (claim,) = C.remark4_claims(sw)
     assert claim.id == "remark4.sigma2_strength" and claim.scope == "reading"
     assert len(claim.details) == 4 and "per step" in claim.note.lower()
+    with pytest.raises(ValueError, match="scalar model"):
+        C.drift_sweep(V.diagonal_problem(), *V.min_norm_start(V.diagonal_problem()), etas=[0.01],
+                      sigma2s=[1.0], batch_sizes=[1], reference=(0.01, 1.0, 1), steps=10, n_runs=2)
 
 
 def test_explorer_states_order_and_shapes():
