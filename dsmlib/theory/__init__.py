@@ -6,5 +6,8 @@
 - :mod:`.label_noise` -- Gaussian and symmetric-swap label noise, drawn once or fresh;
 - :mod:`.jacobians` -- per-sample Jacobians and loss gradients of any torch model;
 - :mod:`.gradient_norm` -- the gradient norm G(theta) of Prop. 3, exact and by probes;
-- :mod:`.diffusion` -- the diffusion matrices of Eq. (15) and the step decomposition of Eq. (12).
+- :mod:`.diffusion` -- the diffusion matrices of Eq. (15) and the step decomposition of Eq. (12);
+- :mod:`.valley` -- valleys of minima along which G varies (diagonal linear networks), exactly;
+- :mod:`.valley_sgd` -- label-noisy SGD on them, vectorised over runs (numba or torch);
+- :mod:`.valley_dsm` -- the discrete doubly stochastic model, Eq. (17), for the same networks.
 """

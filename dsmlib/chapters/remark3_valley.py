@@ -1,0 +1,310 @@
+"""Chapter ``remark3_valley``: label noise as an inference stabilizer (Remarks 3-4, Sec. 4.2).
+
+SGD starts at an unbalanced point of a valley of global minima (:mod:`dsmlib.theory.valley`)
+and runs with and without label noise (:mod:`dsmlib.theory.valley_sgd`). Measured: whether it
+leaves the high-G start, where it ends, how fast it drifts against ``eta``, ``sigma^2`` and
+``B`` (the imbalance's decay rate, fitted as a power law), the drift of the discrete doubly
+stochastic model (Eq. 17), and the Remark 2 perturbation probe at the start and end points.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from scipy import stats as st
+
+from ..foundation.claims import Claim, case, every_case, quantile
+from ..foundation.rng import child_seed
+from ..models.settings import Setting
+from ..theory import valley as V
+from ..theory.valley_dsm import run_dsm_eq17
+from ..theory.valley_sgd import ValleyRuns, run_valley_sgd
+from .prop3_regularizer import PerturbationCurve, perturbation_curve
+
+__all__ = ["ESCAPE_MIN_DISPLACEMENT", "STAY_MAX_DISPLACEMENT", "LOW_G_BAND", "EXPONENT_TOL",
+           "LACK_OF_FIT_P", "ValleyExperiment", "valley_experiment", "end_points",
+           "remark3_claims", "PowerLawFit", "DriftSweep", "drift_sweep", "remark4_claims",
+           "StabilityComparison", "stability_comparison", "remark2_claims", "explorer_states"]
+
+ESCAPE_MIN_DISPLACEMENT = 0.5   # noisy runs cover >= half the start's distance to the min-G point
+STAY_MAX_DISPLACEMENT = 0.01    # noiseless runs move < 1 % of it
+LOW_G_BAND = (-0.1, 0.1)        # (G_end - G_min) / G_min: "near the minimum-G point"
+EXPONENT_TOL = 0.1              # fitted exponents within +-0.1 of the paper's eta sigma^2 / B
+LACK_OF_FIT_P = 0.01            # below this chi^2 p-value the slope's se is widened
+REMARK2_BAND = (None, 1.0)      # end-point / start-point sensitivity: "responds less"
+
+
+# --- Remark 3: escape from the high-G start, and where the runs end ---
+
+@dataclass
+class ValleyExperiment:
+    problem: V.ValleyProblem
+    u0: torch.Tensor
+    v0: torch.Tensor
+    minimum: V.ValleyMinimum
+    runs: dict[str, ValleyRuns] = field(default_factory=dict)
+
+
+def valley_experiment(problem: V.ValleyProblem, u0, v0, *, eta: float, sigma2: float,
+                      batch_size: int, steps: int, n_runs: int, record_every: int,
+                      seed: int = 0, progress: bool = False) -> ValleyExperiment:
+    """Runs from one start: label noise fresh per step, none, drawn once (per run), and Eq. 17."""
+    ex = ValleyExperiment(problem, u0, v0, V.min_gradnorm_point(problem))
+    kw = dict(eta=eta, batch_size=batch_size, steps=steps, record_every=record_every)
+    for k, (name, s2, mode) in enumerate([("label noise", sigma2, "fresh"),
+                                          ("no label noise", 0.0, "fresh"),
+                                          ("label noise drawn once", sigma2, "fixed")]):
+        ex.runs[name] = run_valley_sgd(problem, u0, v0, sigma2=s2, noise_mode=mode, n_runs=n_runs,
+                                       seed=child_seed(seed, k), progress=progress, **kw)
+    ex.runs["Eq. 17 model"] = run_dsm_eq17(problem, u0, v0, sigma2=sigma2, n_runs=n_runs,
+                                           seed=child_seed(seed, 3), **kw)
+    return ex
+
+
+def _mean_se(x: np.ndarray) -> tuple[float, float]:
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else 0.0
+
+
+def end_points(ex: ValleyExperiment) -> list[dict[str, Any]]:
+    """Where each group of runs ends: displacement from the start (in units of the start's
+    distance to the minimum-G point), relative excess gradient norm, clean loss, mean ``w``."""
+    t0 = np.concatenate([ex.u0.cpu().numpy(), ex.v0.cpu().numpy()])
+    tG = np.concatenate([ex.minimum.u.cpu().numpy(), ex.minimum.v.cpu().numpy()])
+    rows = []
+    for name, r in ex.runs.items():
+        end = np.concatenate([r.u[-1], r.v[-1]], axis=1)
+        disp = np.linalg.norm(end - t0, axis=1) / np.linalg.norm(tG - t0)
+        excess = (r.G[-1] - ex.minimum.G) / ex.minimum.G
+        rows.append(dict(model=ex.problem.name, runs=name, n_runs=r.n_runs, steps=int(r.steps[-1]),
+                         displacement=_mean_se(disp), excess_G=_mean_se(excess),
+                         dist_to_min=_mean_se(np.linalg.norm(end - tG, axis=1)),
+                         loss=float(r.loss[-1].mean()), w=r.w[-1].mean(axis=0)))
+    return rows
+
+
+def remark3_claims(experiments: list[ValleyExperiment]) -> list[Claim]:
+    """``remark3.escape`` and ``remark3.low_gradnorm`` over every model."""
+    esc, low = {}, {}
+    for ex in experiments:
+        rows = {r["runs"]: r for r in end_points(ex)}
+        for name, paper, band in (("label noise", 1.0, (ESCAPE_MIN_DISPLACEMENT, None)),
+                                  ("no label noise", 0.0, (None, STAY_MAX_DISPLACEMENT))):
+            m, se = rows[name]["displacement"]
+            esc[f"{ex.problem.name}, {name}"] = case(
+                paper=paper, measured=m, se=se, band=band, dof=rows[name]["n_runs"] - 1,
+                quantity="‖θ_K − θ_0‖ / ‖θ_G − θ_0‖ (mean over runs)")
+        m, se = rows["label noise"]["excess_G"]
+        low[ex.problem.name] = case(paper=0.0, measured=m, se=se, band=LOW_G_BAND,
+                                    dof=rows["label noise"]["n_runs"] - 1,
+                                    quantity="(G(θ_K) − G_min) / G_min (mean over runs)")
+    return [
+        every_case("remark3.escape", "From an unbalanced minimum with a high gradient norm G, "
+                   "SGD with label noise leaves it (moves at least half-way to the minimum-G "
+                   "point); SGD without label noise stays (Remark 3).", esc, scope="assumptions",
+                   note="Without label noise every residual vanishes on the valley, so the step "
+                        "is zero; with it, the imbalance u²−v² shrinks by (1 − η²c²) each step."),
+        every_case("remark3.low_gradnorm", "SGD with label noise ends near the minimum-G point "
+                   "of the valley of minima (Remark 3).", low, scope="assumptions",
+                   note="G_min is exact (balanced point; weighted basis pursuit for the "
+                        "diagonal network). G at a noisy iterate can lie below G_min: the "
+                        "iterate sits slightly off the valley."),
+    ]
+
+
+# --- Remark 4: the drift speed against eta, sigma^2 and B ---
+
+@dataclass
+class PowerLawFit:
+    """``log y = intercept + slope log x``, precision-weighted, with its lack-of-fit check."""
+    slope: float
+    se: float              # from the weights alone
+    intercept: float
+    chi2: float            # sum of squared standardised residuals
+    dof: int
+    p_value: float         # P(chi2_dof >= chi2): small means the law misses the points
+
+    @property
+    def se_used(self) -> float:
+        """``se``, widened by ``sqrt(chi2/dof)`` when the lack-of-fit p-value is below
+        :data:`LACK_OF_FIT_P`."""
+        if self.dof > 0 and self.p_value < LACK_OF_FIT_P:
+            return self.se * float(np.sqrt(self.chi2 / self.dof))
+        return self.se
+
+
+def _fit_power_law(x, y, y_se) -> PowerLawFit:
+    """Weighted least squares of ``log y`` on ``log x`` (``se(log y) = y_se / y``), with the
+    chi-square of the weighted residuals against ``n - 2`` degrees of freedom."""
+    x, y, y_se = (np.asarray(a, dtype=float) for a in (x, y, y_se))
+    if not (x.shape == y.shape == y_se.shape) or x.ndim != 1 or x.size < 2:
+        raise ValueError("x, y and y_se must be 1-D arrays of the same length >= 2")
+    if np.any(x <= 0) or np.any(y <= 0) or np.any(y_se <= 0):
+        raise ValueError("x, y and y_se must be positive for a log-log fit")
+    lx, ly, w = np.log(x), np.log(y), (y / y_se) ** 2
+    xm, ym = np.sum(w * lx) / w.sum(), np.sum(w * ly) / w.sum()
+    sxx = np.sum(w * (lx - xm) ** 2)
+    slope = float(np.sum(w * (lx - xm) * (ly - ym)) / sxx)
+    intercept = float(ym - slope * xm)
+    chi2 = float(np.sum(w * (ly - intercept - slope * lx) ** 2))
+    dof = x.size - 2
+    p = float(st.chi2.sf(chi2, dof)) if dof > 0 else 1.0
+    return PowerLawFit(slope, float(1 / np.sqrt(sxx)), intercept, chi2, dof, p)
+
+
+@dataclass
+class DriftSweep:
+    """Drift rates per unit time ``t = k eta`` (mean and se over runs) for each configuration."""
+    configs: list[tuple[float, float, int]]   # (eta, sigma2, B)
+    reference: tuple[float, float, int]
+    rate: np.ndarray
+    se: np.ndarray
+    rate_dsm: np.ndarray                     # Eq. (17)
+    se_dsm: np.ndarray
+    theory: np.ndarray                       # eta sigma^2 m2 / B (leading order)
+    steps: int
+    fits: dict[str, PowerLawFit] = field(default_factory=dict)       # SGD
+    fits_dsm: dict[str, PowerLawFit] = field(default_factory=dict)   # Eq. (17)
+
+    def sweep(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Indices of the configurations of the ``sigma2``, ``eta`` or ``B`` sweep, and its x."""
+        k = {"eta": 0, "sigma2": 1, "B": 2}[name]
+        idx = [i for i, c in enumerate(self.configs)
+               if all(c[j] == self.reference[j] for j in range(3) if j != k)]
+        return np.array(idx), np.array([self.configs[i][k] for i in idx], dtype=float)
+
+
+def drift_sweep(problem: V.ValleyProblem, u0, v0, *, etas, sigma2s, batch_sizes,
+                reference: tuple[float, float, int], steps: int, n_runs: int, seed: int = 0,
+                progress: bool = False) -> DriftSweep:
+    """One-factor sweeps around ``reference = (eta, sigma2, B)``; runs sharing ``B`` are one batch.
+    The drift speed is the imbalance's decay rate per unit time (``ValleyRuns.imbalance_rate``)."""
+    if problem.d != 1:
+        raise ValueError(f"the drift sweep measures the scalar model (d = 1), got d = {problem.d}")
+    e0, s0, b0 = reference
+    configs = sorted({(float(e), float(s0), int(b0)) for e in etas}
+                     | {(float(e0), float(s), int(b0)) for s in sigma2s}
+                     | {(float(e0), float(s0), int(b)) for b in batch_sizes})
+    out = {k: np.zeros(len(configs)) for k in ("rate", "se", "rate_dsm", "se_dsm")}
+    for k, b in enumerate(sorted({c[2] for c in configs})):
+        idx = [i for i, c in enumerate(configs) if c[2] == b]
+        eta = np.repeat([configs[i][0] for i in idx], n_runs)
+        s2 = np.repeat([configs[i][1] for i in idx], n_runs)
+        kw = dict(eta=eta, sigma2=s2, batch_size=b, steps=steps, n_runs=eta.size,
+                  record_every=steps)
+        for key, r in (("rate", run_valley_sgd(problem, u0, v0, seed=child_seed(seed, k, 0),
+                                                progress=progress, **kw)),
+                       ("rate_dsm", run_dsm_eq17(problem, u0, v0, seed=child_seed(seed, k, 1), **kw))):
+            rates = r.imbalance_rate(per="time")[:, 0].reshape(len(idx), n_runs)
+            out[key][idx] = rates.mean(axis=1)
+            out[key.replace("rate", "se")][idx] = rates.std(axis=1, ddof=1) / np.sqrt(n_runs)
+    cfg = np.array(configs)
+    sw = DriftSweep(configs, (float(e0), float(s0), int(b0)), theory=V.imbalance_decay_rate(
+        cfg[:, 0], cfg[:, 1], cfg[:, 2], float(problem.a[0])), steps=steps, **out)
+    for fits, rate, se in ((sw.fits, sw.rate, sw.se), (sw.fits_dsm, sw.rate_dsm, sw.se_dsm)):
+        for name in ("sigma2", "eta", "B"):
+            i, x = sw.sweep(name)
+            fits[name] = _fit_power_law(x, rate[i], se[i])
+        fits["eta sigma2 / B"] = _fit_power_law(cfg[:, 0] * cfg[:, 1] / cfg[:, 2], rate, se)
+    return sw
+
+
+def remark4_claims(sw: DriftSweep) -> list[Claim]:
+    """``remark4.sigma2_strength``: the fitted exponents of the drift speed per unit time."""
+    cases = {}
+    for name, paper, label in (("sigma2", 1.0, "σ²"), ("eta", 1.0, "η (per unit time t = kη)"),
+                               ("B", -1.0, "B"), ("eta sigma2 / B", 1.0, "ησ²/B (all configurations)")):
+        f = sw.fits[name]
+        widened = f.se_used > f.se
+        cases[f"exponent of {label}" + (" (se widened: lack of fit)" if widened else "")] = case(
+            paper=paper, measured=f.slope, se=f.se_used, band=(paper - EXPONENT_TOL, paper + EXPONENT_TOL),
+            dof=f.dof if widened else float("inf"),
+            quantity=f"log-log slope of the drift speed (χ² = {f.chi2:.3g}, dof {f.dof}, p = {f.p_value:.2g})")
+    fe = sw.fits["eta"]
+    half = quantile(fe.dof if fe.se_used > fe.se else float("inf")) * fe.se_used
+    return [every_case(
+        "remark4.sigma2_strength",
+        "The strength of the drift along the valley grows like ησ²/B (Remark 4): its speed scales "
+        "as (σ²)¹, η¹ and B⁻¹.", cases, scope="reading",
+        note=f"Per unit time t = kη, as theory predicts (ησ²m₂/B, from E[c²] = σ²m₂/B). Per step "
+             f"the η exponent is {fe.slope + 1:.3f} ± {half:.3f} (99 %): the paper does not say "
+             "which; read per step, 'ησ²/B' is wrong (η²σ²/B).")]
+
+
+# --- Remark 2 at the start and end points, and the explorer's states ---
+
+@dataclass
+class StabilityComparison:
+    """Remark 2's probe at the start and at an end point of a noisy run."""
+    model: str
+    start: PerturbationCurve
+    end: PerturbationCurve
+    exact_start: np.ndarray   # E||f(θ+δ) − f(θ)||² / s² = G + s² Σ_j a_j, exactly
+    exact_end: np.ndarray
+
+    def ratio(self) -> tuple[np.ndarray, np.ndarray]:
+        """End over start sensitivity ``E||Δf||²`` at each scale, with its delta-method se."""
+        a = self.start.ratio * self.start.gradient_norm
+        b = self.end.ratio * self.end.gradient_norm
+        sa, sb = self.start.se * self.start.gradient_norm, self.end.se * self.end.gradient_norm
+        q = b / a
+        return q, q * np.sqrt((sa / a) ** 2 + (sb / b) ** 2)
+
+
+def stability_comparison(ex: ValleyExperiment, *, scales, n_draws: int,
+                         seed: int = 0) -> StabilityComparison:
+    """``perturbation_curve`` at the start and at the end of the first noisy run."""
+    p, r = ex.problem, ex.runs["label noise"]
+    curves, exact = [], []
+    for k, (u, v) in enumerate([(ex.u0, ex.v0), (r.u[-1, 0], r.v[-1, 0])]):
+        model = V.DiagonalLinear(torch.as_tensor(u).cpu(), torch.as_tensor(v).cpu())
+        s = Setting(p.name, model, p.X.cpu(), p.y.cpu()[:, None])
+        curves.append(perturbation_curve(s, scales=scales, n_draws=n_draws, seed=child_seed(seed, k)))
+        exact.append(curves[-1].gradient_norm + np.asarray(scales) ** 2 * float(p.a.sum()))
+    return StabilityComparison(p.name, curves[0], curves[1], exact[0], exact[1])
+
+
+def remark2_claims(comps: list[StabilityComparison]) -> list[Claim]:
+    """``remark2.valley_stability``: the end point responds less than the start (smallest scale)."""
+    cases = {}
+    for c in comps:
+        q, se = c.ratio()
+        cases[c.model] = case(paper=float(c.end.gradient_norm / c.start.gradient_norm),
+                              measured=float(q[0]), se=float(se[0]), band=REMARK2_BAND,
+                              exact=float(c.exact_end[0] / c.exact_start[0]),
+                              quantity=f"E‖Δf‖² at the end / at the start, s = {c.start.scales[0]:g}")
+    return [every_case(
+        "remark2.valley_stability", "The lower-G end point of a label-noise run responds less to "
+        "random parameter perturbations than the high-G start (Remark 2).", cases,
+        scope="assumptions", note="Exactly E‖Δf‖²/s² = G + s²Σ_j a_j here, so the advantage "
+                                  "fades as s grows; 'paper' is G_end / G_start.")]
+
+
+def explorer_states(problem: V.ValleyProblem, starts: dict[str, tuple], *, sigma2s, etas,
+                    batch_sizes, steps: int, n_seeds: int, max_points: int = 150,
+                    seed: int = 0) -> list[dict[str, Any]]:
+    """Paths of ``n_seeds`` runs for every (start, B, eta, sigma2), in that order (sigma2 fastest).
+
+    Each state: ``theta1``, ``theta2`` (the runs' paths joined by NaN gaps), ``end`` (R, 2) and
+    the mean final ``G``. Scalar model only; runs sharing ``B`` are one batch."""
+    if problem.d != 1:
+        raise ValueError(f"the explorer draws the (θ₁, θ₂) plane: it needs d = 1, got d = {problem.d}")
+    grid = [(s, e, s2) for s in starts for e in etas for s2 in sigma2s]
+    record = max(1, steps // max_points)
+    states = {}
+    for k, b in enumerate(batch_sizes):
+        u0 = torch.cat([starts[s][0].expand(n_seeds, 1) for s, _, _ in grid])
+        v0 = torch.cat([starts[s][1].expand(n_seeds, 1) for s, _, _ in grid])
+        r = run_valley_sgd(problem, u0, v0, eta=np.repeat([g[1] for g in grid], n_seeds),
+                           sigma2=np.repeat([g[2] for g in grid], n_seeds), batch_size=int(b),
+                           steps=steps, n_runs=u0.shape[0], record_every=record,
+                           seed=child_seed(seed, k))
+        for j, (s, e, s2) in enumerate(grid):
+            sl = slice(j * n_seeds, (j + 1) * n_seeds)
+            gap = np.full((1, n_seeds), np.nan)
+            states[(s, b, e, s2)] = dict(
+                theta1=np.vstack([r.u[:, sl, 0], gap]).T.ravel(),
+                theta2=np.vstack([r.v[:, sl, 0], gap]).T.ravel(),
+                end=np.stack([r.u[-1, sl, 0], r.v[-1, sl, 0]], axis=1), G=float(r.G[-1, sl].mean()))
+    return [states[(s, b, e, s2)] for s in starts for b in batch_sizes for e in etas for s2 in sigma2s]

@@ -1,0 +1,147 @@
+"""The remark3_valley chapter: power-law fits, the experiments and their claims."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dsmlib.chapters import remark3_valley as C
+from dsmlib.chapters.remark3_valley import _fit_power_law
+from dsmlib.foundation.claims import SCOPES, VERDICTS
+from dsmlib.theory import valley as V
+from helpers import copy_book
+
+
+def test_power_law_fit_recovers_an_exact_law():
+    x = np.array([0.5, 1.0, 2.0, 4.0])
+    f = _fit_power_law(x, 3.0 * x ** -1.5, 0.01 * x ** -1.5)
+    assert f.slope == pytest.approx(-1.5) and f.intercept == pytest.approx(np.log(3.0))
+    assert f.chi2 == pytest.approx(0.0, abs=1e-18) and f.dof == 2 and f.p_value == pytest.approx(1.0)
+    assert f.se_used == f.se
+
+
+def test_power_law_intervals_cover_and_lack_of_fit_is_calibrated():
+    """Simulation: 4000 fits of 6 points with log-normal errors of known size. The 99 % interval
+    covers the true slope, and the chi-square rejects a true law at p < 0.01, with the stated
+    frequencies: both within 4 binomial standard errors (false-failure rate ~1e-4)."""
+    rng = np.random.default_rng(5)
+    x = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0])
+    s = np.array([0.02, 0.05, 0.03, 0.04, 0.02, 0.06])
+    cover, reject, n = 0, 0, 4000
+    for _ in range(n):
+        y = 2.0 * x ** 0.7 * np.exp(s * rng.standard_normal(6))
+        f = _fit_power_law(x, y, y * s)
+        cover += abs(f.slope - 0.7) <= 2.5758 * f.se
+        reject += f.p_value < 0.01
+    tol = 4 * np.sqrt(0.01 * 0.99 / n)
+    assert abs(cover / n - 0.99) < tol and abs(reject / n - 0.01) < tol
+
+
+def test_lack_of_fit_widens_the_interval():
+    x = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    y = x * (1 + 0.2 * np.log(x) ** 2)                      # curved on log-log axes
+    f = _fit_power_law(x, y, 1e-3 * y)
+    assert f.p_value < C.LACK_OF_FIT_P and f.se_used == pytest.approx(f.se * np.sqrt(f.chi2 / f.dof))
+
+
+@pytest.mark.parametrize("args, match", [
+    (([1.0], [1.0], [1.0]), "length >= 2"),
+    (([1.0, -2.0], [1.0, 2.0], [0.1, 0.1]), "must be positive"),
+    (([1.0, 2.0], [1.0, 2.0], [0.1]), "same length"),
+])
+def test_power_law_fit_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        _fit_power_law(*args)
+
+
+@pytest.fixture(scope="module")
+def experiments():
+    s = V.scalar_product_problem(32, seed=0)
+    d = V.diagonal_problem(3, 6, seed=1)
+    return [C.valley_experiment(s, *V.scalar_start(1.0, 3.0), eta=0.02, sigma2=2.0, batch_size=4,
+                                steps=3000, n_runs=16, record_every=100, seed=0),
+            C.valley_experiment(d, *V.min_norm_start(d), eta=0.1, sigma2=0.25, batch_size=1,
+                                steps=3000, n_runs=16, record_every=100, seed=1)]
+
+
+def test_experiment_runs_and_end_points(experiments):
+    for ex in experiments:
+        assert set(ex.runs) == {"label noise", "no label noise", "label noise drawn once", "Eq. 17 model"}
+        rows = {r["runs"]: r for r in C.end_points(ex)}
+        assert rows["no label noise"]["displacement"][0] < 1e-12
+        assert rows["label noise"]["displacement"][0] > 0.2
+    # the over-parameterised network memorises labels drawn once: no drift to the minimum-G point
+    rows = {r["runs"]: r for r in C.end_points(experiments[1])}
+    assert rows["label noise drawn once"]["excess_G"][0] > 1.0
+
+
+def test_remark3_claims_have_fixed_ids_and_scopes(experiments):
+    claims = C.remark3_claims(experiments)
+    assert [c.id for c in claims] == ["remark3.escape", "remark3.low_gradnorm"]
+    for c in claims:
+        assert c.scope in SCOPES and c.verdict in VERDICTS and c.source == "paper"
+    esc = {d["case"]: d for d in claims[0].details}
+    assert len(esc) == 4 and all(d["verdict"] == "confirmed" for d in esc.values() if "no label" in d["case"])
+
+
+def test_stability_comparison_matches_its_exact_value(experiments):
+    """Seeded: the measured end/start sensitivity ratio lies within z = 4 of the exact one at every
+    scale, for both models (10 checks: false-failure rate < 10 * 6.3e-5)."""
+    for k, ex in enumerate(experiments):
+        comp = C.stability_comparison(ex, scales=[1e-3, 0.1, 0.3, 1.0, 2.0], n_draws=3000, seed=k)
+        q, se = comp.ratio()
+        assert np.all(np.abs(q - comp.exact_end / comp.exact_start) < 4 * se)
+        assert comp.end.gradient_norm < comp.start.gradient_norm
+    claims = C.remark2_claims([comp])
+    assert claims[0].id == "remark2.valley_stability" and claims[0].scope in SCOPES
+
+
+def test_drift_sweep_and_remark4_claim():
+    s = V.scalar_product_problem(16, seed=0)
+    sw = C.drift_sweep(s, *V.scalar_start(1.0, 2.0), etas=[0.005, 0.01, 0.02], sigma2s=[0.5, 1.0, 2.0],
+                       batch_sizes=[2, 4, 8], reference=(0.01, 1.0, 4), steps=400, n_runs=32, seed=0)
+    assert len(sw.configs) == 7 and sw.reference in sw.configs
+    idx, x = sw.sweep("B")
+    assert sorted(x) == [2, 4, 8] and all(sw.configs[i][:2] == (0.01, 1.0) for i in idx)
+    assert np.all(sw.rate > 0) and np.all(sw.se > 0) and np.all(sw.rate_dsm > 0)
+    np.testing.assert_allclose(sw.theory, [e * s2 / b for e, s2, b in sw.configs])
+    assert set(sw.fits) == set(sw.fits_dsm) == {"sigma2", "eta", "B", "eta sigma2 / B"}
+    (claim,) = C.remark4_claims(sw)
+    assert claim.id == "remark4.sigma2_strength" and claim.scope == "reading"
+    assert len(claim.details) == 4 and "per step" in claim.note.lower()
+    with pytest.raises(ValueError, match="scalar model"):
+        C.drift_sweep(V.diagonal_problem(), *V.min_norm_start(V.diagonal_problem()), etas=[0.01],
+                      sigma2s=[1.0], batch_sizes=[1], reference=(0.01, 1.0, 1), steps=10, n_runs=2)
+
+
+def test_explorer_states_order_and_shapes():
+    s = V.scalar_product_problem(16, seed=0)
+    starts = {"a": V.scalar_start(1.0, 2.0), "b": V.scalar_start(1.0, 3.0)}
+    st = C.explorer_states(s, starts, sigma2s=[0.0, 1.0], etas=[0.01], batch_sizes=[1, 4],
+                           steps=200, n_seeds=2, max_points=20)
+    assert len(st) == 2 * 2 * 1 * 2
+    assert st[0]["end"].shape == (2, 2) and np.allclose(st[0]["end"], [[2.0, 0.5]] * 2)  # σ² = 0
+    assert np.allclose(st[4]["end"][:, 0], 3.0)             # start b, B = 1, σ² = 0
+    assert not np.allclose(st[5]["end"][:, 0], 3.0)         # start b, B = 1, σ² = 1
+    with pytest.raises(ValueError, match="needs d = 1"):
+        C.explorer_states(V.diagonal_problem(), starts, sigma2s=[1.0], etas=[0.01],
+                          batch_sizes=[1], steps=10, n_seeds=1)
+
+
+@pytest.mark.slow
+def test_notebook_executes_under_smoke(tmp_path):
+    root = copy_book(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), "execute",
+                           "remark3_valley", "--profile", "smoke", "--no-progress"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    doc = json.loads((root / "results" / "smoke" / "remark3_valley.json").read_text())
+    ids = [c["id"] for c in doc["claims"]]
+    assert ids == ["remark3.escape", "remark3.low_gradnorm", "remark4.sigma2_strength",
+                   "remark2.valley_stability"]
+    for c in doc["claims"]:
+        assert c["verdict"] in VERDICTS and c["scope"] in SCOPES
+        assert c["interval"][0] <= c["measured"] <= c["interval"][1]
