@@ -38,7 +38,7 @@ __all__ = ["NOTEBOOK", "CLUSTERS", "profile_parameters", "profile_grid", "launch
 
 NOTEBOOK = "sec5_distillation"
 CLUSTERS = ("local", "slurm", "debug")
-EXECUTE_OPTIONS = ("data_dir", "download", "device", "deterministic", "progress")
+EXECUTE_OPTIONS = ("data_dir", "download", "device", "deterministic", "progress", "compile_model")
 
 
 def profile_parameters(root: Path, profile: str, overrides: dict[str, Any] | None = None
@@ -92,8 +92,8 @@ def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "l
            timeout_min: int = 24 * 60, slurm: dict[str, Any] | None = None,
            **options: Any) -> list:
     """Submit the unfinished ``runs`` (teachers, then students) and, except on SLURM, wait for
-    them. ``options`` (``data_dir``, ``download``, ``device``, ``deterministic``, ``progress``)
-    go to :func:`dsmlib.models.runs.run_many`; ``slurm`` holds extra submitit parameters
+    them. ``options`` (``data_dir``, ``download``, ``device``, ``deterministic``, ``progress``,
+    ``compile_model``) go to :func:`dsmlib.models.runs.run_many`; ``slurm`` holds extra submitit parameters
     (``slurm_partition``, ``gpus_per_node``, ...). Returns the submitted jobs."""
     import submitit
     cluster = check_choice("cluster", cluster, CLUSTERS)
@@ -180,6 +180,7 @@ def add_grid_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout-min", type=int, default=24 * 60, help="per job (SLURM: per run)")
     p.add_argument("--download", action="store_true", help="let torchvision download data sets")
     p.add_argument("--deterministic", action="store_true", help="deterministic kernels")
+    p.add_argument("--compile", action="store_true", help="torch.compile the training forward")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                    metavar=("NAME", "VALUE"), help="override one notebook parameter (YAML value)")
 
@@ -194,7 +195,7 @@ def grid_command(root: Path, args: argparse.Namespace) -> int:
                       threads=args.threads, timeout_min=args.timeout_min,
                       slurm={"slurm_partition": args.partition} if args.partition else None,
                       data_dir=root / params["data_dir"], download=bool(args.download or params["download"]),
-                      deterministic=args.deterministic)
+                      deterministic=args.deterministic, compile_model=args.compile)
         print(f"[dsmlib] {len(jobs)} job(s) for {len(runs)} runs of profile {args.profile} "
               f"({args.cluster}); runs in {runs_dir}", file=sys.stderr)
     if args.action in ("launch", "status"):

@@ -24,7 +24,7 @@ from ..models.runs import RunRecord
 
 __all__ = ["GRADNORM_TREND_BAND", "BELOW_TEACHER_BAND", "ACCURACY_GAIN_BAND", "TRAIN_LOSS_BAND",
            "KINDS", "DistillGrid", "grid_from_parameters", "scope_note", "grid_runs", "Cell",
-           "DistillResults", "summarise", "selected_levels", "distill_claims"]
+           "DistillResults", "METRICS", "summarise", "selected_levels", "distill_claims"]
 
 # Bands, fixed before measuring (sign claims: the paper states directions, not sizes).
 GRADNORM_TREND_BAND = (None, 0.0)   # slope of log G along the noise grid: negative

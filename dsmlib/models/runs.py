@@ -135,7 +135,8 @@ def _data(config: RunConfig, cache: dict, *, data_dir: str | Path, download: boo
 def execute_run(config: RunConfig, root: str | Path, *, data_dir: str | Path = "data",
                 download: bool = False, device: Any = "auto", deterministic: bool = False,
                 progress: bool = False, stop_after: int | None = None,
-                resume_from: str | Path | None = None, cache: dict | None = None) -> RunRecord:
+                resume_from: str | Path | None = None, cache: dict | None = None,
+                compile_model: bool = False) -> RunRecord:
     """Run ``config`` to its end (or for ``stop_after`` more epochs), skipping it if finished
     and resuming it if a checkpoint exists (or from ``resume_from``). Returns its record."""
     root = Path(root)
@@ -168,7 +169,7 @@ def execute_run(config: RunConfig, root: str | Path, *, data_dir: str | Path = "
 
     with execution(deterministic):
         history = train(config, data, teacher=teacher, state=state, on_epoch=save,
-                        stop_after=stop_after, progress=progress)
+                        stop_after=stop_after, progress=progress, compile_model=compile_model)
     done = len(history) - 1 == config.epochs
     if done and (d / CHECKPOINT).exists():
         (d / CHECKPOINT).unlink()

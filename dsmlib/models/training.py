@@ -167,13 +167,16 @@ def _targets(teacher: nn.Module | None, noise, data: DataSplit, amp: bool
 
 def train(config: RunConfig, data: DataSplit, *, teacher: nn.Module | None = None,
           state: dict[str, Any] | None = None, on_epoch: EpochHook | None = None,
-          stop_after: int | None = None, progress: bool = False) -> list[dict[str, float]]:
+          stop_after: int | None = None, progress: bool = False,
+          compile_model: bool = False) -> list[dict[str, float]]:
     """Train ``config`` on ``data``; return one metrics row per epoch (row 0: before training).
 
     ``teacher``: the trained teacher (students only; in eval mode, used for the targets).
     ``state``: a checkpoint (``model``, ``optimizer``, ``epoch``, ``history``) to continue
     from. ``on_epoch(epoch, history, model, optimizer)`` runs after every epoch (checkpoints).
     ``stop_after``: train at most that many epochs in this call (an interruption, on purpose).
+    ``compile_model``: run the training forward pass through ``torch.compile`` (CUDA graphs
+    and fused kernels on GPUs; the numbers change at rounding level only).
     """
     if (teacher is None) != (config.role == "teacher"):
         raise ValueError("a student run needs its trained teacher, and a teacher run none")
@@ -197,7 +200,7 @@ def train(config: RunConfig, data: DataSplit, *, teacher: nn.Module | None = Non
         opt.load_state_dict(state["optimizer"])
         history = list(state["history"])
     else:
-        history = [dict(epoch=0, lr=0.0, train_objective=math.nan, train_s=0.0, loss_scale=scale,
+        history = [dict(epoch=0, lr=0.0, train_objective=None, train_s=0.0, loss_scale=scale,
                         **_measure(model, data, targets, config, amp, 0))]
     start = len(history) - 1
     epochs = range(start, config.epochs if stop_after is None
@@ -207,6 +210,7 @@ def train(config: RunConfig, data: DataSplit, *, teacher: nn.Module | None = Non
         epochs = tqdm(epochs, desc=config.label(), leave=False, initial=start,
                       total=config.epochs)
     X, y = data.X_train, data.y_train
+    net = torch.compile(model) if compile_model else model
     for epoch in epochs:
         g_data = as_torch_generator(child_seed(config.seed, STREAM_DATA, epoch), device)
         g_noise = as_torch_generator(child_seed(config.seed, STREAM_NOISE, epoch), device)
@@ -222,7 +226,7 @@ def train(config: RunConfig, data: DataSplit, *, teacher: nn.Module | None = Non
                 x = augment(x, g_data, pad=data.pad, flip=data.spec.flip)
             x = _channels(x)
             with torch.autocast(device.type, torch.bfloat16, enabled=amp):
-                out = model(x).float()
+                out = net(x).float()
                 if teacher is None:
                     target = None
                 else:
