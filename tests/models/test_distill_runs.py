@@ -23,23 +23,26 @@ TEACHER = RunConfig(dataset="digits", depth=8, epochs=3, batch_size=32, train_li
 STUDENT = student_of(TEACHER, "gaussian", 4.0, epochs=3)
 
 
-def test_interrupted_run_resumes_to_the_same_final_metrics(tmp_path):
+def test_interrupted_run_resumes_to_the_same_final_metrics(tmp_path, device):
+    """Bit-identical on the CPU; on CUDA with deterministic kernels (the determinism switch)."""
     a, b = tmp_path / "a", tmp_path / "b"
-    ref = run_many([TEACHER, STUDENT], a, threads=1)
+    opts = dict(threads=1, device=device, deterministic=True)
+    ref = run_many([TEACHER, STUDENT], a, **opts)
     assert all(r.done for r in ref)
     # the same runs, each interrupted after one epoch (and the student once more after two)
-    with_break = run_many([TEACHER], b, threads=1, stop_after=1)[0]
+    with_break = run_many([TEACHER], b, stop_after=1, **opts)[0]
     assert not with_break.done and run_status(TEACHER, b) == ("partial", 1)
     assert (run_dir(TEACHER, b) / CHECKPOINT).exists()
-    run_many([TEACHER], b, threads=1)
-    run_many([STUDENT], b, threads=1, stop_after=1)
-    run_many([STUDENT], b, threads=1, stop_after=1)
+    run_many([TEACHER], b, **opts)
+    run_many([STUDENT], b, stop_after=1, **opts)
+    run_many([STUDENT], b, stop_after=1, **opts)
     assert run_status(STUDENT, b) == ("partial", 2)
-    res = run_many([TEACHER, STUDENT], b, threads=1)
+    res = run_many([TEACHER, STUDENT], b, **opts)
     for r, s in zip(ref, res):
         assert s.done and strip(s.history) == strip(r.history)
     assert torch.equal(torch.load(run_dir(STUDENT, a) / FINAL)["linear.weight"],
                        torch.load(run_dir(STUDENT, b) / FINAL)["linear.weight"])
+    assert json.loads((run_dir(STUDENT, b) / DONE).read_text())["device"].startswith(device.type)
     assert not (run_dir(STUDENT, b) / CHECKPOINT).exists()
 
 
@@ -58,6 +61,12 @@ def test_checkpoint_of_another_configuration_is_refused(tmp_path):
     other = RunConfig(**{**TEACHER.to_dict(), "lr": 0.05})
     with pytest.raises(ValueError, match=r"refusing to resume .* another configuration \(lr: 0.05 != 0.1\)"):
         execute_run(other, tmp_path / "elsewhere", resume_from=ck)
+    # a checkpoint trained in bf16 (on a GPU) does not silently continue in float32
+    state = torch.load(ck, weights_only=False)
+    state["precision"], state["device_type"] = "bf16", "cuda"
+    torch.save(state, tmp_path / "gpu.pt")
+    with pytest.raises(ValueError, match="trained in bf16.*continue in fp32"):
+        execute_run(TEACHER, tmp_path / "elsewhere", resume_from=tmp_path / "gpu.pt", device="cpu")
     # a directory whose config.json names another configuration is refused too
     d = run_dir(other, tmp_path)
     d.mkdir()

@@ -10,8 +10,8 @@ import torch
 from dsmlib.models.datasets import load_dataset
 from dsmlib.models.networks import count_parameters
 from dsmlib.models.run_config import RunConfig, student_of
-from dsmlib.models.training import (STREAM_NOISE, build_model, lr_at, noise_model, predict,
-                                    train)
+from dsmlib.models.training import (STREAM_NOISE, build_model, execution, lr_at, noise_model,
+                                    predict, train)
 from dsmlib.foundation.rng import as_torch_generator, child_seed
 from dsmlib.theory.label_noise import swap_expectation_matrix
 
@@ -129,10 +129,11 @@ def test_symmetric_noise_as_the_students_see_it(device):
     assert float(z.abs().max()) < 5
 
 
-def test_training_is_reproducible_and_measures_every_epoch():
-    d = load_dataset("digits", train_limit=128, device="cpu")
-    h1 = train(tiny(), d)
-    h2 = train(tiny(), d)
+def test_training_is_reproducible_and_measures_every_epoch(device):
+    d = load_dataset("digits", train_limit=128, device=device)
+    with execution(deterministic=True):
+        h1 = train(tiny(), d)
+        h2 = train(tiny(), d)
     assert strip(h1) == strip(h2) and len(h1) == 3 and h1[0]["epoch"] == 0
     row = h1[-1]
     assert h1[0]["train_objective"] is None            # nothing trained yet
