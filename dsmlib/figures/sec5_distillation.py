@@ -1,8 +1,8 @@
 """Figures of the ``sec5_distillation`` chapter (figures layer): Figure 1 (gradient norm,
 validation and test accuracy against the noise level) and Figure 2 (losses per epoch).
 
-Points are means over seeds; error bars and bands are the ledger's 99 % Student-t intervals
-over seeds (:func:`dsmlib.figures.common.error_bars`).
+Figure 1's points are means over seeds with the ledger's 99 % Student-t intervals over seeds
+(:func:`dsmlib.figures.common.error_bars`); Figure 2 draws every seed's curve and their mean.
 """
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..chapters.sec5_distillation import KINDS, DistillResults, selected_levels
-from ..foundation.claims import quantile
 from .common import error_bars
 
 __all__ = ["KIND_COLORS", "figure1", "figure2"]
@@ -78,34 +77,33 @@ def figure1(res: DistillResults) -> go.Figure:
 
 def figure2(res: DistillResults) -> go.Figure:
     """Figure 2: per data set (columns), the training and validation loss against E[ỹ] per epoch
-    (rows, log scale) of the noiseless student and of each noise kind at its validation-optimal
-    level; dashed: the noisy objective SGD minimised (training row only)."""
+    (rows, log scale, from epoch 1: at epoch 0 a student is its teacher, and without noise or
+    with Gaussian noise its loss is zero) of the noiseless student and of each noise kind at its
+    validation-optimal level: the mean over seeds (bold) and every seed (thin); dashed: the
+    noisy objective SGD minimised (training row only)."""
     ds = res.grid.datasets
     fig = make_subplots(rows=2, cols=len(ds), column_titles=_titles(res), shared_xaxes=True,
                         vertical_spacing=0.08, horizontal_spacing=0.08)
-    dof = len(res.grid.seeds) - 1
-    q = quantile(dof)
     for j, d in enumerate(ds, start=1):
         for kind, cell in selected_levels(res, d).items():
             label = "no noise" if kind == "none" else f"{kind} noise, {cell.name}"
+            color = KIND_COLORS[kind]
             for i, metric in ((1, "train_loss"), (2, "val_loss")):
-                mean, se = _mean_se(cell.curves[metric])
-                x = np.arange(mean.size)
-                color = KIND_COLORS[kind]
-                fig.add_trace(go.Scatter(
-                    x=np.concatenate([x, x[::-1]]),
-                    y=np.concatenate([mean + q * se, np.clip(mean - q * se, mean * 1e-3, None)[::-1]]),
-                    fill="toself", fillcolor=color, opacity=0.15, line=dict(width=0),
-                    hoverinfo="skip", showlegend=False, legendgroup=kind), row=i, col=j)
-                fig.add_trace(go.Scatter(x=x, y=mean, mode="lines", name=label, legendgroup=kind,
-                                         showlegend=i == 1 and j == 1, line=dict(color=color)),
-                              row=i, col=j)
+                curves = cell.curves[metric][:, 1:]
+                x = np.arange(1, curves.shape[1] + 1)
+                for s, curve in zip(cell.seeds, curves):
+                    fig.add_trace(go.Scatter(x=x, y=curve, mode="lines", opacity=0.3,
+                                             line=dict(color=color, width=0.8), showlegend=False,
+                                             legendgroup=kind, hovertemplate=f"seed {s}: "
+                                             "%{y:.3g}<extra>" + label + "</extra>"), row=i, col=j)
+                fig.add_trace(go.Scatter(x=x, y=curves.mean(axis=0), mode="lines", name=label,
+                                         legendgroup=kind, showlegend=i == 1 and j == 1,
+                                         line=dict(color=color, width=2.5)), row=i, col=j)
             obj = cell.curves["train_objective"][:, 1:].mean(axis=0)
             fig.add_trace(go.Scatter(x=np.arange(1, obj.size + 1), y=obj, mode="lines",
-                                     name="noisy objective SGD saw", legendgroup="objective",
-                                     showlegend=j == 1 and kind == "none",
-                                     line=dict(color=KIND_COLORS[kind], dash="dash", width=1)),
-                          row=1, col=j)
+                                     name="noisy objective SGD saw (mean)",
+                                     legendgroup="objective", showlegend=j == 1 and kind == "none",
+                                     line=dict(color=color, dash="dash", width=1.2)), row=1, col=j)
         fig.update_yaxes(type="log", row=1, col=j, title_text="training loss" if j == 1 else None)
         fig.update_yaxes(type="log", row=2, col=j, title_text="validation loss" if j == 1 else None)
         fig.update_xaxes(title_text="epoch", row=2, col=j)

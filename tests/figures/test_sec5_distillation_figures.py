@@ -57,4 +57,7 @@ def test_figure2_shows_each_kind_at_its_validation_optimum():
     chosen = distill.selected_levels(res, "digits")
     assert legend[0] == "no noise"
     assert f"gaussian noise, {chosen['gaussian'].name}" in legend
-    assert "noisy objective SGD saw" in legend
+    assert "noisy objective SGD saw (mean)" in legend
+    assert all(min(t.x) >= 1 for t in fig.data)             # epoch 0 (zero loss) is off a log axis
+    thin = [t for t in fig.data if t.legendgroup == "none" and not t.showlegend and t.xaxis == "x"]
+    assert len(thin) == len(PARAMS["seeds"])
