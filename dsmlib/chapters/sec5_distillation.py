@@ -215,7 +215,8 @@ def distill_claims(res: DistillResults, *, scope_note: str = "") -> list[Claim]:
             claims.append(every_case(cid, f"The gradient norm G(θ) of the students falls as {sym} "
                                      f"grows (Figure 1, top row; Prop. 3).", cases, scope="setting",
                                      note=scope_note,
-                                     condition=f"G would have to fall along the {sym} grid"))
+                                     condition="needs students trained long enough at the "
+                                     "noisy learning rates for the implicit regularizer to act"))
     below = {}
     for d in grid.datasets:
         lt = np.log(res.teacher(d).final["gradnorm"])
@@ -225,7 +226,7 @@ def distill_claims(res: DistillResults, *, scope_note: str = "") -> list[Claim]:
     claims.append(every_case("fig1.student_below_teacher", "Students have a lower gradient norm "
                              "G(θ) than their teacher (Figure 1).", below, scope="setting",
                              note=scope_note, condition="holds only for the students whose "
-                             "interval lies below 0 (see the cases)"))
+                             "interval lies below 0 (see the per-student cases)"))
     for cid, ref, what in (("fig1.noisy_beats_teacher", "teacher", "the teacher"),
                            ("fig1.noisy_beats_noiseless", "noiseless", "the noiseless student")):
         cases = {}
@@ -238,7 +239,8 @@ def distill_claims(res: DistillResults, *, scope_note: str = "") -> list[Claim]:
                                  f"higher test accuracy than {what} (Figure 1).", cases,
                                  scope="setting", note=(scope_note + " Selection within each seed "
                                  "over both noise kinds and every level; seeds are the unit.").strip(),
-                                 condition=f"the selected noisy student would have to beat {what}"))
+                                 condition="needs a teacher below its accuracy ceiling and a "
+                                 "validation set large enough to pick the level"))
     loss_cases = {}
     for d in grid.datasets:
         for kind, c in selected_levels(res, d).items():
@@ -251,7 +253,7 @@ def distill_claims(res: DistillResults, *, scope_note: str = "") -> list[Claim]:
         "(Figure 2).", loss_cases, scope="reading",
         note=(scope_note + " Read as the loss against the noiseless target E[ỹ]: the loss SGD "
               "sees, against the noisy ỹ, cannot fall below σ² per logit.").strip(),
-        condition="holds only with longer training or in the cases whose interval lies in the band"))
+        condition="needs more epochs at the small learning rates (see the per-kind cases)"))
     for c in claims:
         if c.verdict != "refuted":
             c.condition = ""
