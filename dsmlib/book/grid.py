@@ -33,8 +33,8 @@ from ..models.runs import RunRecord, load_record, run_many, run_status
 from .profiles import DEFAULT_PROFILE, PROFILES, load_specs, parse_value, resolve
 from .runner import declared_parameters, source_notebook
 
-__all__ = ["NOTEBOOK", "CLUSTERS", "profile_parameters", "profile_grid", "launch", "status",
-           "collect", "add_grid_parser", "grid_command"]
+__all__ = ["NOTEBOOK", "CLUSTERS", "GridJob", "profile_parameters", "profile_grid", "launch",
+           "status", "collect", "add_grid_parser", "grid_command"]
 
 NOTEBOOK = "sec5_distillation"
 CLUSTERS = ("local", "slurm", "debug")
@@ -68,10 +68,19 @@ def profile_grid(root: Path, profile: str, overrides: dict[str, Any] | None = No
     return grid_from_parameters(params), (runs_dir if runs_dir.is_absolute() else root / runs_dir), params
 
 
-def _job(configs: list[RunConfig], runs_dir: str, threads: int | None,
-         options: dict[str, Any]) -> list[tuple[str, bool]]:
-    """One submitit job: its runs in order (runs on the worker)."""
-    return [(r.config.key(), r.done) for r in run_many(configs, runs_dir, threads=threads, **options)]
+class GridJob:
+    """One submitit job: its runs, in order, on the worker. On SLURM a timeout or a preemption
+    requeues the job (submitit's ``checkpoint`` hook), and the rerun resumes every unfinished
+    run from its last per-epoch checkpoint."""
+
+    def __call__(self, configs: list[RunConfig], runs_dir: str, threads: int | None,
+                 options: dict[str, Any]) -> list[tuple[str, bool]]:
+        return [(r.config.key(), r.done)
+                for r in run_many(configs, runs_dir, threads=threads, **options)]
+
+    def checkpoint(self, *args: Any, **kwargs: Any):
+        import submitit
+        return submitit.helpers.DelayedSubmission(self, *args, **kwargs)
 
 
 def _wait(jobs: list, cluster: str) -> None:
@@ -114,19 +123,19 @@ def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "l
     if cluster == "slurm":
         executor.update_parameters(**{"gpus_per_node": 1, "cpus_per_task": 8,
                                       "slurm_array_parallelism": workers, **(slurm or {})})
-        jobs = executor.map_array(_job, [[c] for c in teachers], [str(runs_dir)] * len(teachers),
+        jobs = executor.map_array(GridJob(), [[c] for c in teachers], [str(runs_dir)] * len(teachers),
                                   [threads] * len(teachers), [options] * len(teachers)) if teachers else []
         if jobs:
             arrays = sorted({j.job_id.split("_")[0] for j in jobs})
             executor.update_parameters(slurm_additional_parameters={
                 **(slurm or {}).get("slurm_additional_parameters", {}),
                 "dependency": "afterok:" + ":".join(arrays)})
-        return jobs + executor.map_array(_job, [[c] for c in students], [str(runs_dir)] * len(students),
+        return jobs + executor.map_array(GridJob(), [[c] for c in students], [str(runs_dir)] * len(students),
                                          [threads] * len(students), [options] * len(students))
     submitted = []
     for phase in (teachers, students):
         chunks = [phase[i::workers] for i in range(workers) if phase[i::workers]]
-        jobs = [executor.submit(_job, chunk, str(runs_dir), threads, options) for chunk in chunks]
+        jobs = [executor.submit(GridJob(), chunk, str(runs_dir), threads, options) for chunk in chunks]
         _wait(jobs, cluster)
         submitted += jobs
     return submitted
@@ -195,7 +204,8 @@ def grid_command(root: Path, args: argparse.Namespace) -> int:
                       threads=args.threads, timeout_min=args.timeout_min,
                       slurm={"slurm_partition": args.partition} if args.partition else None,
                       data_dir=root / params["data_dir"], download=bool(args.download or params["download"]),
-                      deterministic=args.deterministic, compile_model=args.compile)
+                      deterministic=args.deterministic, compile_model=args.compile,
+                      progress=True)   # local and SLURM workers write their bars to job logs
         print(f"[dsmlib] {len(jobs)} job(s) for {len(runs)} runs of profile {args.profile} "
               f"({args.cluster}); runs in {runs_dir}", file=sys.stderr)
     if args.action in ("launch", "status"):

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from dsmlib.book.cli import main
-from dsmlib.book.grid import collect, launch, profile_grid, profile_parameters, status
+from dsmlib.book.grid import GridJob, collect, launch, profile_grid, profile_parameters, status
 from dsmlib.chapters.sec5_distillation import grid_from_parameters, grid_runs
 from dsmlib.models.runs import run_many
 from helpers import ROOT
@@ -77,3 +77,44 @@ def test_grid_command_line(tmp_path, capsys):
                            "--profile", "smoke", "-p", "runs_dir", runs_dir],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "grid launch" in proc.stderr
+
+
+class FakeJob:
+    def __init__(self, job_id):
+        self.job_id = job_id
+
+
+class FakeExecutor:
+    """Stands in for submitit's SLURM executor: records parameters and arrays, submits nothing."""
+    calls: list = []
+
+    def __init__(self, folder, cluster):
+        FakeExecutor.calls = [("init", cluster)]
+        self.params, self.array = {}, 100
+
+    def update_parameters(self, **kw):
+        self.params.update(kw)
+        FakeExecutor.calls.append(("params", dict(kw)))
+
+    def map_array(self, fn, *lists):
+        self.array += 1
+        FakeExecutor.calls.append(("array", [c[0].role for c in lists[0]], dict(self.params)))
+        return [FakeJob(f"{self.array}_{i}") for i in range(len(lists[0]))]
+
+
+def test_slurm_launch_is_two_arrays_students_after_teachers(tmp_path, monkeypatch):
+    import submitit
+    monkeypatch.setattr(submitit, "AutoExecutor", FakeExecutor)
+    runs = grid_runs(grid_from_parameters(PARAMS))
+    jobs = launch(runs, tmp_path, cluster="slurm", workers=3,
+                  slurm={"slurm_partition": "gpu"}, data_dir="data")
+    assert len(jobs) == len(runs)                            # one job per run
+    arrays = [c for c in FakeExecutor.calls if c[0] == "array"]
+    assert arrays[0][1] == ["teacher"] * 2 and set(arrays[1][1]) == {"student"}
+    first, second = arrays[0][2], arrays[1][2]
+    assert first["gpus_per_node"] == 1 and first["slurm_partition"] == "gpu"
+    assert first["slurm_array_parallelism"] == 3 and "slurm_additional_parameters" not in first
+    assert second["slurm_additional_parameters"] == {"dependency": "afterok:101"}
+    # a timed-out or preempted job is requeued as the same call (runs resume from checkpoints)
+    requeued = GridJob().checkpoint([runs[0]], str(tmp_path), None, {})
+    assert isinstance(requeued.function, GridJob) and requeued.args[0] == [runs[0]]
