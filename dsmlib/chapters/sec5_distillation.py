@@ -26,11 +26,13 @@ __all__ = ["GRADNORM_TREND_BAND", "BELOW_TEACHER_BAND", "ACCURACY_GAIN_BAND", "T
            "KINDS", "DistillGrid", "grid_from_parameters", "scope_note", "grid_runs", "Cell",
            "DistillResults", "METRICS", "summarise", "selected_levels", "distill_claims"]
 
-# Bands, fixed before measuring (sign claims: the paper states directions, not sizes).
-GRADNORM_TREND_BAND = (None, 0.0)   # slope of log G along the noise grid: negative
-BELOW_TEACHER_BAND = (None, 0.0)    # log(G_student / G_teacher): negative
-ACCURACY_GAIN_BAND = (0.0, None)    # test-accuracy gain of the selected noisy student: positive
-TRAIN_LOSS_BAND = (None, 0.05)      # final train loss / variance of the targets: "near zero"
+# Bands, fixed before measuring. Sign claims (the paper states directions, not sizes) are strict:
+# accuracies are discrete, and seeds that all tie at a difference of exactly 0 confirm nothing.
+_STRICT = 1e-12
+GRADNORM_TREND_BAND = (None, -_STRICT)  # slope of log G along the noise grid: negative
+BELOW_TEACHER_BAND = (None, -_STRICT)   # log(G_student / G_teacher): negative
+ACCURACY_GAIN_BAND = (_STRICT, None)    # test-accuracy gain of the selected noisy student
+TRAIN_LOSS_BAND = (None, 0.05)          # final train loss / variance of the targets: "near zero"
 
 KINDS = {"gaussian": "σ²", "symmetric": "p"}
 
@@ -203,57 +205,81 @@ def _selected_test_acc(res: DistillResults, dataset: str) -> np.ndarray:
     return (test * best).sum(axis=1) / best.sum(axis=1)
 
 
-def distill_claims(res: DistillResults, *, scope_note: str = "") -> list[Claim]:
-    """The six claims of Figures 1 and 2, one case per data set (and per student or kind)."""
-    grid, claims = res.grid, []
-    for kind, cid, sym in (("gaussian", "fig1.gradnorm_vs_sigma2", "σ²"),
-                           ("symmetric", "fig1.gradnorm_vs_p", "p")):
-        cases = {d: _seed_case(_trend([res.noiseless(d)] + res.noisy(d, kind)), GRADNORM_TREND_BAND,
-                               f"slope of log G(θ) along the {sym} grid (0, {', '.join(f'{c.level:g}' for c in res.noisy(d, kind))}); paper: < 0")
-                 for d in grid.datasets if res.noisy(d, kind)}
+def _gradnorm_claims(res: DistillResults, note: str) -> list[Claim]:
+    claims = []
+    for kind, cid in (("gaussian", "fig1.gradnorm_vs_sigma2"), ("symmetric", "fig1.gradnorm_vs_p")):
+        sym, cases = KINDS[kind], {}
+        for d in res.grid.datasets:
+            cells = res.noisy(d, kind)
+            if cells:
+                levels = ", ".join(f"{c.level:g}" for c in cells)
+                cases[d] = _seed_case(_trend([res.noiseless(d)] + cells), GRADNORM_TREND_BAND,
+                                      f"slope of log G(θ) along the {sym} grid (0, {levels}) per "
+                                      "grid step; paper: < 0")
         if cases:
-            claims.append(every_case(cid, f"The gradient norm G(θ) of the students falls as {sym} "
-                                     f"grows (Figure 1, top row; Prop. 3).", cases, scope="setting",
-                                     note=scope_note,
-                                     condition="needs students trained long enough at the "
-                                     "noisy learning rates for the implicit regularizer to act"))
-    below = {}
-    for d in grid.datasets:
-        lt = np.log(res.teacher(d).final["gradnorm"])
+            claims.append(every_case(
+                cid, f"The gradient norm G(θ) of the students falls as {sym} grows (Figure 1, "
+                "top row; Prop. 3).", cases, scope="setting", note=note,
+                condition="needs students trained long enough at the noisy learning rates for "
+                          "the implicit regularizer to act"))
+    return claims
+
+
+def _below_teacher_claim(res: DistillResults, note: str) -> Claim:
+    cases = {}
+    for d in res.grid.datasets:
+        log_teacher = np.log(res.teacher(d).final["gradnorm"])
         for c in [res.noiseless(d)] + [c for k in KINDS for c in res.noisy(d, k)]:
-            below[f"{d}: {c.name}"] = _seed_case(np.log(c.final["gradnorm"]) - lt, BELOW_TEACHER_BAND,
+            cases[f"{d}: {c.name}"] = _seed_case(np.log(c.final["gradnorm"]) - log_teacher,
+                                                 BELOW_TEACHER_BAND,
                                                  "log(G_student / G_teacher); paper: < 0")
-    claims.append(every_case("fig1.student_below_teacher", "Students have a lower gradient norm "
-                             "G(θ) than their teacher (Figure 1).", below, scope="setting",
-                             note=scope_note, condition="holds only for the students whose "
-                             "interval lies below 0 (see the per-student cases)"))
+    return every_case("fig1.student_below_teacher", "Students have a lower gradient norm G(θ) "
+                      "than their teacher (Figure 1).", cases, scope="setting", note=note,
+                      condition="holds only for the students whose interval lies below 0 (see "
+                                "the per-student cases)")
+
+
+def _accuracy_claims(res: DistillResults, note: str) -> list[Claim]:
+    claims = []
     for cid, ref, what in (("fig1.noisy_beats_teacher", "teacher", "the teacher"),
                            ("fig1.noisy_beats_noiseless", "noiseless", "the noiseless student")):
         cases = {}
-        for d in grid.datasets:
+        for d in res.grid.datasets:
             base = res.teacher(d) if ref == "teacher" else res.noiseless(d)
             cases[d] = _seed_case(_selected_test_acc(res, d) - base.final["test_acc"],
-                                  ACCURACY_GAIN_BAND, f"test accuracy of the validation-selected "
+                                  ACCURACY_GAIN_BAND, "test accuracy of the validation-selected "
                                   f"noisy student − that of {what}; paper: > 0")
-        claims.append(every_case(cid, f"The noisy student selected by validation accuracy has a "
-                                 f"higher test accuracy than {what} (Figure 1).", cases,
-                                 scope="setting", note=(scope_note + " Selection within each seed "
-                                 "over both noise kinds and every level; seeds are the unit.").strip(),
-                                 condition="needs a teacher below its accuracy ceiling and a "
-                                 "validation set large enough to pick the level"))
-    loss_cases = {}
-    for d in grid.datasets:
-        for kind, c in selected_levels(res, d).items():
-            loss_cases[f"{d}: {c.name}"] = _seed_case(
+        claims.append(every_case(
+            cid, f"The noisy student selected by validation accuracy has a higher test accuracy "
+            f"than {what} (Figure 1).", cases, scope="setting",
+            note=(note + " Selection within each seed over both noise kinds and every level; "
+                  "seeds are the unit.").strip(),
+            condition="needs a teacher below its accuracy ceiling and a validation set large "
+                      "enough to pick the level"))
+    return claims
+
+
+def _train_loss_claim(res: DistillResults, note: str) -> Claim:
+    cases = {}
+    for d in res.grid.datasets:
+        for c in selected_levels(res, d).values():
+            cases[f"{d}: {c.name}"] = _seed_case(
                 c.final["train_loss"] / c.final["loss_scale"], TRAIN_LOSS_BAND,
                 "final training loss against E[ỹ] / variance of E[ỹ]; paper: ≈ 0")
-    claims.append(every_case(
+    return every_case(
         "fig2.train_loss_to_zero", "The training loss of the noiseless, symmetric-noise and "
         "Gaussian-noise students (each at its validation-optimal level) goes to nearly zero "
-        "(Figure 2).", loss_cases, scope="reading",
-        note=(scope_note + " Read as the loss against the noiseless target E[ỹ]: the loss SGD "
-              "sees, against the noisy ỹ, cannot fall below σ² per logit.").strip(),
-        condition="needs more epochs at the small learning rates (see the per-kind cases)"))
+        "(Figure 2).", cases, scope="reading",
+        note=(note + " Read as the loss against the noiseless target E[ỹ]: the loss SGD sees, "
+              "against the noisy ỹ, cannot fall below the noise's variance per logit.").strip(),
+        condition="needs more epochs at the small learning rates (see the per-kind cases)")
+
+
+def distill_claims(res: DistillResults, *, scope_note: str = "") -> list[Claim]:
+    """The six claims of Figures 1 and 2, one case per data set (and per student or kind).
+    ``scope_note`` (see :func:`scope_note`) goes into every claim's note."""
+    claims = (_gradnorm_claims(res, scope_note) + [_below_teacher_claim(res, scope_note)]
+              + _accuracy_claims(res, scope_note) + [_train_loss_claim(res, scope_note)])
     for c in claims:
         if c.verdict != "refuted":
             c.condition = ""

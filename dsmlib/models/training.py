@@ -193,8 +193,9 @@ def train(config: RunConfig, data: DataSplit, *, teacher: nn.Module | None = Non
     opt = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
                           weight_decay=config.weight_decay)
     targets = _targets(teacher, noise, data, amp)
-    scale = (math.log(config.num_classes) if teacher is None else
-             float(F.mse_loss(targets["train"], targets["train"].mean(0).expand_as(targets["train"]))))
+    t_train = targets["train"]   # the loss of predicting the mean target: the loss's scale
+    scale = (math.log(config.num_classes) if t_train is None else
+             float(F.mse_loss(t_train, t_train.mean(0).expand_as(t_train))))
     if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])

@@ -122,3 +122,15 @@ def test_selection_averages_ties_within_a_seed():
     res = distill.summarise(grid, fake_records(grid, ties))
     claims = {c.id: c for c in distill.distill_claims(res)}
     assert claims["fig1.noisy_beats_teacher"].measured == pytest.approx(0.93 - 0.5)
+
+
+def test_seeds_tied_at_zero_gain_do_not_confirm_a_gain():
+    """Accuracies are discrete: if every seed's selected student ties its teacher exactly, the
+    interval is [0, 0] and "beats the teacher" is refuted, not confirmed."""
+    grid = distill.grid_from_parameters(PARAMS)
+
+    def flat(c):
+        return good(c) | dict(test_acc=0.9)
+    claims = {c.id: c for c in distill.distill_claims(distill.summarise(grid, fake_records(grid, flat)))}
+    assert claims["fig1.noisy_beats_teacher"].interval == [0.0, 0.0]
+    assert claims["fig1.noisy_beats_teacher"].verdict == "refuted"
