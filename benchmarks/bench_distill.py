@@ -19,6 +19,9 @@ baseline timed in the same run:
   batch 64 (the paper's; also through ``torch.compile``) and 512. ``ours_s`` and
   ``baseline_s`` are seconds per image. Goal: >= 15,000 images/s on an H100.
 
+The CPU benchmarks use one thread by default (as each of the quick notebook's two worker
+processes does); ``--threads 0`` keeps torch's default.
+
 Usage: ``python benchmarks/bench_distill.py [--quick] [--gpu] [--epochs E] [--threads T]``.
 """
 from __future__ import annotations
@@ -189,7 +192,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--device", default="cuda", help="for --gpu: cuda, or cpu for a dry run")
     ap.add_argument("--images", type=int, default=None, help="for --gpu: random images")
     ap.add_argument("--epochs", type=int, default=None)
-    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: as set)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (default 1, as each worker of the quick notebook; 0: as set)")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)   # a benchmark process of its own: fine here

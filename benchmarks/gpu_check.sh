@@ -31,7 +31,7 @@ for step in $steps; do
         tests/models/test_distill_training.py tests/models/test_distill_runs.py -k cuda 2>&1 \
         | tail -25 | tee "$OUT/tests.txt" ;;
     bench)
-      timeout 480 $PY benchmarks/bench_distill.py --gpu --no-cpu 2>&1 | tee "$OUT/bench_gpu.jsonl" ;;
+      timeout 480 $PY benchmarks/bench_distill.py --gpu --no-cpu --threads 0 2>&1 | tee "$OUT/bench_gpu.jsonl" ;;
     profile)
       start=$(date +%s)
       timeout 560 $PY -m dsmlib execute sec5_distillation --profile gpu --no-progress \
