@@ -7,12 +7,14 @@ Examples::
     python -m dsmlib execute ols --profile smoke -p steps 50000
     python -m dsmlib build --profile quick        # site from already-executed notebooks
     python -m dsmlib book --profile paper         # execute everything, then build
+    python -m dsmlib grid launch --profile paper --cluster slurm   # Section 5's training runs
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
+from .grid import add_grid_parser, grid_command
 from .profiles import DEFAULT_PROFILE, PROFILES, load_specs, parse_value
 from .runner import (CELL_TIMEOUT_S, NotebookFailed, build, declared_parameters, execute,
                      find_root, source_notebook)
@@ -45,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
                        help=f"one of {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
         if name != "build":
             add_exec_args(p)
+    add_grid_parser(sub)
     return ap
 
 
@@ -60,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
                 for prof, over in spec.profiles.items():
                     print(f"  {prof}: {over or '(defaults)'}")
             return 0
+        if args.command == "grid":
+            return grid_command(root, args)
         if args.command in ("execute", "book"):
             overrides = {k: parse_value(v) for k, v in args.parameter}
             if args.jobs is not None and args.jobs < 1:

@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-PROFILES = ("smoke", "quick", "paper")
+# gpu: minutes on one GPU without downloads (chapters without a GPU setting run as quick).
+PROFILES = ("smoke", "quick", "paper", "gpu")
 DEFAULT_PROFILE = "quick"
 # Parameters every notebook declares and the runner always sets.
 RUNNER_PARAMETERS = ("profile", "results_dir", "live_widgets")

@@ -18,7 +18,7 @@ def run_cli(*args, root=ROOT):
 
 def test_unknown_profile_lists_valid_ones(capsys):
     assert main(["--root", str(ROOT), "execute", "--profile", "turbo"]) == 2
-    assert "unknown profile 'turbo'; valid profiles: smoke, quick, paper" in capsys.readouterr().err
+    assert "unknown profile 'turbo'; valid profiles: smoke, quick, paper, gpu" in capsys.readouterr().err
 
 
 def test_unknown_notebook_lists_valid_ones(capsys):

@@ -1,0 +1,221 @@
+"""The self-distillation grid at scale (book layer): launch, watch and collect its runs with
+``submitit`` -- on SLURM, on this machine, or in this process.
+
+``python -m dsmlib grid {launch,status,collect} --profile P [--cluster local|slurm|debug]
+[--workers N]`` builds the grid of ``sec5_distillation`` under profile ``P`` from the notebook's
+own parameters (``notebooks/profiles.yml`` over its parameters cell, so the command and the
+notebook always agree), then:
+
+- ``launch`` submits the runs that are not finished, teachers before students. ``local``: ``N``
+  worker processes on this machine, each running its share of the runs one after the other (and
+  ``cpus / N`` threads); ``debug``: in this process; ``slurm``: one job per run in two job arrays,
+  the students' array starting after the teachers' (``afterok``), at most ``N`` at a time.
+  Finished runs are skipped and unfinished ones resume from their checkpoints, so launching
+  again after an interruption (or a SLURM preemption) loses at most one epoch per run.
+- ``status`` counts finished, partial and new runs.
+- ``collect`` gathers the finished runs into ``<runs_dir>/collected-<profile>.json``; the notebook
+  reads the same runs and trains nothing that is finished.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..chapters.sec5_distillation import DistillGrid, grid_from_parameters, grid_runs
+from ..foundation.checks import check_choice, check_int
+from ..models.run_config import RunConfig
+from ..models.runs import RunRecord, load_record, run_many, run_status
+from .profiles import DEFAULT_PROFILE, PROFILES, load_specs, parse_value, resolve
+from .runner import declared_parameters, source_notebook
+
+__all__ = ["NOTEBOOK", "CLUSTERS", "GridJob", "profile_parameters", "profile_grid", "launch",
+           "status", "collect", "add_grid_parser", "grid_command"]
+
+NOTEBOOK = "sec5_distillation"
+CLUSTERS = ("local", "slurm", "debug")
+EXECUTE_OPTIONS = ("data_dir", "download", "device", "deterministic", "progress", "compile_model")
+
+
+def profile_parameters(root: Path, profile: str, overrides: dict[str, Any] | None = None
+                       ) -> dict[str, Any]:
+    """The notebook's parameters under ``profile`` (its parameters cell, then the profile's
+    overrides from ``profiles.yml``, then ``overrides``)."""
+    spec = load_specs(root / "notebooks")[NOTEBOOK]
+    declared = declared_parameters(source_notebook(spec, root))
+    params = {k: _literal(v) for k, v in declared.items()}
+    params.update(resolve(spec, profile, dict(overrides or {}), declared))
+    return params
+
+
+def _literal(text: Any) -> Any:
+    """A parameters-cell default (papermill gives its source text) as a Python value."""
+    try:
+        return ast.literal_eval(text) if isinstance(text, str) else text
+    except (ValueError, SyntaxError):
+        return text
+
+
+def profile_grid(root: Path, profile: str, overrides: dict[str, Any] | None = None
+                 ) -> tuple[DistillGrid, Path, dict[str, Any]]:
+    """The grid, its runs directory (relative paths are under ``root``) and the parameters."""
+    params = profile_parameters(root, profile, overrides)
+    runs_dir = Path(params["runs_dir"])
+    return grid_from_parameters(params), (runs_dir if runs_dir.is_absolute() else root / runs_dir), params
+
+
+class GridJob:
+    """One submitit job: its runs, in order, on the worker. On SLURM a timeout or a preemption
+    requeues the job (submitit's ``checkpoint`` hook), and the rerun resumes every unfinished
+    run from its last per-epoch checkpoint."""
+
+    def __call__(self, configs: list[RunConfig], runs_dir: str, threads: int | None,
+                 options: dict[str, Any]) -> list[tuple[str, bool]]:
+        return [(r.config.key(), r.done)
+                for r in run_many(configs, runs_dir, threads=threads, **options)]
+
+    def checkpoint(self, *args: Any, **kwargs: Any):
+        import submitit
+        return submitit.helpers.DelayedSubmission(self, *args, **kwargs)
+
+
+def _wait(jobs: list, cluster: str) -> None:
+    for job in jobs:
+        if cluster == "debug":   # run in this process, without submitit's post-mortem debugger
+            err = job.exception()
+            if err is not None:
+                raise err
+            continue
+        try:
+            job.result()
+        except Exception as err:   # submitit's FailedJobError carries the worker's stderr
+            raise RuntimeError(f"grid job {job.job_id} failed: {err}") from None
+
+
+def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "local",
+           workers: int = 1, threads: int | None = None, folder: str | Path | None = None,
+           timeout_min: int = 24 * 60, slurm: dict[str, Any] | None = None,
+           **options: Any) -> list:
+    """Submit the unfinished ``runs`` (teachers, then students) and, except on SLURM, wait for
+    them. ``options`` (``data_dir``, ``download``, ``device``, ``deterministic``, ``progress``,
+    ``compile_model``) go to :func:`dsmlib.models.runs.run_many`; ``slurm`` holds extra submitit parameters
+    (``slurm_partition``, ``gpus_per_node``, ...). Returns the submitted jobs."""
+    import submitit
+    cluster = check_choice("cluster", cluster, CLUSTERS)
+    workers = check_int("workers", workers, minimum=1)
+    bad = set(options) - set(EXECUTE_OPTIONS)
+    if bad:
+        raise ValueError(f"unknown run option(s) {sorted(bad)}; allowed: {list(EXECUTE_OPTIONS)}")
+    runs_dir = Path(runs_dir)
+    pending = [c for c in runs if run_status(c, runs_dir)[0] != "done"]
+    if not pending:
+        return []
+    if cluster == "local" and threads is None:
+        threads = max(1, (os.cpu_count() or 1) // workers)
+    executor = submitit.AutoExecutor(folder=Path(folder or runs_dir / "submitit"), cluster=cluster)
+    executor.update_parameters(timeout_min=timeout_min, name="dsm-distill")
+    teachers = [c for c in pending if c.role == "teacher"]
+    students = [c for c in pending if c.role == "student"]
+    if cluster == "slurm":
+        executor.update_parameters(**{"gpus_per_node": 1, "cpus_per_task": 8,
+                                      "slurm_array_parallelism": workers, **(slurm or {})})
+        jobs = executor.map_array(GridJob(), [[c] for c in teachers], [str(runs_dir)] * len(teachers),
+                                  [threads] * len(teachers), [options] * len(teachers)) if teachers else []
+        if jobs:
+            arrays = sorted({j.job_id.split("_")[0] for j in jobs})
+            executor.update_parameters(slurm_additional_parameters={
+                **(slurm or {}).get("slurm_additional_parameters", {}),
+                "dependency": "afterok:" + ":".join(arrays)})
+        return jobs + executor.map_array(GridJob(), [[c] for c in students], [str(runs_dir)] * len(students),
+                                         [threads] * len(students), [options] * len(students))
+    submitted = []
+    for phase in (teachers, students):
+        chunks = [phase[i::workers] for i in range(workers) if phase[i::workers]]
+        jobs = [executor.submit(GridJob(), chunk, str(runs_dir), threads, options) for chunk in chunks]
+        _wait(jobs, cluster)
+        submitted += jobs
+    return submitted
+
+
+def status(runs: Sequence[RunConfig], runs_dir: str | Path) -> dict[str, Any]:
+    """Counts of finished / partial / new runs, and the partial ones with their epochs."""
+    out: dict[str, Any] = {"done": 0, "partial": 0, "new": 0, "partial_runs": []}
+    for c in runs:
+        state, epochs = run_status(c, runs_dir)
+        out[state] += 1
+        if state == "partial":
+            out["partial_runs"].append(f"{c.label()}: {epochs}/{c.epochs} epochs")
+    return out
+
+
+def collect(runs: Sequence[RunConfig], runs_dir: str | Path, *, out: str | Path | None = None,
+            allow_missing: bool = False) -> list[RunRecord]:
+    """The records of ``runs`` (finished ones only unless ``allow_missing``), written to
+    ``out`` as JSON if given; a missing run is an error naming the command that launches it."""
+    records, missing = [], []
+    for c in runs:
+        rec = load_record(c, runs_dir)
+        if rec is None or not rec.done:
+            missing.append(c.label())
+        if rec is not None:
+            records.append(rec)
+    if missing and not allow_missing:
+        raise ValueError(f"{len(missing)} of {len(runs)} runs are not finished (e.g. "
+                         f"{', '.join(missing[:3])}): launch them with `python -m dsmlib grid "
+                         "launch --profile PROFILE` (see the chapter's reader guide)")
+    if out is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps({"runs": [dict(config=r.config.to_dict(), done=r.done,
+                                                       history=r.history) for r in records]}))
+    return records
+
+
+# ------------------------------------------------------------------------------ command line
+
+
+def add_grid_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``grid`` subcommand of ``python -m dsmlib``."""
+    p = sub.add_parser("grid", help="launch, watch or collect the self-distillation grid")
+    p.add_argument("action", choices=["launch", "status", "collect"])
+    p.add_argument("--profile", default=DEFAULT_PROFILE, help=f"one of {', '.join(PROFILES)}")
+    p.add_argument("--cluster", default="local", help=f"one of {', '.join(CLUSTERS)}")
+    p.add_argument("--workers", type=int, default=1, help="local processes, or SLURM jobs at a time")
+    p.add_argument("--threads", type=int, default=None, help="threads per local worker")
+    p.add_argument("--partition", default=None, help="SLURM partition")
+    p.add_argument("--timeout-min", type=int, default=24 * 60, help="per job (SLURM: per run)")
+    p.add_argument("--download", action="store_true", help="let torchvision download data sets")
+    p.add_argument("--deterministic", action="store_true", help="deterministic kernels")
+    p.add_argument("--compile", action="store_true", help="torch.compile the training forward")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                   metavar=("NAME", "VALUE"), help="override one notebook parameter (YAML value)")
+
+
+def grid_command(root: Path, args: argparse.Namespace) -> int:
+    """Run ``python -m dsmlib grid ...``; returns the exit status."""
+    overrides = {k: parse_value(v) for k, v in args.parameter}
+    grid, runs_dir, params = profile_grid(root, args.profile, overrides)
+    runs = grid_runs(grid)
+    if args.action == "launch":
+        jobs = launch(runs, runs_dir, cluster=args.cluster, workers=args.workers,
+                      threads=args.threads, timeout_min=args.timeout_min,
+                      slurm={"slurm_partition": args.partition} if args.partition else None,
+                      data_dir=root / params["data_dir"], download=bool(args.download or params["download"]),
+                      deterministic=args.deterministic, compile_model=args.compile,
+                      progress=True)   # local and SLURM workers write their bars to job logs
+        print(f"[dsmlib] {len(jobs)} job(s) for {len(runs)} runs of profile {args.profile} "
+              f"({args.cluster}); runs in {runs_dir}", file=sys.stderr)
+    if args.action in ("launch", "status"):
+        st = status(runs, runs_dir)
+        print(f"{args.profile}: {st['done']} done, {st['partial']} partial, {st['new']} new "
+              f"(of {len(runs)})")
+        for line in st["partial_runs"]:
+            print(f"  {line}")
+    if args.action == "collect":
+        out = runs_dir / f"collected-{args.profile}.json"
+        records = collect(runs, runs_dir, out=out)
+        print(f"[dsmlib] collected {len(records)} runs into {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,112 @@
+"""Figures of the ``sec5_distillation`` chapter (figures layer): Figure 1 (gradient norm,
+validation and test accuracy against the noise level) and Figure 2 (losses per epoch).
+
+Figure 1's points are means over seeds with the ledger's 99 % Student-t intervals over seeds
+(:func:`dsmlib.figures.common.error_bars`); Figure 2 draws every seed's curve and their mean.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..chapters.sec5_distillation import KINDS, DistillResults, selected_levels
+from .common import error_bars
+
+__all__ = ["KIND_COLORS", "figure1", "figure2"]
+
+KIND_COLORS = {"gaussian": "#1f77b4", "symmetric": "#d62728", "none": "#2ca02c",
+               "teacher": "#555555"}
+_ROWS1 = (("gradnorm", "G(θ) (log scale)"), ("val_acc", "validation accuracy"),
+          ("test_acc", "test accuracy"))
+
+
+def _mean_se(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over seeds (axis 0) and its standard error."""
+    return v.mean(axis=0), v.std(axis=0, ddof=1) / np.sqrt(v.shape[0])
+
+
+def _titles(res: DistillResults) -> list[str]:
+    return [f"{d}" for d in res.grid.datasets]
+
+
+def figure1(res: DistillResults) -> go.Figure:
+    """Figure 1: per data set (columns), G(θ), validation and test accuracy (rows) along the
+    noise grid, both noise kinds; the teacher (dashed) and the noiseless student (dotted) as
+    reference lines. Grid position 0 is the noiseless student (σ² = p = 0)."""
+    ds = res.grid.datasets
+    fig = make_subplots(rows=3, cols=len(ds), column_titles=_titles(res), shared_xaxes=True,
+                        vertical_spacing=0.06, horizontal_spacing=0.08)
+    n_seeds = len(res.grid.seeds)
+    dof = n_seeds - 1
+    width = max(len(res.grid.sigma2s), len(res.grid.ps))
+    ticks = ["<br>".join(f"{sym} {levels[k]:g}" for sym, levels in
+                         (("σ²", (0.0, *res.grid.sigma2s)), ("p", (0.0, *res.grid.ps)))
+                         if k < len(levels)) for k in range(width + 1)]
+    for j, d in enumerate(ds, start=1):
+        for i, (metric, _) in enumerate(_ROWS1, start=1):
+            first = i == 1 and j == 1
+            for kind, sym in KINDS.items():
+                cells = [res.noiseless(d)] + res.noisy(d, kind)
+                if len(cells) < 2:
+                    continue
+                v = np.stack([c.final[metric] for c in cells], axis=1)
+                mean, se = _mean_se(v)
+                fig.add_trace(go.Scatter(
+                    x=list(range(len(cells))), y=mean, mode="lines+markers",
+                    error_y=error_bars(se, dof), name=f"{kind} noise ({sym})", legendgroup=kind,
+                    showlegend=first, line=dict(color=KIND_COLORS[kind]),
+                    text=[c.name for c in cells],
+                    hovertemplate="%{text}: %{y:.4g}<extra>" + kind + "</extra>"), row=i, col=j)
+            for cell, dash, key in ((res.teacher(d), "dash", "teacher"),
+                                    (res.noiseless(d), "dot", "none")):
+                m = float(cell.final[metric].mean())
+                fig.add_trace(go.Scatter(
+                    x=[0, width], y=[m, m], mode="lines", name=cell.name, legendgroup=key,
+                    showlegend=first, line=dict(color=KIND_COLORS[key], dash=dash, width=1.5),
+                    hovertemplate=f"{cell.name}: {m:.4g} (mean of {n_seeds} seeds)<extra></extra>"),
+                    row=i, col=j)
+            fig.update_yaxes(type="log" if metric == "gradnorm" else "linear", row=i, col=j,
+                             title_text=_ROWS1[i - 1][1] if j == 1 else None)
+        fig.update_xaxes(tickvals=list(range(width + 1)), ticktext=ticks, row=3, col=j,
+                         title_text="noise level (grid position)")
+    fig.update_layout(height=820, legend=dict(orientation="h", y=-0.16),
+                      margin=dict(l=70, r=20, t=40, b=60))
+    return fig
+
+
+def figure2(res: DistillResults) -> go.Figure:
+    """Figure 2: per data set (columns), the training and validation loss against E[ỹ] per epoch
+    (rows, log scale, from epoch 1: at epoch 0 a student is its teacher, and without noise or
+    with Gaussian noise its loss is zero) of the noiseless student and of each noise kind at its
+    validation-optimal level: the mean over seeds (bold) and every seed (thin); dashed: the
+    noisy objective SGD minimised (training row only)."""
+    ds = res.grid.datasets
+    fig = make_subplots(rows=2, cols=len(ds), column_titles=_titles(res), shared_xaxes=True,
+                        vertical_spacing=0.08, horizontal_spacing=0.08)
+    for j, d in enumerate(ds, start=1):
+        for kind, cell in selected_levels(res, d).items():
+            label = "no noise" if kind == "none" else f"{kind} noise, {cell.name}"
+            color = KIND_COLORS[kind]
+            for i, metric in ((1, "train_loss"), (2, "val_loss")):
+                curves = cell.curves[metric][:, 1:]
+                x = np.arange(1, curves.shape[1] + 1)
+                for s, curve in zip(cell.seeds, curves):
+                    fig.add_trace(go.Scatter(x=x, y=curve, mode="lines", opacity=0.3,
+                                             line=dict(color=color, width=0.8), showlegend=False,
+                                             legendgroup=kind, hovertemplate=f"seed {s}: "
+                                             "%{y:.3g}<extra>" + label + "</extra>"), row=i, col=j)
+                fig.add_trace(go.Scatter(x=x, y=curves.mean(axis=0), mode="lines", name=label,
+                                         legendgroup=kind, showlegend=i == 1 and j == 1,
+                                         line=dict(color=color, width=2.5)), row=i, col=j)
+            obj = cell.curves["train_objective"][:, 1:].mean(axis=0)
+            fig.add_trace(go.Scatter(x=np.arange(1, obj.size + 1), y=obj, mode="lines",
+                                     name="noisy objective SGD saw (mean)",
+                                     legendgroup="objective", showlegend=j == 1 and kind == "none",
+                                     line=dict(color=color, dash="dash", width=1.2)), row=1, col=j)
+        fig.update_yaxes(type="log", row=1, col=j, title_text="training loss" if j == 1 else None)
+        fig.update_yaxes(type="log", row=2, col=j, title_text="validation loss" if j == 1 else None)
+        fig.update_xaxes(title_text="epoch", row=2, col=j)
+    fig.update_layout(height=620, legend=dict(orientation="h", y=-0.18),
+                      margin=dict(l=70, r=20, t=40, b=60))
+    return fig

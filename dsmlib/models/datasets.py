@@ -1,0 +1,197 @@
+"""Image data sets of the self-distillation chapter (models and data layer), held on the device.
+
+- ``digits``: scikit-learn's bundled 8x8 digits (1,797 images, no download), the offline
+  default. It has no official test set: a seeded held-out test split of
+  :data:`DIGITS_TEST_FRACTION` (drawn with :data:`DIGITS_TEST_SEED`, the same for every run)
+  stands in for it.
+- ``cifar10``, ``cifar100``, ``svhn``: read by torchvision from ``data_dir``. They are
+  downloaded only when the caller passes ``download=True``; a missing set is a ``ValueError``
+  that says how to get it (nothing reaches the network otherwise).
+
+The paper's split (Sec. 5.3): the official training set is cut, with a seeded permutation, into
+80 % training and 20 % validation; the official test set is kept for testing. Images are
+normalised per channel with the statistics of the whole official training set (so every split
+seed sees the same scaling) and may be upsampled (``image_size``: the CIFAR ResNets pool
+globally, so any size works). :func:`augment` is the random crop (zero padding in normalised
+units, i.e. the mean colour) and, where the set allows it, the horizontal flip, done on the
+tensors' own device with a generator created there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..foundation.checks import check_choice, check_int, check_probability
+from ..foundation.rng import as_generator, child_seed, resolve_device
+from .data import digits
+
+__all__ = ["DatasetSpec", "SPECS", "DATASETS", "DIGITS_TEST_FRACTION", "DIGITS_TEST_SEED",
+           "DataSplit", "load_dataset", "augment"]
+
+DIGITS_TEST_FRACTION = 0.2
+DIGITS_TEST_SEED = 20_240_501
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """What a data set is: classes, channels, native size, and its augmentation."""
+    name: str
+    num_classes: int
+    in_channels: int
+    image_size: int
+    pad: int            # random-crop padding at the native size
+    flip: bool          # horizontal flips (not for digits or house numbers)
+    torchvision: str | None
+    folder: str | None  # where torchvision keeps it under data_dir
+
+
+SPECS = {
+    "digits": DatasetSpec("digits", 10, 1, 8, 1, False, None, None),
+    "cifar10": DatasetSpec("cifar10", 10, 3, 32, 4, True, "CIFAR10", "cifar-10-batches-py"),
+    "cifar100": DatasetSpec("cifar100", 100, 3, 32, 4, True, "CIFAR100", "cifar-100-python"),
+    "svhn": DatasetSpec("svhn", 10, 3, 32, 4, False, "SVHN", "train_32x32.mat"),
+}
+DATASETS = tuple(SPECS)
+
+
+@dataclass
+class DataSplit:
+    """Train / validation / test tensors on one device (inputs normalised, labels int64)."""
+    spec: DatasetSpec
+    image_size: int
+    pad: int
+    X_train: Tensor
+    y_train: Tensor
+    X_val: Tensor
+    y_val: Tensor
+    X_test: Tensor
+    y_test: Tensor
+    note: str
+
+    @property
+    def device(self) -> torch.device:
+        return self.X_train.device
+
+
+def _missing(name: str, data_dir: Path, spec: DatasetSpec) -> ValueError:
+    split = ", split='train'" if name == "svhn" else ""
+    also = " (and again with split='test')" if name == "svhn" else ""
+    return ValueError(
+        f"data set {name!r} is not in {data_dir} (torchvision looks for {data_dir / spec.folder}) "
+        "and nothing is downloaded unless asked. On a machine with internet access run "
+        f"`python -c \"import torchvision; torchvision.datasets.{spec.torchvision}("
+        f"'{data_dir}', download=True{split})\"`"
+        f"{also}, or pass download=True (`--download` on the command "
+        f"line), then copy {data_dir} to this machine. The offline data set is 'digits'.")
+
+
+def _torchvision_arrays(name: str, data_dir: Path, download: bool
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """uint8 images ``(n, C, H, W)`` and int64 labels of the official train and test sets."""
+    import torchvision.datasets as tvd
+    spec = SPECS[name]
+    if not download and not (data_dir / spec.folder).exists():
+        raise _missing(name, data_dir, spec)
+    cls = getattr(tvd, spec.torchvision)
+    out = []
+    for train in (True, False):
+        try:
+            if name == "svhn":
+                ds = cls(str(data_dir), split="train" if train else "test", download=download)
+                x, y = ds.data, np.asarray(ds.labels)
+            else:
+                ds = cls(str(data_dir), train=train, download=download)
+                x, y = ds.data.transpose(0, 3, 1, 2), np.asarray(ds.targets)
+        except RuntimeError:   # torchvision: "Dataset not found or corrupted"
+            raise _missing(name, data_dir, spec) from None
+        out += [np.ascontiguousarray(x), y.astype(np.int64)]
+    return out[0], out[1], out[2], out[3]
+
+
+def _digits_arrays() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Digits in [0, 1] split once into a pseudo-official train part and a test part."""
+    X, y = digits()
+    perm = as_generator(DIGITS_TEST_SEED).permutation(len(y))
+    n_test = int(round(DIGITS_TEST_FRACTION * len(y)))
+    te, tr = perm[:n_test], perm[n_test:]
+    return X[tr], y[tr], X[te], y[te]
+
+
+def load_dataset(name: str, *, split_seed: int = 0, data_dir: str | Path = "data",
+                 download: bool = False, image_size: int | None = None,
+                 train_limit: int | None = None, val_fraction: float = 0.2,
+                 device: Any = "auto") -> DataSplit:
+    """Load ``name`` and cut its official training set into train / validation (seeded by
+    ``split_seed``); the official (for digits: the fixed held-out) test set is kept.
+
+    ``train_limit`` keeps only the first ``train_limit`` images of the training part (for
+    tiny test runs); ``image_size`` upsamples bilinearly (e.g. digits to 32x32 for the GPU
+    profile). Everything is returned on ``device`` (``"auto"``: CUDA when present).
+    """
+    name = check_choice("dataset", name, DATASETS)
+    split_seed = check_int("split_seed", split_seed, minimum=0)
+    val_fraction = check_probability("val_fraction", val_fraction)
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must lie strictly between 0 and 1, got {val_fraction}")
+    spec = SPECS[name]
+    size = spec.image_size if image_size is None else check_int("image_size", image_size,
+                                                                 minimum=4, maximum=512)
+    dev = resolve_device(device)
+    if name == "digits":
+        Xtr, ytr, Xte, yte = _digits_arrays()
+        scale = 1.0
+    else:
+        Xtr, ytr, Xte, yte = _torchvision_arrays(name, Path(data_dir), bool(download))
+        scale = 255.0
+    perm = as_generator(child_seed(split_seed, 0)).permutation(len(ytr))
+    n_val = int(round(val_fraction * len(ytr)))
+    val, train = perm[:n_val], perm[n_val:]
+    if train_limit is not None:
+        train = train[:check_int("train_limit", train_limit, minimum=2)]
+
+    Xall = torch.as_tensor(Xtr, dtype=torch.float32) / scale
+    mean = Xall.mean(dim=(0, 2, 3), keepdim=True)
+    std = Xall.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-6)
+
+    def prep(X: np.ndarray, idx: np.ndarray | None = None) -> Tensor:
+        t = torch.as_tensor(X if idx is None else X[idx], dtype=torch.float32) / scale
+        t = ((t - mean) / std).to(dev)
+        if size != spec.image_size:
+            t = F.interpolate(t, size=(size, size), mode="bilinear", align_corners=False)
+        return t.contiguous()
+
+    def labels(y: np.ndarray) -> Tensor:
+        return torch.as_tensor(y, dtype=torch.int64, device=dev)
+
+    pad = max(1, round(spec.pad * size / spec.image_size)) if spec.pad else 0
+    test_note = ("held-out test split (20 %, fixed seed) standing in for an official test set"
+                 if name == "digits" else "official test set")
+    note = (f"{name}: {len(train)} train / {len(val)} validation (80/20 of the training set, "
+            f"split seed {split_seed}) / {len(yte)} test ({test_note}); {size}x{size} pixels")
+    return DataSplit(spec, size, pad, prep(Xtr, train), labels(ytr[train]), prep(Xtr, val),
+                     labels(ytr[val]), prep(Xte), labels(yte), note)
+
+
+def augment(x: Tensor, generator: torch.Generator, *, pad: int, flip: bool) -> Tensor:
+    """Random ``pad``-pixel crops (zero padding) and, if ``flip``, random horizontal flips of
+    the batch ``x`` (n, C, H, W), drawn from ``generator`` on ``x``'s device."""
+    n, c, h, w = x.shape
+    dev = x.device
+    if pad:
+        xp = F.pad(x, (pad, pad, pad, pad))
+        dy = torch.randint(0, 2 * pad + 1, (n,), generator=generator, device=dev)
+        dx = torch.randint(0, 2 * pad + 1, (n,), generator=generator, device=dev)
+        rows = (dy[:, None] + torch.arange(h, device=dev))[:, None, :, None]
+        cols = (dx[:, None] + torch.arange(w, device=dev))[:, None, None, :]
+        x = xp[torch.arange(n, device=dev)[:, None, None, None],
+               torch.arange(c, device=dev)[None, :, None, None], rows, cols]
+    if flip:
+        mask = torch.rand(n, generator=generator, device=dev) < 0.5
+        x = torch.where(mask[:, None, None, None], x.flip(3), x)
+    return x

@@ -1,0 +1,168 @@
+"""The configuration of one training run of Section 5 (models layer): a teacher, or a student
+distilled from a teacher with a noise kind and level. A configuration is the run's identity:
+:meth:`RunConfig.key` hashes every field (a student's includes its teacher's), so a run directory,
+a checkpoint and a result always belong to exactly one configuration.
+
+Execution options that do not change what is computed (device, progress bars, threads,
+determinism) are deliberately not fields.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from ..foundation.checks import (check_choice, check_int, check_nonnegative, check_positive,
+                                 check_probability)
+from .datasets import DATASETS, SPECS
+
+__all__ = ["ROLES", "NOISE_KINDS", "PRECISIONS", "MAX_SIGMA2", "RunConfig", "student_of"]
+
+ROLES = ("teacher", "student")
+NOISE_KINDS = ("none", "gaussian", "symmetric")
+PRECISIONS = ("auto", "fp32", "bf16")
+MAX_SIGMA2 = 1e4   # beyond this the logits drown; a larger value is a typo
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines a run's numbers.
+
+    ``role="teacher"``: cross-entropy on the labels. ``role="student"``: initialised from
+    ``teacher`` (its final weights) and regressing, with the quadratic loss, on the teacher's
+    logits plus noise redrawn at every iteration: ``noise="gaussian"`` with variance
+    ``level = sigma^2`` per logit, ``"symmetric"`` with swap probability ``level = p``
+    (Sec. 5.2), ``"none"`` (the noiseless student, ``level = 0``). A student's data split is
+    its teacher's (the split is seeded by the teacher's ``seed``).
+    """
+    dataset: str = "digits"
+    depth: int = 8
+    role: str = "teacher"
+    noise: str = "none"
+    level: float = 0.0
+    seed: int = 0
+    epochs: int = 200
+    batch_size: int = 64
+    lr: float = 0.1
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    augment: bool = True
+    image_size: int | None = None
+    train_limit: int | None = None
+    precision: str = "auto"
+    n_gradnorm: int = 256
+    gradnorm_probes: int = 2
+    teacher: RunConfig | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("level", "lr", "momentum", "weight_decay"):   # 0 and 0.0 hash alike
+            v = getattr(self, name)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                object.__setattr__(self, name, float(v))
+        check_choice("dataset", self.dataset, DATASETS)
+        depth = check_int("depth", self.depth, minimum=8)
+        if (depth - 2) % 6:
+            raise ValueError(f"depth must be of the form 6n + 2 (8, 14, 20, 56, ...), got {depth}")
+        check_choice("role", self.role, ROLES)
+        check_choice("noise", self.noise, NOISE_KINDS)
+        check_int("seed", self.seed, minimum=0)
+        check_int("epochs", self.epochs, minimum=1)
+        check_int("batch_size", self.batch_size, minimum=1)
+        check_positive("lr", self.lr)
+        check_probability("momentum", self.momentum)
+        check_nonnegative("weight_decay", self.weight_decay)
+        if self.image_size is not None:
+            check_int("image_size", self.image_size, minimum=4, maximum=512)
+        if self.train_limit is not None:
+            check_int("train_limit", self.train_limit, minimum=2)
+        check_choice("precision", self.precision, PRECISIONS)
+        check_int("n_gradnorm", self.n_gradnorm, minimum=1)
+        check_int("gradnorm_probes", self.gradnorm_probes, minimum=2)
+        self._check_noise()
+        self._check_teacher()
+
+    def _check_noise(self) -> None:
+        if self.noise == "none":
+            if self.level != 0:
+                raise ValueError(f"level must be 0 for noise='none', got {self.level!r}")
+        elif self.noise == "gaussian":
+            s2 = check_positive("level (sigma^2 of the Gaussian noise)", self.level)
+            if s2 > MAX_SIGMA2:
+                raise ValueError(f"level (sigma^2 of the Gaussian noise) must be <= {MAX_SIGMA2:g}, "
+                                 f"got {s2:g}")
+        else:
+            p = check_probability("level (swap probability p of the symmetric noise)", self.level)
+            if p == 0:
+                raise ValueError("level (swap probability p of the symmetric noise) must be > 0; "
+                                 "use noise='none' for the noiseless student")
+
+    def _check_teacher(self) -> None:
+        if self.role == "teacher":
+            if self.teacher is not None or self.noise != "none":
+                raise ValueError("a teacher has no teacher and no noise (role='teacher' needs "
+                                 "teacher=None and noise='none')")
+            return
+        t = self.teacher
+        if not isinstance(t, RunConfig) or t.role != "teacher":
+            raise ValueError("a student needs teacher=RunConfig(role='teacher', ...)")
+        for name in ("dataset", "depth", "image_size", "train_limit"):
+            if getattr(t, name) != getattr(self, name):
+                raise ValueError(f"a student must match its teacher's {name}: "
+                                 f"{getattr(self, name)!r} != {getattr(t, name)!r}")
+
+    # ------------------------------------------------------------------ identity
+
+    @property
+    def num_classes(self) -> int:
+        return SPECS[self.dataset].num_classes
+
+    @property
+    def split_seed(self) -> int:
+        """The seed of the train / validation split (a student uses its teacher's)."""
+        return self.seed if self.teacher is None else self.teacher.seed
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown run configuration field(s) {sorted(unknown)}")
+        d = dict(d)
+        if d.get("teacher") is not None:
+            d["teacher"] = cls.from_dict(d["teacher"])
+        return cls(**d)
+
+    def key(self) -> str:
+        """A short stable hash of every field (the run directory's name)."""
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def label(self) -> str:
+        """A human-readable name, e.g. ``digits/resnet8/student-gaussian-0.5/seed0``."""
+        what = "teacher" if self.role == "teacher" else (
+            "student-noiseless" if self.noise == "none" else f"student-{self.noise}-{self.level:g}")
+        return f"{self.dataset}/resnet{self.depth}/{what}/seed{self.seed}"
+
+    def differences(self, other: RunConfig) -> list[str]:
+        """``field: mine != other's`` for each field that differs (nested for the teacher)."""
+        out = []
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if f.name == "teacher" and isinstance(a, RunConfig) and isinstance(b, RunConfig):
+                out += [f"teacher.{d}" for d in a.differences(b)]
+            elif a != b:
+                out.append(f"{f.name}: {a!r} != {b!r}")
+        return out
+
+
+def student_of(teacher: RunConfig, noise: str, level: float, *, epochs: int | None = None,
+               seed: int | None = None) -> RunConfig:
+    """The student of ``teacher`` with ``noise`` at ``level``; other settings as the teacher's
+    (the paper: "the basic training setting is the same as training the teacher model")."""
+    return replace(teacher, role="student", noise=noise, level=float(level), teacher=teacher,
+                   epochs=teacher.epochs if epochs is None else epochs,
+                   seed=teacher.seed if seed is None else seed)

@@ -1,0 +1,120 @@
+"""The grid launcher: two local submitit workers give exactly the results of one process;
+launching again submits nothing; status, collect and the command line."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from dsmlib.book.cli import main
+from dsmlib.book.grid import GridJob, collect, launch, profile_grid, profile_parameters, status
+from dsmlib.chapters.sec5_distillation import grid_from_parameters, grid_runs
+from dsmlib.models.runs import run_many
+from helpers import ROOT
+
+TIMING = ("train_s", "eval_s", "gradnorm_s")
+PARAMS = dict(datasets=["digits"], depth=8, teacher_epochs=2, student_epochs=2, sigma2s=[4.0],
+              ps=[0.3], seeds=[0, 1], train_limit=96, batch_size=32, n_gradnorm=4)
+
+
+def strip(history):
+    return [{k: v for k, v in row.items() if k not in TIMING} for row in history]
+
+
+def test_two_local_workers_match_one_process(tmp_path):
+    runs = grid_runs(grid_from_parameters(PARAMS))
+    jobs = launch(runs, tmp_path / "workers", cluster="local", workers=2, threads=1)
+    assert len(jobs) == 4                                    # 2 teacher jobs, 2 student jobs
+    one = run_many(runs, tmp_path / "one", threads=1)
+    two = collect(runs, tmp_path / "workers")
+    assert [r.config for r in two] == runs
+    for a, b in zip(one, two):
+        assert b.done and strip(a.history) == strip(b.history), a.config.label()
+    assert launch(runs, tmp_path / "workers", cluster="local", workers=2) == []
+    assert status(runs, tmp_path / "workers")["done"] == len(runs)
+
+
+def test_debug_cluster_status_and_collect(tmp_path):
+    runs = grid_runs(grid_from_parameters(PARAMS))
+    assert status(runs, tmp_path) == {"done": 0, "partial": 0, "new": len(runs), "partial_runs": []}
+    with pytest.raises(ValueError, match="are not finished.*grid launch"):
+        collect(runs, tmp_path)
+    launch(runs[:2], tmp_path, cluster="debug")              # the two teachers, in-process
+    st = status(runs, tmp_path)
+    assert st["done"] == 2 and st["new"] == len(runs) - 2
+    assert len(collect(runs, tmp_path, allow_missing=True)) == 2
+    out = tmp_path / "c.json"
+    collect(runs[:2], tmp_path, out=out)
+    assert out.exists()
+    with pytest.raises(ValueError, match="cluster must be one of"):
+        launch(runs, tmp_path, cluster="kubernetes")
+    with pytest.raises(ValueError, match="unknown run option"):
+        launch(runs, tmp_path, cluster="debug", nonsense=1)
+
+
+def test_profile_parameters_follow_the_notebook():
+    smoke = profile_parameters(ROOT, "smoke")
+    quick = profile_parameters(ROOT, "quick")
+    assert smoke["teacher_epochs"] < quick["teacher_epochs"] and quick["datasets"] == ["digits"]
+    assert quick["image_size"] is None and smoke["cluster"] == "debug"
+    grid, runs_dir, _ = profile_grid(ROOT, "paper")
+    assert grid.depth == 56 and set(grid.datasets) == {"cifar10", "cifar100", "svhn"}
+    assert grid.teacher_epochs == grid.student_epochs == 200
+    assert runs_dir == ROOT / "results" / "runs"
+    assert profile_grid(ROOT, "gpu")[0].image_size == 32
+
+
+def test_grid_command_line(tmp_path, capsys):
+    runs_dir = str(tmp_path / "runs")
+    assert main(["--root", str(ROOT), "grid", "status", "--profile", "smoke",
+                 "-p", "runs_dir", runs_dir]) == 0
+    assert "smoke: 0 done, 0 partial, 8 new (of 8)" in capsys.readouterr().out
+    assert main(["--root", str(ROOT), "grid", "launch", "--profile", "smoke",
+                 "--cluster", "nowhere"]) == 2
+    assert "cluster must be one of" in capsys.readouterr().err
+    proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(ROOT), "grid", "collect",
+                           "--profile", "smoke", "-p", "runs_dir", runs_dir],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "grid launch" in proc.stderr
+
+
+class FakeJob:
+    def __init__(self, job_id):
+        self.job_id = job_id
+
+
+class FakeExecutor:
+    """Stands in for submitit's SLURM executor: records parameters and arrays, submits nothing."""
+    calls: list = []
+
+    def __init__(self, folder, cluster):
+        FakeExecutor.calls = [("init", cluster)]
+        self.params, self.array = {}, 100
+
+    def update_parameters(self, **kw):
+        self.params.update(kw)
+        FakeExecutor.calls.append(("params", dict(kw)))
+
+    def map_array(self, fn, *lists):
+        self.array += 1
+        FakeExecutor.calls.append(("array", [c[0].role for c in lists[0]], dict(self.params)))
+        return [FakeJob(f"{self.array}_{i}") for i in range(len(lists[0]))]
+
+
+def test_slurm_launch_is_two_arrays_students_after_teachers(tmp_path, monkeypatch):
+    import submitit
+    monkeypatch.setattr(submitit, "AutoExecutor", FakeExecutor)
+    runs = grid_runs(grid_from_parameters(PARAMS))
+    jobs = launch(runs, tmp_path, cluster="slurm", workers=3,
+                  slurm={"slurm_partition": "gpu"}, data_dir="data")
+    assert len(jobs) == len(runs)                            # one job per run
+    arrays = [c for c in FakeExecutor.calls if c[0] == "array"]
+    assert arrays[0][1] == ["teacher"] * 2 and set(arrays[1][1]) == {"student"}
+    first, second = arrays[0][2], arrays[1][2]
+    assert first["gpus_per_node"] == 1 and first["slurm_partition"] == "gpu"
+    assert first["slurm_array_parallelism"] == 3 and "slurm_additional_parameters" not in first
+    assert second["slurm_additional_parameters"] == {"dependency": "afterok:101"}
+    # a timed-out or preempted job is requeued as the same call (runs resume from checkpoints)
+    requeued = GridJob().checkpoint([runs[0]], str(tmp_path), None, {})
+    assert isinstance(requeued.function, GridJob) and requeued.args[0] == [runs[0]]

@@ -1,0 +1,42 @@
+"""The Section 5 notebook under the smoke profile: it executes, records its six claims, and a
+second execution reads the finished runs instead of training them again."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from helpers import copy_book
+
+pytestmark = pytest.mark.slow
+IDS = {"fig1.gradnorm_vs_sigma2", "fig1.gradnorm_vs_p", "fig1.student_below_teacher",
+       "fig1.noisy_beats_teacher", "fig1.noisy_beats_noiseless", "fig2.train_loss_to_zero"}
+
+
+def execute(root):
+    proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), "execute",
+                           "sec5_distillation", "--profile", "smoke", "--no-progress"],
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_notebook_executes_and_reuses_finished_runs(tmp_path):
+    root = copy_book(tmp_path)
+    execute(root)
+    doc = json.loads((root / "results" / "smoke" / "sec5_distillation.json").read_text())
+    assert {c["id"] for c in doc["claims"]} == IDS
+    for c in doc["claims"]:
+        assert c["scope"] in ("setting", "reading")
+        assert "digits" in c["note"]
+    done = sorted((root / "results" / "runs").glob("*/done.json"))
+    assert len(done) == 8 and (root / "results" / "runs" / "collected-smoke.json").exists()
+    stamps = [p.stat().st_mtime_ns for p in done]
+    execute(root)
+    assert [p.stat().st_mtime_ns for p in done] == stamps          # nothing retrained
+    again = json.loads((root / "results" / "smoke" / "sec5_distillation.json").read_text())
+    assert again["claims"] == doc["claims"]
+    nb = json.loads((root / "book" / "chapters" / "sec5_distillation.ipynb").read_text())
+    text = json.dumps(nb)
+    assert "needs GPUs" in text and "fig-sec5-figure1" in text and "fig-sec5-figure2" in text

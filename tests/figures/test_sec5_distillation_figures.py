@@ -1,0 +1,63 @@
+"""Figures 1 and 2 of Section 5: one column per data set, every axis titled, the reference
+lines and the validation-optimal levels drawn, error bars at the ledger's level."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dsmlib.chapters import sec5_distillation as distill
+from dsmlib.figures.sec5_distillation import figure1, figure2
+from dsmlib.models.runs import RunRecord
+
+PARAMS = dict(datasets=["digits", "svhn"], depth=8, teacher_epochs=3, student_epochs=2,
+              sigma2s=[1.0, 4.0, 16.0], ps=[0.1, 0.3], seeds=[0, 1, 2])
+
+
+def results():
+    grid = distill.grid_from_parameters(PARAMS)
+    recs = []
+    for c in distill.grid_runs(grid):
+        lvl = c.level if c.noise == "gaussian" else 10 * c.level
+        row = {m: 1.0 for m in distill.METRICS} | dict(
+            gradnorm=1000 / (1 + lvl) + c.seed, val_acc=0.9 + 0.01 * c.seed, test_acc=0.9,
+            train_loss=0.1, val_loss=0.2)
+        recs.append(RunRecord(c, [dict(row, epoch=e) for e in range(c.epochs + 1)], True))
+    return distill.summarise(grid, recs)
+
+
+def titled(fig, prefix):
+    """Axis titles in subplot order (row by row)."""
+    keys = sorted((k for k in fig.layout if k.startswith(prefix)),
+                  key=lambda k: int(k[len(prefix):] or 1))
+    return [getattr(fig.layout, k).title.text for k in keys]
+
+
+def test_figure1_layout_and_error_bars():
+    fig = figure1(results())
+    assert [a.text for a in fig.layout.annotations] == ["digits", "svhn"]
+    ytitles = [t for t in titled(fig, "yaxis") if t]
+    assert ytitles == ["G(θ) (log scale)", "validation accuracy", "test accuracy"]
+    assert sum(t == "noise level (grid position)" for t in titled(fig, "xaxis")) == 2
+    names = {t.name for t in fig.data}
+    assert {"gaussian noise (σ²)", "symmetric noise (p)", "teacher", "noiseless student"} <= names
+    gauss = next(t for t in fig.data if t.name == "gaussian noise (σ²)" and t.xaxis == "x")
+    assert list(gauss.x) == [0, 1, 2, 3]
+    seeds = np.arange(3.0)
+    assert gauss.error_y.array[0] == pytest.approx(stats.t.ppf(0.995, 2) * seeds.std(ddof=1) / np.sqrt(3))
+    assert fig.layout.yaxis.type == "log"
+
+
+def test_figure2_shows_each_kind_at_its_validation_optimum():
+    res = results()
+    fig = figure2(res)
+    assert [t for t in titled(fig, "yaxis") if t] == ["training loss", "validation loss"]
+    assert sum(t == "epoch" for t in titled(fig, "xaxis")) == 2
+    legend = [t.name for t in fig.data if t.showlegend]
+    chosen = distill.selected_levels(res, "digits")
+    assert legend[0] == "no noise"
+    assert f"gaussian noise, {chosen['gaussian'].name}" in legend
+    assert "noisy objective SGD saw (mean)" in legend
+    assert all(min(t.x) >= 1 for t in fig.data)             # epoch 0 (zero loss) is off a log axis
+    thin = [t for t in fig.data if t.legendgroup == "none" and not t.showlegend and t.xaxis == "x"]
+    assert len(thin) == len(PARAMS["seeds"])

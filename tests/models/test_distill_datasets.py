@@ -1,0 +1,87 @@
+"""Data sets of Section 5: the paper's 80/20 split, the fixed digits test split, normalisation,
+upsampling, clear errors offline, and the on-device crop-and-flip augmentation."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dsmlib.models.data import DIGITS_SIZE
+from dsmlib.models.datasets import SPECS, augment, load_dataset
+
+
+def _rows(X: torch.Tensor) -> set[bytes]:
+    return {r.cpu().numpy().tobytes() for r in X.reshape(X.shape[0], -1)}
+
+
+def test_digits_split_sizes_disjoint_and_seeded(device):
+    a = load_dataset("digits", split_seed=0, device=device)
+    n_test = round(0.2 * DIGITS_SIZE)
+    n_val = round(0.2 * (DIGITS_SIZE - n_test))
+    assert a.X_test.shape[0] == n_test and a.X_val.shape[0] == n_val
+    assert a.X_train.shape == (DIGITS_SIZE - n_test - n_val, 1, 8, 8)
+    assert a.X_train.device.type == device.type and a.y_train.dtype == torch.int64
+    # scikit-learn's digits contain a few duplicate images, so compare index-free: almost
+    # nothing of the test set reappears in train or validation
+    test = _rows(a.X_test)
+    assert len(test & _rows(a.X_train)) + len(test & _rows(a.X_val)) <= 5
+    b = load_dataset("digits", split_seed=0, device=device)
+    assert torch.equal(a.X_train, b.X_train) and torch.equal(a.y_val, b.y_val)
+    c = load_dataset("digits", split_seed=1, device=device)
+    assert torch.equal(a.X_test, c.X_test)                  # the test split is fixed
+    assert not torch.equal(a.y_train, c.y_train)            # the train/val split is seeded
+    assert "held-out test split" in a.note
+
+
+def test_normalisation_and_upsampling():
+    d = load_dataset("digits", device="cpu")
+    full = torch.cat([d.X_train, d.X_val])
+    assert abs(float(full.mean())) < 1e-4 and abs(float(full.std()) - 1) < 1e-3
+    up = load_dataset("digits", image_size=32, device="cpu")
+    assert up.X_train.shape[1:] == (1, 32, 32) and up.pad == 4 and d.pad == 1
+    assert torch.equal(up.y_train, d.y_train)
+    lim = load_dataset("digits", train_limit=100, device="cpu")
+    assert lim.X_train.shape[0] == 100 and torch.equal(lim.X_train, d.X_train[:100])
+
+
+def test_bad_input_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="dataset must be one of"):
+        load_dataset("mnist")
+    for name in ("cifar10", "cifar100", "svhn"):
+        with pytest.raises(ValueError, match="nothing is downloaded unless asked.*download=True"):
+            load_dataset(name, data_dir=tmp_path)
+    with pytest.raises(ValueError, match="val_fraction"):
+        load_dataset("digits", val_fraction=1.0)
+    with pytest.raises(ValueError, match="train_limit"):
+        load_dataset("digits", train_limit=1)
+    assert SPECS["cifar100"].num_classes == 100 and not SPECS["svhn"].flip
+
+
+def test_augment_is_a_shifted_window_of_the_padded_image(device):
+    g = torch.Generator(device=device).manual_seed(0)
+    x = torch.randn(64, 3, 6, 6, generator=torch.Generator().manual_seed(1)).to(device)
+    out = augment(x, g, pad=2, flip=True)
+    assert out.shape == x.shape and out.device.type == device.type
+    xp = F.pad(x, (2, 2, 2, 2))
+    for i in range(x.shape[0]):
+        windows = [xp[i, :, a:a + 6, b:b + 6] for a in range(5) for b in range(5)]
+        assert any(torch.equal(out[i], w) or torch.equal(out[i], w.flip(2)) for w in windows)
+    assert torch.equal(augment(x, g, pad=0, flip=False), x)
+
+
+def test_augment_flips_half_and_crops_uniformly():
+    """Flip frequency and crop offsets over 20,000 draws: each within 5 binomial standard
+    errors of 1/2 and of 1/3 (false failure < 1e-5 for the four checks together)."""
+    n = 20_000
+    g = torch.Generator().manual_seed(3)
+    x = torch.arange(3.0).reshape(1, 1, 1, 3).expand(n, 1, 1, 3).contiguous()
+    flipped = augment(x, g, pad=0, flip=True)[:, 0, 0, 0] == 2
+    assert abs(float(flipped.float().mean()) - 0.5) < 5 * math.sqrt(0.25 / n)
+    rows = (torch.arange(3.0) + 1).expand(n, 1, 3, 3).contiguous()   # every row [1, 2, 3]
+    shifted = augment(rows, g, pad=1, flip=False)[:, 0, 1, 1]       # centre pixel: 1, 2 or 3
+    for v in (1.0, 2.0, 3.0):
+        frac = float((shifted == v).float().mean())
+        assert abs(frac - 1 / 3) < 5 * math.sqrt(2 / 9 / n)
