@@ -51,7 +51,7 @@ def _centre_case(r: PanelResult, target: np.ndarray, source: str) -> Case:
     caveat = r.heavy_tail_caveat if np.abs(est).max() > half else ""
     return joint_case(est, se, paper=0.0, band=(-half, half), source=source,
                       dof=r.n_batches - 1, exact=(r.exact_mean - target) / _radius(r.exact_cov),
-                      quantity="(centre − target) / cloud RMS radius", caveat=caveat)
+                      quantity="(centre − target) / the cloud's RMS radius, per coordinate", caveat=caveat)
 
 
 def centre_claims(results: list[PanelResult]) -> list[Claim]:
@@ -59,16 +59,19 @@ def centre_claims(results: list[PanelResult]) -> list[Claim]:
     return [
         every_case(
             "ols.stationary_mean",
-            "In every panel the label-noisy SGD cloud is centred at β* (Remark 5: lim E β_k = β*).",
+            "In every panel the label-noisy SGD cloud is centred at $\\beta^*$ (Remark 5: "
+            "$\\lim_k \\mathbb{E}\\,\\beta_k = \\beta^*$).",
             {r.panel.key: _centre_case(r, BETA_STAR, "paper") for r in results},
             note="The exact stationary mean of SGD with labels drawn once is the least-squares "
-                 "fit β̂ to the noisy labels, which differs from β* by (XᵀX)⁻¹Xᵀε.",
+                 "fit $\\hat\\beta$ to the noisy labels, which differs from $\\beta^*$ by "
+                 "$(X^\\top X)^{-1}X^\\top\\varepsilon$.",
             scope="setting",
-            condition="Holds on average over label-noise draws (E β̂ = β*), or with noise "
-                      "redrawn at every step; for one draw the offset shrinks like σ/√N."),
+            condition="Holds on average over label-noise draws ($\\mathbb{E}\\hat\\beta = \\beta^*$), or with noise "
+                      "redrawn at every step; for one draw the offset shrinks like $\\sigma/\\sqrt N$."),
         every_case(
             "ols.stationary_mean_exact",
-            "In every panel the cloud is centred at β̂, the least-squares fit to the noisy labels.",
+            "In every panel the cloud is centred at $\\hat\\beta$, the least-squares fit to the "
+            "noisy labels.",
             {r.panel.key: _centre_case(r, r.exact_mean, "book") for r in results}),
     ]
 
@@ -91,13 +94,17 @@ def covariance_claims(results: list[PanelResult]) -> list[Claim]:
     return [
         every_case(
             "ols.stationary_cov_paper",
-            "In every panel the stationary covariance is (ησ²/B)·Σ̄_N (Remark 5, Eq. 30).",
+            "In every panel the stationary covariance is $\\frac{\\eta\\sigma^2}{B}\\bar\\Sigma_N$ "
+            "(Remark 5, Eq. 30).",
             {r.panel.key: _cov_case(r, r.paper_cov, "paper", COV_PAPER_BAND) for r in results},
-            note="To first order in η the stationary covariance solves Σ̄C + CΣ̄ = ηQ, which is "
-                 "close to (ησ²/2B)·I: isotropic, and smaller than the paper's by about 2λ(Σ̄).",
+            note="To first order in $\\eta$ the stationary covariance solves "
+                 "$\\bar\\Sigma C + C\\bar\\Sigma = \\eta Q$, which is close to "
+                 "$\\frac{\\eta\\sigma^2}{2B} I$: isotropic, and smaller than the paper's by "
+                 "about $2\\lambda(\\bar\\Sigma)$.",
             scope="assumptions",
-            condition="(ησ²/B)·Σ̄_N is the covariance of one step's label-noise term, not of "
-                      "the stationary cloud; the cloud's covariance solves Σ̄C + CΣ̄ ≈ ηQ."),
+            condition="$\\frac{\\eta\\sigma^2}{B}\\bar\\Sigma_N$ is the covariance of one step's "
+                      "label-noise term, not of the stationary cloud; the cloud's covariance "
+                      "solves $\\bar\\Sigma C + C\\bar\\Sigma \\approx \\eta Q$."),
         every_case(
             "ols.stationary_cov_exact",
             "In every panel the stationary covariance equals the fixed point of SGD's exact "
@@ -123,15 +130,16 @@ _SPANS = [  # (suffix, panels in increasing x, x of a panel, x's symbol, scope o
     ("trace", "ebf", lambda r: float(np.trace(r.problem.sample_cov)), "tr Σ̄_N"),
 ]
 _SPAN_TEXT = {  # (grows, proportional, condition for "grows")
-    "sigma2": ("The span of the cloud grows with σ² (panels a–d).",
-               "The covariance is proportional to σ² (Eq. 30): tr C/σ² is the same in "
-               "panels a–d.",
-               "The exact covariance is linear in σ², so this holds at every stable η."),
-    "trace": ("The span of the cloud grows with tr Σ (panels e, b, f).",
-              "The covariance is proportional to Σ̄_N (Eq. 30): tr C/tr Σ̄_N is the same in "
-              "panels e, b, f.",
-              "To first order in η the span does not depend on Σ at all; it grows only "
-              "through the O(η²) terms, i.e. where η is a sizeable fraction of η_max."),
+    "sigma2": ("The span of the cloud grows with $\\sigma^2$ (panels a–d).",
+               "The covariance is proportional to $\\sigma^2$ (Eq. 30): "
+               "$\\operatorname{tr}C/\\sigma^2$ is the same in panels a–d.",
+               "The exact covariance is linear in $\\sigma^2$, so this holds at every stable $\\eta$."),
+    "trace": ("The span of the cloud grows with $\\operatorname{tr}\\Sigma$ (panels e, b, f).",
+              "The covariance is proportional to $\\bar\\Sigma_N$ (Eq. 30): "
+              "$\\operatorname{tr}C/\\operatorname{tr}\\bar\\Sigma_N$ is the same in panels e, b, f.",
+              "To first order in $\\eta$ the span does not depend on $\\Sigma$ at all; it "
+              "grows only through the $O(\\eta^2)$ terms, i.e. where $\\eta$ is a sizeable "
+              "fraction of $\\eta_{\\max}$."),
 }
 
 
@@ -157,8 +165,9 @@ def span_claims(results: list[PanelResult]) -> list[Claim]:
                                       "above 1 confirms it."))
         claims.append(every_case(
             f"ols.span_vs_{suffix}_rate", rate_text, rate, scope="assumptions",
-            condition="tr C/x constant would need Cov ∝ x; to first order the stationary "
-                      "covariance is (ησ²/2B)·I, linear in σ² but independent of Σ̄_N.",
+            condition="A constant $\\operatorname{tr}C/x$ needs $C \\propto x$; to first order "
+                      "the stationary covariance is $\\frac{\\eta\\sigma^2}{2B}I$, linear in "
+                      "$\\sigma^2$ but independent of $\\bar\\Sigma_N$.",
             note="Proportionality means the ratios are 1. With the panels' common inputs "
                  "and standardised noise, the exact covariance is exactly linear in σ²."))
     return claims
@@ -186,14 +195,15 @@ def shape_claims(results: list[PanelResult]) -> list[Claim]:
         return []
     return [
         every_case("ols.shape_vs_sigma",
-                   "The cloud is elongated along Σ's principal axis (panels g, h).", shape,
+                   "The cloud is elongated along $\\Sigma$'s principal axis (panels g, h).", shape,
                    note="Qualitative claim: an axis-variance ratio above 1 confirms it.",
                    scope="setting", condition="Holds where the exact ratio exceeds 1."),
         every_case("ols.shape_vs_sigma_strength",
-                   "The cloud's axis-variance ratio equals Σ̄_N's (Eq. 30: Cov ∝ Σ̄_N).",
+                   "The cloud's axis-variance ratio equals $\\bar\\Sigma_N$'s (Eq. 30: "
+                   "$C \\propto \\bar\\Sigma_N$).",
                    strength, scope="assumptions",
-                   condition="Σ̄_N's shape belongs to one step's label noise; the drift "
-                             "towards β̂ undoes most of it, leaving the much rounder shape of "
+                   condition="$\\bar\\Sigma_N$'s shape belongs to one step's label noise; the drift "
+                             "towards $\\hat\\beta$ undoes most of it, leaving the much rounder shape of "
                              "the exact covariance."),
     ]
 
@@ -203,10 +213,11 @@ def noiseless_claims(results: list[PanelResult]) -> list[Claim]:
     cases = {r.panel.key: case(
         paper=0.0, measured=float(np.linalg.norm(r.clean[-1] - r.problem.beta_star)), se=0.0,
         band=CONVERGED_BAND, exact=0.0,
-        quantity="‖β_K − β*‖ of label-noiseless SGD after K steps") for r in results}
+        quantity="$\\|\\beta_K - \\beta^*\\|$ of label-noiseless SGD after $K$ steps") for r in results}
     return [every_case(
         "ols.noiseless_converges",
-        "Label-noiseless SGD converges to β* (same minibatches, no label noise).", cases,
+        "Label-noiseless SGD converges to $\\beta^*$ (same minibatches, no label noise).",
+        cases,
         note="Deterministic given the seed: the interval is the single measured value.",
         scope="setting", condition="Needs K beyond the burn-in of the slowest panel.")]
 

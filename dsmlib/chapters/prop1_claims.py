@@ -97,53 +97,58 @@ def prop1_claims(results: list[NoiseSamples]) -> list[Claim]:
     d0 = lambda r: np.zeros(r.xi_star.shape[1])  # noqa: E731
     proof = "Holds only where minibatch members are independent draws and the noise is fresh."
     claims = [
-        every_case("prop1.xi_star_mean", "E_B[ξ*_k] = 0 (Prop. 1).",
+        every_case("prop1.xi_star_mean", "$\\mathbb{E}_B[\\xi^*_k] = 0$ (Prop. 1).",
                    {_scheme(r): _mean_case(r, "star", d0(r)) for r in results},
                    scope="assumptions", condition="It is an identity of any unbiased sampler."),
         every_case("prop1.xi_star_cov",
-                   "Var_B[ξ*_k] = (η/b)·Σ^SGD_N (Prop. 1), minibatch members drawn "
-                   "independently (the setting of the paper's proof).",
+                   "$\\operatorname{Var}_B[\\xi^*_k] = \\frac{\\eta}{b}\\Sigma^{\\mathrm{SGD}}_N$ "
+                   "(Prop. 1), minibatch members drawn independently (the setting of the "
+                   "paper's proof).",
                    {_scheme(r): _cov_case(r, "star", r.predicted["cov_star_paper"]) for r in paper},
                    scope="assumptions", condition=proof),
-        every_case("prop1.xi_uln_mean", "E_{B,ε}[ξ^ULN_k] = 0 (Prop. 1), label noise redrawn "
-                   "at every step.",
+        every_case("prop1.xi_uln_mean", "$\\mathbb{E}_{B,\\varepsilon}[\\xi^{\\mathrm{ULN}}_k] = 0$ (Prop. 1), "
+                   "label noise redrawn at every step.",
                    {_scheme(r): _mean_case(r, "uln", d0(r)) for r in paper + norep},
                    scope="assumptions", condition="Needs unbiased, fresh label noise."),
         every_case("prop1.xi_uln_cov",
-                   "Var_{B,ε}[ξ^ULN_k] = (ησ²/b)·Σ^ULN_N (Prop. 1), label noise redrawn at "
-                   "every step.",
+                   "$\\operatorname{Var}_{B,\\varepsilon}[\\xi^{\\mathrm{ULN}}_k] = "
+                   "\\frac{\\eta\\sigma^2}{b}\\Sigma^{\\mathrm{ULN}}_N$ (Prop. 1), label noise "
+                   "redrawn at every step.",
                    {_scheme(r): _cov_case(r, "uln", r.predicted["cov_uln_paper"])
                     for r in paper + norep}, scope="assumptions", condition=proof),
     ]
     if norep:
         claims.append(every_case(
             "prop1.xi_star_cov_without_replacement",
-            "Var_B[ξ*_k] = (η/b)·Σ^SGD_N also when the b samples of a minibatch are distinct.",
+            "$\\operatorname{Var}_B[\\xi^*_k] = \\frac{\\eta}{b}\\Sigma^{\\mathrm{SGD}}_N$ also "
+            "when the $b$ samples of a minibatch are distinct.",
             {_scheme(r): _cov_case(r, "star", r.predicted["cov_star_paper"]) for r in norep},
             note="The paper's proof treats minibatch members as independent draws; a subset "
-                 "of distinct samples has covariance smaller by (N − b)/(N − 1).",
+                 "of distinct samples has covariance smaller by $(N-b)/(N-1)$.",
             scope="setting",
-            condition="Holds when the b members are drawn independently (with replacement); "
-                      "for a b-subset multiply by (N − b)/(N − 1)."))
+            condition="Holds when the $b$ members are drawn independently (with "
+                      "replacement); for a $b$-subset multiply by $(N-b)/(N-1)$."))
         claims.append(every_case(
             "prop1.xi_star_cov_fpc",
-            "Without replacement, Var_B[ξ*_k] = ((N − b)/(N − 1))·(η/b)·Σ^SGD_N.",
+            "Without replacement, $\\operatorname{Var}_B[\\xi^*_k] = "
+            "\\frac{N-b}{N-1}\\,\\frac{\\eta}{b}\\Sigma^{\\mathrm{SGD}}_N$.",
             {_scheme(r): _cov_case(r, "star", r.predicted["cov_star"], source="book")
              for r in norep}))
     if fixed:
         claims.append(every_case(
             "prop1.xi_uln_mean_fixed_draw",
-            "With label noise drawn once before training (Section 6's setting), ξ^ULN_k "
-            "averages to zero over minibatches.",
+            "With label noise drawn once before training (Section 6's setting), "
+            "$\\xi^{\\mathrm{ULN}}_k$ averages to zero over minibatches.",
             {_scheme(r): _mean_case(r, "uln", d0(r)) for r in fixed},
             note="Zero only on average over noise tables; for the one table a run sees, the "
-                 "minibatch average is −√η·(1/N)Σ_i J_iᵀε_i.",
+                 "minibatch average is $-\\sqrt\\eta\\,\\frac1N\\sum_i J_i^\\top\\varepsilon_i$.",
             scope="setting",
             condition="Holds on average over noise tables, or with noise redrawn at every "
                       "step (Section 5's setting)."))
         claims.append(every_case(
             "prop1.xi_uln_drift_fixed",
-            "With label noise drawn once, the minibatch mean of ξ^ULN_k is −√η·(1/N)Σ_i J_iᵀε_i.",
+            "With label noise drawn once, the minibatch mean of $\\xi^{\\mathrm{ULN}}_k$ is "
+            "$-\\sqrt\\eta\\,\\frac1N\\sum_i J_i^\\top\\varepsilon_i$.",
             {_scheme(r): _mean_case(r, "uln", r.predicted["mean_uln"], source="book")
              for r in fixed}))
     return claims + [_real_step_claim(results)]

@@ -205,24 +205,25 @@ def swap_expectation_claims(y: torch.Tensor, *, ps, n_draws: int, seed: int = 0)
             cases[variant][f"p={p:g}"] = case(
                 paper=1.0, measured=float(t.mean()),
                 se=float(t.std(ddof=1) / np.sqrt(n_draws)), band=SWAP_BAND, exact=exact,
-                quantity="realised / predicted shift of E[ỹ]",
+                quantity="realised / predicted shift of $\\mathbb{E}[\\tilde y]$",
                 source="paper" if variant == "literal" else "book")
     return [
         every_case("sec5.swap_expectation",
                    "Swapping each logit, with probability p, with a uniformly chosen other logit "
-                   "gives E[ỹ_l] = (1−p)·y_l + p·Σ_{m≠l} y_m/(L−1) (Section 5.2).",
+                   "gives $\\mathbb{E}[\\tilde y_l] = (1-p)\\,y_l + p\\sum_{m\\neq l} y_m/(L-1)$ "
+                   "(Section 5.2, Eq. 24).",
                    cases["literal"],
-                   note="A transposition also moves y_l into dimension m, and later dimensions "
+                   note="A transposition also moves $y_l$ into dimension $m$, and later dimensions "
                         "may swap again, so the literal procedure's shift differs from the "
                         "paper's (per-p values in the details; for L = 2 and p = 1 it swaps "
-                        "twice and returns y).",
+                        "twice and returns $y$).",
                    scope="reading",
                    condition="Holds if 'swap' means copying a random other logit's value, or "
                              "permuting all logits by a random derangement."),
         every_case("sec5.swap_expectation_copy",
                    "Letting each logit, with probability p, copy a uniformly chosen other "
-                   "logit's original value gives the paper's E[ỹ].", cases["copy"]),
+                   "logit's original value gives the paper's $\\mathbb{E}[\\tilde y]$.", cases["copy"]),
         every_case("sec5.swap_expectation_derangement",
                    "Permuting all logits by a uniform derangement with probability p gives the "
-                   "paper's E[ỹ].", cases["derangement"]),
+                   "paper's $\\mathbb{E}[\\tilde y]$.", cases["derangement"]),
     ]

@@ -137,15 +137,17 @@ def prop3_claims(cases: list[StrengthCase],
                  "replacement; a fixed table with replacement multiplies it by 1 + (b − 1)/N.")
     claims = [
         every_case("prop3.strength",
-                   "E‖ξ^ULN‖² = (ησ²/(bN))·Σ_i‖∇_θ f(x_i, θ)‖² (Prop. 3, Eq. 22), in every "
-                   "cell of the (σ², b, η) grid, minibatches drawn with replacement.",
+                   "$\\mathbb{E}\\|\\xi^{\\mathrm{ULN}}_k\\|^2 = \\frac{\\eta\\sigma^2}{bN}\\sum_i"
+                   "\\|\\nabla_\\theta f(x_i,\\theta)\\|^2$ (Prop. 3, Eq. 22), in every cell of "
+                   "the $(\\sigma^2, b, \\eta)$ grid, minibatches drawn with replacement.",
                    _strength_cases(cases, "E‖ξ^ULN‖² (Monte Carlo) / (ησ²/(bN))·Σ‖∇f‖²"),
                    note="Exact, not approximate: the trace of Prop. 1's covariance. Without "
                         "replacement it holds too for fresh noise; with a fixed noise table "
                         "and replacement it gains the factor 1 + (b − 1)/N.",
                    scope="assumptions", condition=exactness),
         slope_claim("prop3.strength_scaling",
-                    "E‖ξ^ULN‖² scales linearly in ησ²/b·G(θ) across the grid (log-log slope 1).",
+                    "$\\mathbb{E}\\|\\xi^{\\mathrm{ULN}}_k\\|^2$ scales linearly in "
+                    "$\\frac{\\eta\\sigma^2}{b}G(\\theta)$ across the grid (log-log slope 1).",
                     [c.predicted for c in cases], [c.measured for c in cases],
                     [c.se for c in cases], paper=1.0, band=SLOPE_BAND, exact=1.0,
                     quantity="log-log slope of measured on predicted strength",
@@ -155,7 +157,8 @@ def prop3_claims(cases: list[StrengthCase],
         claims.append(every_case(
             "prop3.strength_real_steps",
             "Eq. 22 on actual SGD steps: the squared norm of the difference between the noisy "
-            "and the clean minibatch gradient, times η, averages to (ησ²/(bN))·Σ‖∇_θ f‖².",
+            "and the clean minibatch gradient, times $\\eta$, averages to "
+            "$\\frac{\\eta\\sigma^2}{bN}\\sum_i\\|\\nabla_\\theta f(x_i,\\theta)\\|^2$.",
             _strength_cases(real_steps, "mean of η‖g̃_k − g*_k‖² over real steps / Eq. 22"),
             note="Two backward passes per step, nothing shared with the per-sample arrays.",
             scope="assumptions", condition=exactness))
@@ -233,8 +236,10 @@ def remark2_claims(curves: list[PerturbationCurve], *,
                                          "within tolerance at every scale tried"))
     return [every_case(
         "remark2.perturbation_stability",
-        "The gradient norm (1/N)Σ‖∇_θ f‖² measures the outputs' sensitivity to small random "
-        "parameter perturbations (Remark 2): E‖f(x, θ+δ) − f(x, θ)‖² = s²·G(θ) as s → 0.",
+        "The gradient norm $G(\\theta)=\\frac1N\\sum_i\\|\\nabla_\\theta f(x_i,\\theta)\\|^2$ "
+        "measures the outputs' sensitivity to small random parameter perturbations "
+        "(Remark 2): $\\mathbb{E}\\|f(x,\\theta+\\delta)-f(x,\\theta)\\|^2 = s^2 G(\\theta)$ "
+        "as $s\\to0$.",
         cases, note="; ".join(notes), scope="assumptions",
         condition="Remark 2 is a first-order statement: it holds only for perturbations "
                   "smaller than the scale where the curve bends.")]

@@ -41,10 +41,10 @@ def ellipse_xy(mean: Sequence[float], cov: np.ndarray, *, nsig: float = 2.0,
 def square_axes(fig: go.Figure, i: int, row: int, col: int, centre, half: float) -> None:
     """Equal scales on both axes (shapes of ellipses matter), ranges kept as given."""
     fig.update_xaxes(range=[centre[0] - half, centre[0] + half], constrain="domain",
-                     row=row, col=col, nticks=4)
+                     row=row, col=col, nticks=5)
     fig.update_yaxes(range=[centre[1] - half, centre[1] + half], constrain="domain",
                      scaleanchor=f"x{i + 1 if i else ''}", scaleratio=1, row=row, col=col,
-                     nticks=4)
+                     nticks=5)
 
 
 def square_layout(centre, half: float) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from ..chapters.ols import PanelResult
 from ..foundation.stats import thin
 from .common import COLORS, ellipse_xy, square_axes, square_layout, state_explorer
 
-__all__ = ["figure3", "figure3_zoom", "cloud_explorer"]
+__all__ = ["figure3", "figure3_zoom", "cloud_explorer", "panel_table"]
 
 
 def _ellipse_traces(mean_emp, cov_emp, mean_exact, cov_exact, mean_paper, cov_paper, *,
@@ -30,10 +30,13 @@ def _ellipse_traces(mean_emp, cov_emp, mean_exact, cov_exact, mean_paper, cov_pa
 
 
 def _panel_grid(results, titles: list[str]):
-    ncols = min(4, len(results))
+    """Two panels a row: readable in a book column and, scaled down, on a phone."""
+    ncols = min(2, len(results))
     nrows = -(-len(results) // ncols)
-    fig = make_subplots(rows=nrows, cols=ncols, horizontal_spacing=0.04, vertical_spacing=0.1,
+    fig = make_subplots(rows=nrows, cols=ncols, horizontal_spacing=0.12,
+                        vertical_spacing=0.22 / max(nrows - 1, 1) if nrows > 1 else 0.1,
                         subplot_titles=titles)
+    fig.update_annotations(font_size=12)
     return fig, ncols, nrows
 
 
@@ -65,8 +68,11 @@ def _panel_figure(results: Sequence[PanelResult], draw: Callable[[go.Figure, Pan
         _points(fig, r, i == 0, row, col)
         centre, half = view(r)
         square_axes(fig, i, row, col, centre, half)
-    fig.update_layout(height=290 * nrows + 110, margin=dict(l=30, r=10, t=60, b=30),
-                      legend=dict(orientation="h", y=-0.06), title=title)
+        fig.update_xaxes(title_text="β₁", title_standoff=2, row=row, col=col)
+        fig.update_yaxes(title_text="β₂", title_standoff=2, row=row, col=col)
+    fig.update_layout(height=330 * nrows + 120, margin=dict(l=40, r=10, t=60, b=30),
+                      legend=dict(orientation="h", y=-0.04, yanchor="top"), title=title,
+                      font_size=11)
     return fig
 
 
@@ -95,7 +101,12 @@ def figure3(results, *, max_cloud_points: int = 1500, transient_steps: int = 300
             fig.add_trace(tr, row=row, col=col)
 
     def view(r: PanelResult) -> tuple[np.ndarray, float]:
-        return r.problem.beta_star, 3.2 * np.sqrt(np.linalg.eigvalsh(r.paper_cov).max())
+        """The paper's ellipse and the start of both runs (the origin), squared."""
+        start = r.noisy[0]
+        reach = 2.2 * np.sqrt(np.linalg.eigvalsh(r.paper_cov).max())
+        lo = np.minimum(start, r.problem.beta_star - reach)
+        hi = np.maximum(start, r.problem.beta_star + reach)
+        return (lo + hi) / 2, 0.55 * float((hi - lo).max())
     return _panel_figure(results, draw, view, "Figure 3, reproduced")
 
 
@@ -150,3 +161,21 @@ def cloud_explorer(states: list[dict[str, Any]], sigma2s: Sequence[float],
     fig.update_layout(height=680, xaxis=dict(title="β₁", constrain="domain"),
                       yaxis=dict(title="β₂", scaleanchor="x", scaleratio=1, constrain="domain"))
     return fig
+
+
+def panel_table(results) -> Any:
+    """Per panel: the traces of the measured, exact and paper's covariances, their ratio, the
+    offset of β̂ from β*, and the two stability limits (an HTML table for the notebook)."""
+    from IPython.display import HTML
+    rows = "".join(
+        f"<tr><td>({r.panel.key}) {r.panel.title}</td>"
+        f"<td>{np.trace(r.empirical_cov):.3e}</td><td>{np.trace(r.exact_cov):.3e}</td>"
+        f"<td>{np.trace(r.paper_cov):.3e}</td>"
+        f"<td>{np.trace(r.paper_cov) / np.trace(r.exact_cov):.1f}</td>"
+        f"<td>{np.linalg.norm(r.problem.beta_hat - r.problem.beta_star):.4f}</td>"
+        f"<td>{r.eta_max:.4f}</td><td>{r.eta_4:.4f}</td></tr>" for r in results)
+    head = "".join(f"<th>{h}</th>" for h in [
+        "panel", "tr C measured", "tr C exact", "tr C paper", "paper / exact", "‖β̂ − β*‖",
+        "η_max", "η₄"])
+    return HTML(f"<table class='cases'><thead><tr>{head}</tr></thead><tbody>{rows}"
+                "</tbody></table>")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ..foundation.stats import log_log_slope
+from ..foundation.claims import quantile
+from ..foundation.stats import loglog_fit
 from .common import error_bars
 
 __all__ = ["strength_loglog", "perturbation_plot"]
@@ -24,10 +25,13 @@ def strength_loglog(cases) -> go.Figure:
             error_y=error_bars(se[sel]),
             text=[f"σ²={cases[i].sigma2:g}, b={cases[i].batch_size}, η={cases[i].eta:g}"
                   for i in sel], hovertemplate="%{text}<br>predicted %{x:.3g}<br>measured %{y:.3g}"))
-    slope, s_se = log_log_slope(pred, meas, se)
+    fit = loglog_fit(pred, meas, se)
+    half = quantile(fit.dof_interval) * fit.se_widened
+    lof = f"lack of fit p = {fit.p_value:.2g}" if fit.dof else "2 points"
     lo, hi = pred.min() / 1.5, pred.max() * 1.5
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(dash="dot", color="#555"),
-                             name=f"Eq. 22 (slope 1); fitted slope {slope:.4f} ± {s_se:.4f}"))
+                             name=f"Eq. 22 (slope 1); fitted slope {fit.slope:.4f} "
+                                  f"[{fit.slope - half:.4f}, {fit.slope + half:.4f}] (99 %), {lof}"))
     fig.update_layout(xaxis=dict(type="log", title="predicted (ησ²/(bN))·Σ‖∇θ f‖²"),
                       yaxis=dict(type="log", title="measured E‖ξ^ULN‖² (99% CI)"),
                       height=480, legend=dict(orientation="h", y=-0.25),
