@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy import stats as st
 
 from ..foundation.claims import Claim, case, every_case, quantile
 from ..foundation.rng import child_seed
+from ..foundation.stats import LogLogFit, loglog_fit
 from ..models.settings import Setting
 from ..theory import valley as V
 from ..theory.valley_dsm import run_dsm_eq17
@@ -24,15 +24,14 @@ from ..theory.valley_sgd import ValleyRuns, run_valley_sgd
 from .prop3_regularizer import PerturbationCurve, perturbation_curve
 
 __all__ = ["ESCAPE_MIN_DISPLACEMENT", "STAY_MAX_DISPLACEMENT", "LOW_G_BAND", "EXPONENT_TOL",
-           "LACK_OF_FIT_P", "ValleyExperiment", "valley_experiment", "end_points",
-           "remark3_claims", "PowerLawFit", "DriftSweep", "drift_sweep", "remark4_claims",
+           "ValleyExperiment", "valley_experiment", "end_points",
+           "remark3_claims", "DriftSweep", "drift_sweep", "remark4_claims",
            "StabilityComparison", "stability_comparison", "remark2_claims", "explorer_states"]
 
 ESCAPE_MIN_DISPLACEMENT = 0.5   # noisy runs cover >= half the start's distance to the min-G point
 STAY_MAX_DISPLACEMENT = 0.01    # noiseless runs move < 1 % of it
 LOW_G_BAND = (-0.1, 0.1)        # (G_end - G_min) / G_min: "near the minimum-G point"
 EXPONENT_TOL = 0.1              # fitted exponents within +-0.1 of the paper's eta sigma^2 / B
-LACK_OF_FIT_P = 0.01            # below this chi^2 p-value the slope's se is widened
 REMARK2_BAND = (None, 1.0)      # end-point / start-point sensitivity: "responds less"
 
 
@@ -103,10 +102,15 @@ def remark3_claims(experiments: list[ValleyExperiment]) -> list[Claim]:
         every_case("remark3.escape", "From an unbalanced minimum with a high gradient norm G, "
                    "SGD with label noise leaves it (moves at least half-way to the minimum-G "
                    "point); SGD without label noise stays (Remark 3).", esc, scope="assumptions",
+                   condition="Needs enough steps: the imbalance decays like (1 − η²σ²m₂/B)^k, "
+                             "so a run shorter than a few B/(η²σ²m₂) steps has not yet left.",
                    note="Without label noise every residual vanishes on the valley, so the step "
                         "is zero; with it, the imbalance u²−v² shrinks by (1 − η²c²) each step."),
         every_case("remark3.low_gradnorm", "SGD with label noise ends near the minimum-G point "
                    "of the valley of minima (Remark 3).", low, scope="assumptions",
+                   condition="Needs runs long enough to reach the balanced point, and noise "
+                             "redrawn every step (a table drawn once lets an over-parameterised "
+                             "model memorise it and stop).",
                    note="G_min is exact (balanced point; weighted basis pursuit for the "
                         "diagonal network). G at a noisy iterate can lie below G_min: the "
                         "iterate sits slightly off the valley."),
@@ -114,44 +118,6 @@ def remark3_claims(experiments: list[ValleyExperiment]) -> list[Claim]:
 
 
 # --- Remark 4: the drift speed against eta, sigma^2 and B ---
-
-@dataclass
-class PowerLawFit:
-    """``log y = intercept + slope log x``, precision-weighted, with its lack-of-fit check."""
-    slope: float
-    se: float              # from the weights alone
-    intercept: float
-    chi2: float            # sum of squared standardised residuals
-    dof: int
-    p_value: float         # P(chi2_dof >= chi2): small means the law misses the points
-
-    @property
-    def se_used(self) -> float:
-        """``se``, widened by ``sqrt(chi2/dof)`` when the lack-of-fit p-value is below
-        :data:`LACK_OF_FIT_P`."""
-        if self.dof > 0 and self.p_value < LACK_OF_FIT_P:
-            return self.se * float(np.sqrt(self.chi2 / self.dof))
-        return self.se
-
-
-def _fit_power_law(x, y, y_se) -> PowerLawFit:
-    """Weighted least squares of ``log y`` on ``log x`` (``se(log y) = y_se / y``), with the
-    chi-square of the weighted residuals against ``n - 2`` degrees of freedom."""
-    x, y, y_se = (np.asarray(a, dtype=float) for a in (x, y, y_se))
-    if not (x.shape == y.shape == y_se.shape) or x.ndim != 1 or x.size < 2:
-        raise ValueError("x, y and y_se must be 1-D arrays of the same length >= 2")
-    if np.any(x <= 0) or np.any(y <= 0) or np.any(y_se <= 0):
-        raise ValueError("x, y and y_se must be positive for a log-log fit")
-    lx, ly, w = np.log(x), np.log(y), (y / y_se) ** 2
-    xm, ym = np.sum(w * lx) / w.sum(), np.sum(w * ly) / w.sum()
-    sxx = np.sum(w * (lx - xm) ** 2)
-    slope = float(np.sum(w * (lx - xm) * (ly - ym)) / sxx)
-    intercept = float(ym - slope * xm)
-    chi2 = float(np.sum(w * (ly - intercept - slope * lx) ** 2))
-    dof = x.size - 2
-    p = float(st.chi2.sf(chi2, dof)) if dof > 0 else 1.0
-    return PowerLawFit(slope, float(1 / np.sqrt(sxx)), intercept, chi2, dof, p)
-
 
 @dataclass
 class DriftSweep:
@@ -164,8 +130,8 @@ class DriftSweep:
     se_dsm: np.ndarray
     theory: np.ndarray                       # eta sigma^2 m2 / B (leading order)
     steps: int
-    fits: dict[str, PowerLawFit] = field(default_factory=dict)       # SGD
-    fits_dsm: dict[str, PowerLawFit] = field(default_factory=dict)   # Eq. (17)
+    fits: dict[str, LogLogFit] = field(default_factory=dict)         # SGD
+    fits_dsm: dict[str, LogLogFit] = field(default_factory=dict)     # Eq. (17)
 
     def sweep(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Indices of the configurations of the ``sigma2``, ``eta`` or ``B`` sweep, and its x."""
@@ -205,8 +171,8 @@ def drift_sweep(problem: V.ValleyProblem, u0, v0, *, etas, sigma2s, batch_sizes,
     for fits, rate, se in ((sw.fits, sw.rate, sw.se), (sw.fits_dsm, sw.rate_dsm, sw.se_dsm)):
         for name in ("sigma2", "eta", "B"):
             i, x = sw.sweep(name)
-            fits[name] = _fit_power_law(x, rate[i], se[i])
-        fits["eta sigma2 / B"] = _fit_power_law(cfg[:, 0] * cfg[:, 1] / cfg[:, 2], rate, se)
+            fits[name] = loglog_fit(x, rate[i], se[i])
+        fits["eta sigma2 / B"] = loglog_fit(cfg[:, 0] * cfg[:, 1] / cfg[:, 2], rate, se)
     return sw
 
 
@@ -216,17 +182,19 @@ def remark4_claims(sw: DriftSweep) -> list[Claim]:
     for name, paper, label in (("sigma2", 1.0, "σ²"), ("eta", 1.0, "η (per unit time t = kη)"),
                                ("B", -1.0, "B"), ("eta sigma2 / B", 1.0, "ησ²/B (all configurations)")):
         f = sw.fits[name]
-        widened = f.se_used > f.se
+        widened = f.lack_of_fit
         cases[f"exponent of {label}" + (" (se widened: lack of fit)" if widened else "")] = case(
-            paper=paper, measured=f.slope, se=f.se_used, band=(paper - EXPONENT_TOL, paper + EXPONENT_TOL),
-            dof=f.dof if widened else float("inf"),
-            quantity=f"log-log slope of the drift speed (χ² = {f.chi2:.3g}, dof {f.dof}, p = {f.p_value:.2g})")
+            paper=paper, measured=f.slope, se=f.se_widened, band=(paper - EXPONENT_TOL, paper + EXPONENT_TOL),
+            dof=f.dof_interval,
+            quantity=f"log-log slope of the drift speed ({f.describe()})")
     fe = sw.fits["eta"]
-    half = quantile(fe.dof if fe.se_used > fe.se else float("inf")) * fe.se_used
+    half = quantile(fe.dof_interval) * fe.se_widened
     return [every_case(
         "remark4.sigma2_strength",
         "The strength of the drift along the valley grows like ησ²/B (Remark 4): its speed scales "
         "as (σ²)¹, η¹ and B⁻¹.", cases, scope="reading",
+        condition="Read per unit time t = kη; per step the speed scales as η²σ²/B, and O(η) "
+                  "corrections bend the law at large η.",
         note=f"Per unit time t = kη, as theory predicts (ησ²m₂/B, from E[c²] = σ²m₂/B). Per step "
              f"the η exponent is {fe.slope + 1:.3f} ± {half:.3f} (99 %): the paper does not say "
              "which; read per step, 'ησ²/B' is wrong (η²σ²/B).")]
@@ -277,7 +245,9 @@ def remark2_claims(comps: list[StabilityComparison]) -> list[Claim]:
     return [every_case(
         "remark2.valley_stability", "The lower-G end point of a label-noise run responds less to "
         "random parameter perturbations than the high-G start (Remark 2).", cases,
-        scope="assumptions", note="Exactly E‖Δf‖²/s² = G + s²Σ_j a_j here, so the advantage "
+        scope="assumptions",
+        condition="Holds for perturbations small enough that first order dominates.",
+        note="Exactly E‖Δf‖²/s² = G + s²Σ_j a_j here, so the advantage "
                                   "fades as s grows; 'paper' is G_end / G_start.")]
 
 

@@ -134,8 +134,8 @@ def weights_over_time(ex: ValleyExperiment, *, max_points: int = 300) -> go.Figu
 
 
 def _slope_label(f) -> str:
-    return (f"slope {f.slope:.3f} ± {quantile(f.dof if f.se_used > f.se else float('inf')) * f.se_used:.3f}"
-            f" (χ² p = {f.p_value:.2g})")
+    lof = f"χ² p = {f.p_value:.2g}" if f.dof else "2 points: fit untested"
+    return f"slope {f.slope:.3f} ± {quantile(f.dof_interval) * f.se_widened:.3f} ({lof})"
 
 
 def drift_scaling(sw: DriftSweep) -> go.Figure:
@@ -193,12 +193,13 @@ def fits_table(sw: DriftSweep) -> Any:
     body = []
     for label, fits in (("SGD", sw.fits), ("Eq. 17 model", sw.fits_dsm)):
         for name, f in fits.items():
-            widened = f.se_used > f.se
-            half = quantile(f.dof if widened else float("inf")) * f.se_used
+            widened = f.lack_of_fit
+            half = quantile(f.dof_interval) * f.se_widened
             body.append("<tr>" + "".join(f"<td>{x}</td>" for x in [
                 name.replace("sigma2", "σ²").replace("eta", "η"), label, f"{f.slope:.4f}",
                 f"[{f.slope - half:.4f}, {f.slope + half:.4f}]", f"{f.chi2:.3g}", f.dof,
-                f"{f.p_value:.2g}", "yes" if widened else "no"]) + "</tr>")
+                "—" if f.p_value is None else f"{f.p_value:.2g}", "yes" if widened else "no"])
+                + "</tr>")
     return HTML("<table class='claims-table'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
                 + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from dsmlib.chapters import remark3_valley as C
-from dsmlib.chapters.remark3_valley import _fit_power_law
+from dsmlib.foundation.stats import LACK_OF_FIT_ALPHA
+from dsmlib.foundation.stats import loglog_fit as _fit_power_law
 from dsmlib.foundation.claims import SCOPES, VERDICTS
 from dsmlib.theory import valley as V
 from helpers import copy_book
@@ -20,7 +21,7 @@ def test_power_law_fit_recovers_an_exact_law():
     f = _fit_power_law(x, 3.0 * x ** -1.5, 0.01 * x ** -1.5)
     assert f.slope == pytest.approx(-1.5) and f.intercept == pytest.approx(np.log(3.0))
     assert f.chi2 == pytest.approx(0.0, abs=1e-18) and f.dof == 2 and f.p_value == pytest.approx(1.0)
-    assert f.se_used == f.se
+    assert f.se_widened == f.se
 
 
 def test_power_law_intervals_cover_and_lack_of_fit_is_calibrated():
@@ -44,7 +45,7 @@ def test_lack_of_fit_widens_the_interval():
     x = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
     y = x * (1 + 0.2 * np.log(x) ** 2)                      # curved on log-log axes
     f = _fit_power_law(x, y, 1e-3 * y)
-    assert f.p_value < C.LACK_OF_FIT_P and f.se_used == pytest.approx(f.se * np.sqrt(f.chi2 / f.dof))
+    assert f.p_value < LACK_OF_FIT_ALPHA and f.se_widened == pytest.approx(f.se * np.sqrt(f.chi2 / f.dof))
 
 
 @pytest.mark.parametrize("args, match", [
