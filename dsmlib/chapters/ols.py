@@ -176,7 +176,7 @@ def run_figure3(*, eta: float = 0.01, batch_size: int = 5, steps: int = 1_000_00
 
 def explorer_states(*, sigma2s, covs: dict[str, np.ndarray], eta: float, batch_size: int,
                     steps: int, n: int = 100, seed: int = 0, replace: bool = False,
-                    max_points: int = 1500, transient_steps: int = 300) -> list[dict]:
+                    max_points: int = 300, transient_steps: int = 300) -> list[dict]:
     """Precomputed states for :func:`dsmlib.figures.ols.cloud_explorer`, ordered Σ-major."""
     states = []
     for j, (label, cov) in enumerate(covs.items()):
@@ -185,7 +185,7 @@ def explorer_states(*, sigma2s, covs: dict[str, np.ndarray], eta: float, batch_s
                           batch_size=batch_size, steps=steps, n=n, data_seed=seed,
                           sgd_seed=child_seed(seed, 1000 + j, i), replace=replace)
             states.append(dict(cloud=thin(r.cloud, max_points),
-                               clean=r.clean[: transient_steps + 1].astype(np.float32),
+                               clean=r.clean[: transient_steps + 1: 2].astype(np.float32),
                                mean_emp=r.empirical_mean, cov_emp=r.empirical_cov,
                                mean_exact=r.exact_mean, cov_exact=r.exact_cov,
                                beta_star=r.problem.beta_star, cov_paper=r.paper_cov))

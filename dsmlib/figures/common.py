@@ -25,7 +25,7 @@ COLORS = {"noisy": "#1f77b4", "clean": "#ff7f0e", "empirical": "#2ca02c", "exact
 
 
 def ellipse_xy(mean: Sequence[float], cov: np.ndarray, *, nsig: float = 2.0,
-               n: int = 121) -> tuple[np.ndarray, np.ndarray]:
+               n: int = 73) -> tuple[np.ndarray, np.ndarray]:
     """Points of the ``nsig``-sigma ellipse ``{m + nsig * C^{1/2} u : |u| = 1}`` of a 2-D Gaussian."""
     cov = np.asarray(cov, dtype=float)
     if cov.shape != (2, 2):

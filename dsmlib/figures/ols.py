@@ -76,7 +76,7 @@ def _panel_figure(results: Sequence[PanelResult], draw: Callable[[go.Figure, Pan
     return fig
 
 
-def figure3(results, *, max_cloud_points: int = 1500, transient_steps: int = 300) -> go.Figure:
+def figure3(results, *, max_cloud_points: int = 400, transient_steps: int = 300) -> go.Figure:
     """Figure 3: eight panels of label-noisy trajectories, noiseless companions and ellipses.
 
     ``results`` are :class:`dsmlib.chapters.ols.PanelResult`. Each panel shows the first
@@ -86,12 +86,12 @@ def figure3(results, *, max_cloud_points: int = 1500, transient_steps: int = 300
     """
     def draw(fig: go.Figure, r: PanelResult, first: bool, row: int, col: int) -> None:
         fig.add_trace(_cloud_trace(r, max_cloud_points, first), row=row, col=col)
-        head = r.noisy[: transient_steps + 1]
+        head = r.noisy[: transient_steps + 1: 2]
         fig.add_trace(go.Scatter(x=head[:, 0], y=head[:, 1], mode="lines",
                                  line=dict(color=COLORS["noisy"], width=1),
                                  name="label-noisy SGD (first steps)", legendgroup="noisy_head",
                                  showlegend=first), row=row, col=col)
-        clean = r.clean[: transient_steps + 1]
+        clean = r.clean[: transient_steps + 1: 2]
         fig.add_trace(go.Scatter(x=clean[:, 0], y=clean[:, 1], mode="lines",
                                  line=dict(color=COLORS["clean"], width=1.5),
                                  name="label-noiseless SGD (same minibatches)",
@@ -110,7 +110,7 @@ def figure3(results, *, max_cloud_points: int = 1500, transient_steps: int = 300
     return _panel_figure(results, draw, view, "Figure 3, reproduced")
 
 
-def figure3_zoom(results, *, max_cloud_points: int = 1500) -> go.Figure:
+def figure3_zoom(results, *, max_cloud_points: int = 400) -> go.Figure:
     """The stationary clouds up close: measured and exact 2-sigma ellipses, β̂ and β*.
 
     The axes span four exact standard deviations around the midpoint of β* and β̂, so the

@@ -200,7 +200,7 @@ def fits_table(sw: DriftSweep) -> Any:
                 f"[{f.slope - half:.4f}, {f.slope + half:.4f}]", f"{f.chi2:.3g}", f.dof,
                 "—" if f.p_value is None else f"{f.p_value:.2g}", "yes" if widened else "no"])
                 + "</tr>")
-    return HTML("<table class='claims-table'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
+    return HTML("<table class='cases'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
                 + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
 
 
@@ -215,7 +215,7 @@ def end_points_table(rows: Sequence[dict[str, Any]]) -> Any:
         body.append("<tr>" + "".join(f"<td>{x}</td>" for x in [
             r["model"], r["runs"], r["n_runs"], r["steps"], ci(r["displacement"]),
             ci(r["excess_G"]), ci(r["dist_to_min"]), f"{r['loss']:.2g}"]) + "</tr>")
-    return HTML("<table class='claims-table'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
+    return HTML("<table class='cases'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
                 + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
 
 
