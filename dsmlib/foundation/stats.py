@@ -7,6 +7,7 @@ their spread gives the standard error.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -78,3 +79,67 @@ def thin(points: np.ndarray, max_points: int) -> np.ndarray:
     max_points = check_int("max_points", max_points, minimum=1)
     step = max(1, int(np.ceil(points.shape[0] / max_points)))
     return np.asarray(points[::step], dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class LogLogFit:
+    """A power law ``y = A x^slope`` fitted on log-log axes, with its lack-of-fit test:
+    ``chi2`` of the residuals against their covariance, ``dof = n - 2`` and ``p_value``
+    (small: the points do not lie on one straight line within their errors)."""
+
+    slope: float
+    se: float
+    intercept: float
+    chi2: float
+    dof: int
+    p_value: float
+
+    @property
+    def inflation(self) -> float:
+        """``sqrt(chi2 / dof)`` when it exceeds 1, else 1: the factor that makes the residuals
+        consistent with their errors (the Birge ratio)."""
+        return float(np.sqrt(max(1.0, self.chi2 / self.dof)))
+
+    def widened_se(self, alpha: float) -> float:
+        """``se``, multiplied by :attr:`inflation` when the lack-of-fit test rejects at
+        level ``alpha`` (``p_value < alpha``)."""
+        return self.se * (self.inflation if self.p_value < alpha else 1.0)
+
+
+def loglog_fit(x: np.ndarray, y: np.ndarray, y_se: np.ndarray | None = None, *,
+               y_cov: np.ndarray | None = None) -> LogLogFit:
+    """Generalised least-squares fit of ``log y = intercept + slope * log x``.
+
+    Give either ``y_se`` (independent errors) or ``y_cov``, the full covariance of ``y`` (for
+    estimates that share their samples, e.g. errors at several step sizes measured on the same
+    Brownian paths). The delta method gives ``Cov(log y) = y_cov / (y y^T)``. The lack-of-fit
+    statistic ``chi2 = r^T Cov^-1 r`` of the residuals ``r`` has ``n - 2`` degrees of freedom,
+    so at least 3 points are needed.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.ndim != 1 or x.shape != y.shape or x.size < 3:
+        raise ValueError("x and y must be 1-D arrays of the same length >= 3 (a lack-of-fit "
+                         "test needs a degree of freedom)")
+    if (y_se is None) == (y_cov is None):
+        raise ValueError("give exactly one of y_se and y_cov")
+    cov = (np.diag(np.asarray(y_se, dtype=float) ** 2) if y_cov is None
+           else np.asarray(y_cov, dtype=float))
+    if cov.shape != (x.size, x.size) or not np.all(np.isfinite(cov)):
+        raise ValueError(f"y_se must have {x.size} entries / y_cov must be {x.size}x{x.size} "
+                         "and finite")
+    if np.any(x <= 0) or np.any(y <= 0) or np.any(np.diag(cov) <= 0):
+        raise ValueError("x, y and the errors of y must be positive for a log-log fit")
+    lx, ly = np.log(x), np.log(y)
+    try:
+        W = np.linalg.inv(cov / np.outer(y, y))
+    except np.linalg.LinAlgError:
+        raise ValueError("y_cov must be positive definite") from None
+    A = np.column_stack([np.ones_like(lx), lx])
+    info = A.T @ W @ A
+    beta = np.linalg.solve(info, A.T @ W @ ly)
+    r = ly - A @ beta
+    chi2 = float(r @ W @ r)
+    dof = x.size - 2
+    return LogLogFit(slope=float(beta[1]), se=float(np.sqrt(np.linalg.inv(info)[1, 1])),
+                     intercept=float(beta[0]), chi2=chi2, dof=dof,
+                     p_value=float(_st.chi2.sf(chi2, dof)))
