@@ -99,9 +99,9 @@ def energy_coefficient(a: Any, b: Any, directions: np.ndarray) -> tuple[float, f
     return t.unbiased / (2.0 * t.cross), t.naive / (2.0 * t.cross)
 
 
-def group_jackknife(stat: Callable[[np.ndarray, np.ndarray], float], a: Any, b: Any, *,
-                    n_groups: int = 20, seed: Any = 0) -> tuple[float, float]:
-    """``stat(a, b)`` and its delete-a-group jackknife standard error.
+def group_jackknife(stat: Callable[[np.ndarray, np.ndarray], Any], a: Any, b: Any, *,
+                    n_groups: int = 20, seed: Any = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``stat(a, b)`` (a number or an array) and its delete-a-group jackknife standard error.
 
     Each cloud is split at random (seeded) into ``n_groups`` groups; group ``g`` of both is left
     out in turn. ``se^2 = (G - 1)/G sum_g (stat_(-g) - mean)^2`` (Efron & Tibshirani, Ch. 11).
@@ -111,7 +111,8 @@ def group_jackknife(stat: Callable[[np.ndarray, np.ndarray], float], a: Any, b: 
     rng = as_generator(seed)
     ga = rng.permutation(len(a)) % n_groups
     gb = rng.permutation(len(b)) % n_groups
-    full = float(stat(a, b))
-    loo = np.array([stat(a[ga != g], b[gb != g]) for g in range(n_groups)])
-    se = float(np.sqrt((n_groups - 1) / n_groups * np.sum((loo - loo.mean()) ** 2)))
+    full = np.asarray(stat(a, b), dtype=float)
+    loo = np.array([np.asarray(stat(a[ga != g], b[gb != g]), dtype=float)
+                    for g in range(n_groups)])
+    se = np.sqrt((n_groups - 1) / n_groups * np.sum((loo - loo.mean(axis=0)) ** 2, axis=0))
     return full, se

@@ -130,12 +130,14 @@ def diffusion_terms(problem: Problem, theta: Tensor) -> tuple[Tensor, Tensor, Te
 
 
 def dsm_sde(problem: Problem, *, eta: float, batch_size: int, sigma2: float,
-            diffusion_eta: float | None = None) -> SDE:
+            diffusion_eta: float | None = None, sgd_noise: bool = True) -> SDE:
     """Eq. (16): ``dTheta = -grad L* dt + (eta/b Sigma^SGD)^(1/2) dW_1
     + (eta sigma^2/b Sigma^ULN)^(1/2) dW_2``, noise dimension ``2d`` (``W_1`` first).
 
     ``diffusion_eta`` replaces the ``eta`` inside the diffusion coefficient (a control that
     keeps the noise scale fixed while the step changes); by default it is ``eta``.
+    ``sgd_noise=False`` drops the ``W_1`` term (full-batch descent with label noise: for least
+    squares the diffusion is then constant, i.e. additive noise).
     """
     eta = check_positive("eta", eta)
     b = check_int("batch_size", batch_size, minimum=1)
@@ -144,6 +146,8 @@ def dsm_sde(problem: Problem, *, eta: float, batch_size: int, sigma2: float,
 
     def coefficients(theta: Tensor) -> tuple[Tensor, Tensor]:
         drift, s_sgd, s_uln = diffusion_terms(problem, theta)
+        if not sgd_noise:
+            s_sgd = torch.zeros_like(s_sgd)
         G = torch.cat([psd_sqrt(scale / b * s_sgd, name="eta/b Sigma^SGD"),
                        psd_sqrt(scale * sigma2 / b * s_uln, name="eta sigma^2/b Sigma^ULN")],
                       dim=-1)
