@@ -19,12 +19,13 @@ single-``theta`` functions it agrees with).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 from torch import Tensor, nn
-from torch.func import functional_call, grad, jacrev, vmap
+from torch.func import functional_call, grad, jacfwd, jacrev, vmap
 
 from ..foundation.checks import check_int, check_nonnegative, check_positive
 from ..foundation.rng import as_generator, as_torch_generator
@@ -119,7 +120,12 @@ def diffusion_terms(problem: Problem, theta: Tensor) -> tuple[Tensor, Tensor, Te
     """``(-grad L*(theta), Sigma^SGD(theta), Sigma^ULN(theta))`` for every path, shapes
     ``(P, d)``, ``(P, d, d)``, ``(P, d, d)`` (Eq. 15; ``Sigma^ULN`` without ``sigma^2``)."""
     theta = _check_thetas(problem, theta)
-    J = vmap(jacrev(problem.fn), in_dims=(0, None))(theta, problem.X)      # (P, N, L, d)
+    # Forward mode costs d passes, reverse mode N L: take the cheaper.
+    jac = jacfwd if problem.dim <= problem.y.numel() else jacrev
+    with warnings.catch_warnings():
+        # torch registers its forward-mode decompositions with torch.jit.script on first use.
+        warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
+        J = vmap(jac(problem.fn), in_dims=(0, None))(theta, problem.X)     # (P, N, L, d)
     r = vmap(problem.fn, in_dims=(0, None))(theta, problem.X) - problem.y  # (P, N, L)
     g = torch.einsum("pnl,pnld->pnd", r, J)                                # grad L*_i
     g_bar = g.mean(dim=1)
@@ -148,10 +154,10 @@ def dsm_sde(problem: Problem, *, eta: float, batch_size: int, sigma2: float,
         drift, s_sgd, s_uln = diffusion_terms(problem, theta)
         if not sgd_noise:
             s_sgd = torch.zeros_like(s_sgd)
-        G = torch.cat([psd_sqrt(scale / b * s_sgd, name="eta/b Sigma^SGD"),
-                       psd_sqrt(scale * sigma2 / b * s_uln, name="eta sigma^2/b Sigma^ULN")],
-                      dim=-1)
-        return drift, G
+        # One batched eigendecomposition for both matrices: [root(SGD) | root(ULN)].
+        roots = psd_sqrt(torch.cat([scale / b * s_sgd, scale * sigma2 / b * s_uln]),
+                         name="the diffusion matrices (eta/b) Sigma^SGD, (eta sigma^2/b) Sigma^ULN")
+        return drift, torch.cat(roots.chunk(2), dim=-1)
     return SDE(coefficients, problem.dim, 2 * problem.dim, "general")
 
 
