@@ -33,7 +33,7 @@ from ..theory.sde import solve, strong_errors
 
 __all__ = ["STRONG_BAND", "CONTROL_BANDS", "WEAK_BAND", "LOF_ALPHA", "prop2_problems",
            "step_sizes", "StrongSweep", "strong_sweep", "WeakComparison", "weak_comparison",
-           "power_fit", "prop2_claims", "coupled_paths", "path_explorer_states"]
+           "power_fit", "lack_of_fit_note", "prop2_claims", "coupled_paths", "path_explorer_states"]
 
 STRONG_BAND = (1.8, None)           # Eq. (18): slope >= 2, to within 0.2
 CONTROL_BANDS = {1.0: (0.5, 1.5), 2.0: (1.5, 2.5)}   # predicted slope -> nearer it than the other
@@ -198,10 +198,25 @@ def weak_comparison(problem: Problem, name: str, *, etas, horizon: float, n_path
                           est[:, 3], se[:, 3], n_paths, power_fit(etas, est[:, 0], se[:, 0]))
 
 
+def lack_of_fit_note(fits: dict[str, LogLogFit | None]) -> str:
+    """One line per fit: its chi-square, p-value and the widening applied to its interval."""
+    parts = []
+    for key, f in fits.items():
+        if f is None:
+            parts.append(f"{key}: no fit")
+            continue
+        widened = f.p_value < LOF_ALPHA and f.inflation > 1
+        parts.append(f"{key}: χ² = {f.chi2:.3g} on {f.dof} dof, p = {f.p_value:.2g}"
+                     + (f", interval widened ×{f.inflation:.2f}" if widened else ""))
+    return "Lack of fit — " + "; ".join(parts) + "."
+
+
 def prop2_claims(strong: list[StrongSweep], weak: list[WeakComparison]) -> list[Claim]:
-    """The three claims of the chapter (ids fixed)."""
+    """The three claims of the chapter (ids fixed); each note records the lack of fit."""
     main = {s.label: s.case() for s in strong if not s.fixed_diffusion}
     ctrl = {s.label: s.case() for s in strong if s.fixed_diffusion}
+    lof = {flag: lack_of_fit_note({s.label: s.fit for s in strong if s.fixed_diffusion == flag})
+           for flag in (False, True)}
     return [
         every_case("prop2.strong_order",
                    "The discrete doubly stochastic model (Eq. 17) is an order-1 strong "
@@ -209,11 +224,11 @@ def prop2_claims(strong: list[StrongSweep], weak: list[WeakComparison]) -> list[
                    main, scope="setting",
                    note="Slope of the mean-square error at T in η, at least 2 (band: ≥ 1.8). "
                         "Assumption A1 (bounded gradients) holds on the region the paths "
-                        "visit, not on all of ℝ^d."),
+                        "visit, not on all of ℝ^d. " + lof[False]),
         every_case("prop2.fixed_diffusion_control",
                    "The η² of Eq. (18) rests on the √η inside the diffusion coefficient: held "
                    "fixed, the error falls like h (state-dependent diffusion; Euler–Maruyama's "
-                   "strong order 1/2) or h² (additive noise).", ctrl),
+                   "strong order 1/2) or h² (additive noise).", ctrl, note=lof[True]),
         every_case("prop2.weak_sgd_vs_dsm",
                    "SGD with unbiased label noise follows the discrete doubly stochastic model "
                    "as η shrinks (the Remark after Prop. 2): the distance between their "
@@ -221,7 +236,8 @@ def prop2_claims(strong: list[StrongSweep], weak: list[WeakComparison]) -> list[
                    {w.name: w.case() for w in weak}, scope="reading",
                    note="The paper states no rate (its 'paper' value 1 is the rate that weak "
                         "order 1 gives for clouds of width √η); the band asks only for a "
-                        "positive slope of the bias-free energy coefficient H."),
+                        "positive slope of the bias-free energy coefficient H. "
+                        + lack_of_fit_note({w.name: w.fit for w in weak})),
     ]
 
 

@@ -6,5 +6,9 @@
 - :mod:`.label_noise` -- Gaussian and symmetric-swap label noise, drawn once or fresh;
 - :mod:`.jacobians` -- per-sample Jacobians and loss gradients of any torch model;
 - :mod:`.gradient_norm` -- the gradient norm G(theta) of Prop. 3, exact and by probes;
-- :mod:`.diffusion` -- the diffusion matrices of Eq. (15) and the step decomposition of Eq. (12).
+- :mod:`.diffusion` -- the diffusion matrices of Eq. (15) and the step decomposition of Eq. (12);
+- :mod:`.psd` -- the robust symmetric square root of a PSD matrix;
+- :mod:`.brownian` -- Brownian increments coupled across step sizes;
+- :mod:`.sde` -- SDE solvers vectorised over paths, with their declared strong orders;
+- :mod:`.dsm` -- the three processes of Prop. 2: SGD, Eq. (17) and Eq. (16), over many paths.
 """

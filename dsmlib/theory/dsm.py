@@ -183,8 +183,9 @@ def dsm_iteration(problem: Problem, theta0: Tensor, *, eta: float, steps: int,
                   batch_size: int, sigma2: float, seed: Any, save: bool = False) -> Tensor:
     """(b): ``steps`` iterations of Eq. (17) from ``theta0`` ``(P, d)``, i.e. Euler-Maruyama
     of :func:`dsm_sde` with step ``eta`` on Brownian increments drawn from ``seed`` by
-    :class:`~dsmlib.theory.brownian.BrownianIncrements` (the same seed and fine grid give the
-    increments the SDE reference uses). Returns ``(P, d)``, or ``(steps + 1, P, d)`` if ``save``."""
+    :class:`~dsmlib.theory.brownian.BrownianIncrements` (grid ``eta``); to compare with the SDE
+    path by path use :func:`dsmlib.theory.sde.strong_errors`, which draws one finer grid for
+    both. Returns ``(P, d)``, or ``(steps + 1, P, d)`` if ``save``."""
     theta0 = _check_thetas(problem, theta0, "theta0")
     steps = check_int("steps", steps, minimum=1)
     eta = check_positive("eta", eta)
