@@ -24,7 +24,7 @@ from scipy import stats as _st
 from ..foundation.checks import check_int, check_positive
 from ..foundation.claims import Case, Claim, case, every_case
 from ..foundation.distances import energy_coefficient, group_jackknife, random_directions
-from ..foundation.rng import child_seed
+from ..foundation.rng import child_seed, resolve_device
 from ..foundation.stats import LogLogFit, loglog_fit
 from ..models.settings import least_squares_setting, mlp_setting
 from ..theory.brownian import BrownianIncrements, grid_steps
@@ -41,14 +41,17 @@ WEAK_BAND = (0.0, None)             # H shrinks as eta does
 LOF_ALPHA = 0.01                    # lack of fit rejected below this p-value: widen the interval
 
 
-def prop2_problems(*, n_samples: int = 16, seed: int = 0) -> dict[str, Problem]:
+def prop2_problems(*, n_samples: int = 16, seed: int = 0, device: Any = "cpu"
+                   ) -> dict[str, Problem]:
     """Least squares ``f = theta^T x`` (``x ~ N(0, diag(1, 1/4))``, ``beta* = (1, 1)``, start
     ``(0.3, 1.8)``) and a tanh MLP with one input and two hidden units (``d = 7``) labelled by
-    a teacher MLP, each on ``n_samples`` points, started at its own parameters."""
+    a teacher MLP, each on ``n_samples`` points, started at its own parameters, in float64 on
+    ``device`` (``"auto"``: CUDA when present)."""
+    dev = resolve_device(device)
     ls = least_squares_setting(n=n_samples, scales=(1.0, 0.5), seed=seed)
     mlp = mlp_setting(n=n_samples, in_dim=1, hidden=2, seed=seed)
-    return {"least squares": as_problem(ls.model, ls.X, ls.y_clean),
-            "tanh MLP": as_problem(mlp.model, mlp.X, mlp.y_clean)}
+    return {name: as_problem(s.model.to(dev), s.X, s.y_clean)
+            for name, s in (("least squares", ls), ("tanh MLP", mlp))}
 
 
 def step_sizes(eta_max: float, halvings: int) -> list[float]:
