@@ -120,14 +120,15 @@ def thin(points: np.ndarray, max_points: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LogLogFit:
-    """A weighted straight line through ``(log x, log y)`` and its lack-of-fit check.
+    """A straight line through ``(log x, log y)`` (generalised least squares) and its
+    lack-of-fit check.
 
-    ``se`` is the slope's standard error from the points' own standard errors; ``chi2`` the
-    weighted residual sum of squares with ``dof = k - 2`` degrees of freedom and ``p_value``
-    its upper tail. When the line does not describe the points (``p_value < alpha``) the
-    honest uncertainty of "the slope" is larger: ``se_widened`` scales ``se`` by the Birge
-    ratio ``sqrt(chi2 / dof)`` and ``dof_interval`` becomes ``k - 2`` (Student-t); otherwise
-    both equal ``se`` and infinity. With two points (``dof = 0``) lack of fit cannot be tested.
+    ``se`` is the slope's standard error from the points' own errors; ``chi2 = r^T Cov^-1 r``
+    of the residuals with ``dof = k - 2`` degrees of freedom and ``p_value`` its upper tail.
+    When the line does not describe the points (``p_value < alpha``) the honest uncertainty of
+    "the slope" is larger: ``se_widened`` scales ``se`` by the Birge ratio ``sqrt(chi2 / dof)``
+    and ``dof_interval`` becomes ``k - 2`` (Student-t); otherwise both equal ``se`` and
+    infinity. With two points (``dof = 0``) lack of fit cannot be tested.
     """
 
     slope: float
@@ -139,6 +140,16 @@ class LogLogFit:
     lack_of_fit: bool
     se_widened: float
     dof_interval: float
+
+    @property
+    def inflation(self) -> float:
+        """The Birge ratio ``sqrt(chi2 / dof)`` when it exceeds 1, else 1."""
+        return float(np.sqrt(max(1.0, self.chi2 / self.dof))) if self.dof else 1.0
+
+    def widened_se(self, alpha: float = 0.01) -> float:
+        """``se`` times :attr:`inflation` when the lack-of-fit test rejects at ``alpha``."""
+        return self.se * (self.inflation if self.p_value is not None and self.p_value < alpha
+                          else 1.0)
 
     def describe(self) -> str:
         """One line for a claim's note."""
@@ -154,32 +165,45 @@ class LogLogFit:
 LACK_OF_FIT_ALPHA = 0.01
 
 
-def loglog_fit(x: np.ndarray, y: np.ndarray, y_se: np.ndarray, *,
-               alpha: float = LACK_OF_FIT_ALPHA) -> LogLogFit:
-    """Weighted least-squares fit of ``log y = a + s log x`` with a chi-square lack-of-fit test.
+def loglog_fit(x: np.ndarray, y: np.ndarray, y_se: np.ndarray | None = None, *,
+               y_cov: np.ndarray | None = None, alpha: float = LACK_OF_FIT_ALPHA) -> LogLogFit:
+    """Fit ``log y = a + s log x`` by generalised least squares, with a chi-square lack of fit.
 
-    ``y_se`` are standard errors of ``y``; the delta method gives ``se(log y) = y_se / y``.
-    Points with ``y_se = 0`` are not allowed (give them a tiny positive error instead).
+    Give either ``y_se`` (independent standard errors of ``y``) or ``y_cov``, the full
+    covariance of ``y`` (for estimates that share their samples, e.g. errors at several step
+    sizes measured on the same Brownian paths). The delta method gives
+    ``Cov(log y) = Cov(y) / (y y^T)``.
     """
-    x, y, y_se = (np.asarray(a, dtype=float) for a in (x, y, y_se))
-    if not (x.shape == y.shape == y_se.shape) or x.ndim != 1 or x.size < 2:
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.ndim != 1 or x.shape != y.shape or x.size < 2:
         raise ValueError("x, y and y_se must be 1-D arrays of the same length >= 2")
-    if np.any(x <= 0) or np.any(y <= 0) or np.any(y_se <= 0):
+    if (y_se is None) == (y_cov is None):
+        raise ValueError("give exactly one of y_se and y_cov")
+    cov = (np.diag(np.asarray(y_se, dtype=float) ** 2) if y_cov is None
+           else np.asarray(y_cov, dtype=float))
+    if cov.shape != (x.size, x.size) or not np.all(np.isfinite(cov)):
+        raise ValueError(f"x, y and y_se must be 1-D arrays of the same length >= 2 (y_cov "
+                         f"{x.size}x{x.size}), and finite")
+    if np.any(x <= 0) or np.any(y <= 0) or np.any(np.diag(cov) <= 0):
         raise ValueError("x, y and y_se must be positive for a log-log fit")
     if np.unique(x).size < 2:
         raise ValueError("x must take at least two distinct values for a slope")
-    lx, ly, w = np.log(x), np.log(y), (y / y_se) ** 2
-    xm, ym = np.sum(w * lx) / w.sum(), np.sum(w * ly) / w.sum()
-    sxx = np.sum(w * (lx - xm) ** 2)
-    slope = np.sum(w * (lx - xm) * (ly - ym)) / sxx
-    intercept = ym - slope * xm
-    chi2 = float(np.sum(w * (ly - intercept - slope * lx) ** 2))
-    dof = x.size - 2
-    se = float(1.0 / np.sqrt(sxx))
+    lx, ly = np.log(x), np.log(y)
+    try:
+        W = np.linalg.inv(cov / np.outer(y, y))
+    except np.linalg.LinAlgError:
+        raise ValueError("y_cov must be positive definite") from None
+    A = np.column_stack([np.ones_like(lx), lx])
+    info = A.T @ W @ A
+    beta = np.linalg.solve(info, A.T @ W @ ly)
+    r = ly - A @ beta
+    chi2, dof = float(r @ W @ r), x.size - 2
+    se = float(np.sqrt(np.linalg.inv(info)[1, 1]))
+    slope, intercept = float(beta[1]), float(beta[0])
     if dof == 0:
-        return LogLogFit(float(slope), float(intercept), se, chi2, 0, None, False, se, np.inf)
+        return LogLogFit(slope, intercept, se, chi2, 0, None, False, se, np.inf)
     p = float(_st.chi2.sf(chi2, dof))
     bad = p < alpha
     birge = max(1.0, float(np.sqrt(chi2 / dof)))
-    return LogLogFit(float(slope), float(intercept), se, chi2, dof, p, bad,
-                     se * birge if bad else se, float(dof) if bad else np.inf)
+    return LogLogFit(slope, intercept, se, chi2, dof, p, bad, se * birge if bad else se,
+                     float(dof) if bad else np.inf)

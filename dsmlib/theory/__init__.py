@@ -10,4 +10,8 @@
 - :mod:`.valley` -- valleys of minima along which G varies (diagonal linear networks), exactly;
 - :mod:`.valley_sgd` -- label-noisy SGD on them, vectorised over runs (numba or torch);
 - :mod:`.valley_dsm` -- the discrete doubly stochastic model, Eq. (17), for the same networks.
+- :mod:`.psd` -- the robust symmetric square root of a PSD matrix;
+- :mod:`.brownian` -- Brownian increments coupled across step sizes;
+- :mod:`.sde` -- SDE solvers vectorised over paths, with their declared strong orders;
+- :mod:`.dsm` -- the three processes of Prop. 2: SGD, Eq. (17) and Eq. (16), over many paths.
 """
