@@ -97,6 +97,7 @@ class StrongSweep:
     def case(self) -> Case:
         band = CONTROL_BANDS[self.predicted] if self.fixed_diffusion else STRONG_BAND
         return case(paper=self.predicted, measured=self.fit.slope, se=self.se, band=band,
+                    dof=self.fit.dof_interval,
                     quantity="log-log slope of the mean-square error in η",
                     source="book" if self.fixed_diffusion else "paper")
 
@@ -138,8 +139,8 @@ def power_fit(x: np.ndarray, y: np.ndarray, y_se: np.ndarray) -> LogLogFit | Non
         return None
     chi2 = float(np.sum(((y - model(x, la, s)) / y_se) ** 2))
     dof = x.size - 2
-    return LogLogFit(float(s), float(np.sqrt(pcov[1, 1])), float(la), chi2, dof,
-                     float(_st.chi2.sf(chi2, dof)))
+    return LogLogFit.from_chi2(float(s), float(la), float(np.sqrt(pcov[1, 1])), chi2, dof,
+                               alpha=LOF_ALPHA)
 
 
 @dataclass
@@ -162,10 +163,12 @@ class WeakComparison:
 
     def case(self) -> Case:
         if self.fit is None:
-            return case(paper=1.0, measured=0.0, se=1e3, band=WEAK_BAND,
-                        quantity="slope of H in η (the fit did not converge)")
+            return case(paper=1.0, measured=0.0, se=0.0, band=WEAK_BAND,
+                        quantity="slope of H in η",
+                        caveat="H was not positive at enough step sizes to fit a slope")
         return case(paper=1.0, measured=self.fit.slope, se=self.fit.widened_se(LOF_ALPHA),
-                    band=WEAK_BAND, quantity="slope of the energy coefficient H in η")
+                    dof=self.fit.dof_interval, band=WEAK_BAND,
+                    quantity="slope of the energy coefficient H in η")
 
 
 def weak_comparison(problem: Problem, name: str, *, etas, horizon: float, n_paths: int,

@@ -141,6 +141,18 @@ class LogLogFit:
     se_widened: float
     dof_interval: float
 
+    @classmethod
+    def from_chi2(cls, slope: float, intercept: float, se: float, chi2: float, dof: int, *,
+                  alpha: float = 0.01) -> "LogLogFit":
+        """A fit from its numbers, with the lack-of-fit test and widening applied at ``alpha``."""
+        if dof == 0:
+            return cls(slope, intercept, se, chi2, 0, None, False, se, np.inf)
+        p = float(_st.chi2.sf(chi2, dof))
+        bad = p < alpha
+        birge = max(1.0, float(np.sqrt(chi2 / dof)))
+        return cls(slope, intercept, se, chi2, dof, p, bad, se * birge if bad else se,
+                   float(dof) if bad else np.inf)
+
     @property
     def inflation(self) -> float:
         """The Birge ratio ``sqrt(chi2 / dof)`` when it exceeds 1, else 1."""
@@ -199,11 +211,4 @@ def loglog_fit(x: np.ndarray, y: np.ndarray, y_se: np.ndarray | None = None, *,
     r = ly - A @ beta
     chi2, dof = float(r @ W @ r), x.size - 2
     se = float(np.sqrt(np.linalg.inv(info)[1, 1]))
-    slope, intercept = float(beta[1]), float(beta[0])
-    if dof == 0:
-        return LogLogFit(slope, intercept, se, chi2, 0, None, False, se, np.inf)
-    p = float(_st.chi2.sf(chi2, dof))
-    bad = p < alpha
-    birge = max(1.0, float(np.sqrt(chi2 / dof)))
-    return LogLogFit(slope, intercept, se, chi2, dof, p, bad, se * birge if bad else se,
-                     float(dof) if bad else np.inf)
+    return LogLogFit.from_chi2(float(beta[1]), float(beta[0]), se, chi2, dof, alpha=alpha)

@@ -9,7 +9,7 @@ from helpers import ROOT
 
 def test_specs_follow_profiles_yml():
     specs = profiles.load_specs(ROOT / "notebooks")
-    assert list(specs)[:3] == ["ols", "prop1_noise", "prop3_regularizer"]
+    assert list(specs)[:4] == ["ols", "prop1_noise", "prop2_convergence", "prop3_regularizer"]
     ols = specs["ols"]
     assert ols.source == ROOT / "notebooks" / "ols.md" and set(ols.profiles) == set(profiles.PROFILES)
     assert profiles.select(specs, None) == list(specs.values())

@@ -43,9 +43,9 @@ def test_weak_and_moments_figures(runs):
 
 def test_fit_label_mentions_widening():
     from dsmlib.foundation.stats import LogLogFit
-    f = LogLogFit(2.0, 0.1, 0.0, 40.0, 4, 1e-7)
+    f = LogLogFit.from_chi2(2.0, 0.0, 0.1, 40.0, 4)
     assert "×3.2" in figs.fit_label(f, f.widened_se(0.01), 0.01)
-    g = LogLogFit(2.0, 0.1, 0.0, 2.0, 4, 0.7)
+    g = LogLogFit.from_chi2(2.0, 0.0, 0.1, 2.0, 4)
     assert "×" not in figs.fit_label(g, g.se, 0.01)
 
 

@@ -8,7 +8,7 @@ import pytest
 from dsmlib.chapters.prop3_regularizer import PerturbationCurve, StrengthCase
 from dsmlib.figures.prop3_regularizer import perturbation_plot, strength_loglog
 from dsmlib.foundation.claims import quantile
-from dsmlib.foundation.stats import log_log_slope
+from dsmlib.foundation.stats import loglog_fit
 from helpers import missing_axis_titles
 
 
@@ -31,9 +31,11 @@ def test_strength_loglog(cases):
     assert [tr.name for tr in points] == ["least squares", "tanh MLP"]
     np.testing.assert_allclose(points[0].error_y.array,
                                quantile() * np.array([c.se for c in cases[:3]]))
-    slope, se = log_log_slope(np.array([c.predicted for c in cases]),
-                              np.array([c.measured for c in cases]), np.array([c.se for c in cases]))
-    assert f"fitted slope {slope:.4f} ± {se:.4f}" in fig.data[-1].name
+    fit = loglog_fit(np.array([c.predicted for c in cases]),
+                     np.array([c.measured for c in cases]), np.array([c.se for c in cases]))
+    half = quantile(fit.dof_interval) * fit.se_widened
+    assert (f"fitted slope {fit.slope:.4f} [{fit.slope - half:.4f}, {fit.slope + half:.4f}] "
+            "(99 %), lack of fit p =") in fig.data[-1].name
 
 
 def test_perturbation_plot():

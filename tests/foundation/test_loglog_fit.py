@@ -65,7 +65,7 @@ def test_widening():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: loglog_fit([1, 2], [1, 2], [1, 1]), "length >= 3"),
+    (lambda: loglog_fit([1], [1], [1]), "length >= 2"),
     (lambda: loglog_fit([1, 2, 3], [1, 2, 3]), "exactly one of"),
     (lambda: loglog_fit([1, 2, 3], [1, 2, 3], [1, 1, 1], y_cov=np.eye(3)), "exactly one of"),
     (lambda: loglog_fit([1, 2, 3], [1, -2, 3], [1, 1, 1]), "positive"),
