@@ -39,8 +39,9 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from dsmlib import covariances as cv  # noqa: E402
-from dsmlib import models  # noqa: E402
+from dsmlib.models import networks as models  # noqa: E402
+from dsmlib.theory import gradient_norm as gn  # noqa: E402
+from dsmlib.theory import jacobians  # noqa: E402
 
 
 def calibrated_resnet20(X: torch.Tensor, seed: int = 0) -> torch.nn.Module:
@@ -110,19 +111,19 @@ def main(argv: list[str] | None = None) -> None:
     g = torch.Generator().manual_seed(args.seed)
     X = torch.randn(n, 3, 32, 32, generator=g)
     model = calibrated_resnet20(X, seed=args.seed)
-    common = {"n": n, "d": cv.parameter_dim(model), "outputs": 10, "model": "resnet20",
+    common = {"n": n, "d": jacobians.parameter_dim(model), "outputs": 10, "model": "resnet20",
               "dtype": "float32", "threads": torch.get_num_threads(), "chunk_size": args.chunk_size,
               "repeats": repeats, "quick": bool(args.quick)}
 
     # warm-up (one-time torch.func tracing / allocator costs are not what we compare)
     loop_gradient_norm(model, X[:2])
-    cv.gradient_norm(model, X[:2], chunk_size=2)
-    cv.gradient_norm_probe(model, X[:2], n_probes=2, chunk_size=2)
-    cv.gradient_norm_probe(model, X[:2], n_probes=2, chunk_size=2, method="jvp")
+    gn.gradient_norm(model, X[:2], chunk_size=2)
+    gn.gradient_norm_probe(model, X[:2], n_probes=2, chunk_size=2)
+    gn.gradient_norm_probe(model, X[:2], n_probes=2, chunk_size=2, method="jvp")
 
     exact_loop, t_loop, t_loop_raw = timed_loop(model, X, block)
     base = {"baseline_s": round(t_loop, 4), "baseline_raw_s": round(t_loop_raw, 4)}
-    exact, t_exact, ts = timed(lambda: cv.gradient_norm(model, X, chunk_size=args.chunk_size), repeats)
+    exact, t_exact, ts = timed(lambda: gn.gradient_norm(model, X, chunk_size=args.chunk_size), repeats)
     print(json.dumps({"name": "gradnorm_exact", "ours_s": round(t_exact, 4), **base,
                       "ratio": round(t_loop / t_exact, 3),
                       "rel_error": abs(exact - exact_loop) / exact_loop, "value": exact,
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
         for k in ks:
             # a distinct probe seed per configuration, so the trade-off lines are independent
             probe_seed = 1000 * args.seed + 100 * (method == "jvp") + k
-            est, t, ts = timed(lambda: cv.gradient_norm_probe(
+            est, t, ts = timed(lambda: gn.gradient_norm_probe(
                 model, X, n_probes=k, seed=probe_seed, method=method,
                 chunk_size=args.chunk_size if method == "vjp" else 4 * args.chunk_size), repeats)
             err = abs(est.estimate - exact_loop)

@@ -2,7 +2,7 @@
 
 Prints one JSON object per line: {"name", "ours_s", "baseline_s", "ratio"} with
 ratio = baseline_s / ours_s (a speed-up), both measured in this run. The baseline is the naive
-per-step Python loop (dsmlib.ols.naive_sgd).
+per-step Python loop (dsmlib.theory.least_squares_sgd.naive_sgd).
 """
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import time
 
 import numpy as np
 
-from dsmlib import ols
-from dsmlib.ols_experiment import BETA_STAR, paper_panels
+from dsmlib.chapters.ols import BETA_STAR, paper_panels
+from dsmlib.theory import least_squares as ols
+from dsmlib.theory.least_squares_sgd import naive_sgd, sgd_trajectories
 
 
 def best_of(fn, repeats: int) -> float:
@@ -40,16 +41,16 @@ def main() -> None:
     def ours_fig3() -> None:
         for i, p in enumerate(problems):
             for mode in ("fixed", "none"):
-                ols.sgd_trajectories(p, eta, b, k, label_noise=mode, replace=rep, seed=i)
+                sgd_trajectories(p, eta, b, k, label_noise=mode, replace=rep, seed=i)
 
     def ours_one() -> None:
-        ols.sgd_trajectories(problems[1], eta, b, k, replace=rep, seed=0)
+        sgd_trajectories(problems[1], eta, b, k, replace=rep, seed=0)
 
-    ols.sgd_trajectories(problems[0], eta, b, 10, replace=False)  # load the compiled kernel
+    sgd_trajectories(problems[0], eta, b, 10, replace=False)  # load the compiled kernel
     one = best_of(ours_one, args.repeats)
     fig3 = best_of(ours_fig3, args.repeats)
     t = time.perf_counter()
-    ols.naive_sgd(problems[1], eta, b, args.naive_steps, replace=rep, seed=0)
+    naive_sgd(problems[1], eta, b, args.naive_steps, replace=rep, seed=0)
     naive = (time.perf_counter() - t) * k / args.naive_steps
     print(json.dumps({"name": "ols_sgd_one_chain_1e6", "ours_s": one, "baseline_s": naive,
                       "ratio": naive / one, "steps": k, "replace": rep, "naive_steps_timed": args.naive_steps}))

@@ -41,10 +41,12 @@ def _sha(*parts: bytes) -> str:
 
 
 def code_key(root: Path, source: Path, params: dict[str, Any], profile: str) -> str:
-    """Content hash of a notebook's source, parameters, profile and the whole ``dsmlib``."""
-    pkg = sorted((root / "dsmlib").rglob("*.py"))
+    """Content hash of a notebook's source, parameters, profile and the whole ``dsmlib``
+    package that executes it (wherever it is installed), not of the machine."""
+    pkg_dir = Path(__file__).resolve().parents[1]
+    pkg = sorted(p for p in pkg_dir.rglob("*.py") if "__pycache__" not in p.parts)
     return _sha(source.read_bytes(), json.dumps(params, sort_keys=True, default=str).encode(),
-                profile.encode(), *(p.relative_to(root).as_posix().encode() + p.read_bytes()
+                profile.encode(), *(p.relative_to(pkg_dir).as_posix().encode() + p.read_bytes()
                                     for p in pkg))
 
 

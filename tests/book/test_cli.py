@@ -76,3 +76,16 @@ def test_failing_notebook_fails_loudly_with_the_cells_error(tmp_path):
     assert proc.returncode == 1
     assert "notebook 'broken' failed in cell" in proc.stderr
     assert "ZeroDivisionError" in proc.stderr and "ratio = 1 / denominator" in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["results_dir", "profile", "live_widgets"])
+def test_runner_owned_parameters_are_refused(capsys, name):
+    assert main(["--root", str(ROOT), "execute", "ols", "--profile", "smoke",
+                 "-p", name, "x"]) == 2
+    err = capsys.readouterr().err
+    assert f"['{name}'] are set by the runner" in err
+
+
+def test_bad_jobs_is_refused(capsys):
+    assert main(["--root", str(ROOT), "execute", "ols", "--profile", "smoke", "--jobs", "0"]) == 2
+    assert "--jobs must be >= 1" in capsys.readouterr().err
