@@ -18,7 +18,8 @@ def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
         "# Claims ledger",
         "",
         f"Every quantitative claim checked in this book, as measured under the `{profile}` "
-        f"profile. Intervals are {int(CONFIDENCE * 100)} % confidence intervals; the band is "
+        f"profile. Intervals are {int(CONFIDENCE * 100)} % confidence intervals, "
+        "$\\hat\\theta \\pm t\\,\\mathrm{se}$; the band is "
         "the tolerance around the paper's value, fixed in code before measuring. A claim is "
         "*confirmed* when its whole interval lies inside the band, *refuted* when they do not "
         "overlap, and *inconclusive* otherwise (or when the interval is known to be "

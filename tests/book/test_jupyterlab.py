@@ -76,8 +76,18 @@ def test_live_explorer_slider_changes_the_figure(lab):
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(lab)
         page.wait_for_selector(".jp-Notebook", timeout=120_000)
-        page.get_by_role("menuitem", name="Run").first.click()
-        page.get_by_text("Run All Cells", exact=True).first.click()
+        page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]',
+                               timeout=120_000)         # the kernel is up
+        started = "document.querySelectorAll('.jp-InputPrompt').length && "\
+                  "[...document.querySelectorAll('.jp-InputPrompt')].some(p => /\\[[0-9*]/.test(p.innerText))"
+        for _ in range(5):                              # a click before the app settles is lost
+            page.get_by_role("menuitem", name="Run").first.click()
+            page.get_by_text("Run All Cells", exact=True).first.click()
+            try:
+                page.wait_for_function(started, timeout=20_000)
+                break
+            except Exception:
+                page.keyboard.press("Escape")
         widget = page.locator(".jupyter-widgets.widget-vbox").last
         widget.locator(".js-plotly-plot").first.wait_for(timeout=600_000)
         status = widget.locator(".widget-html-content").first
