@@ -16,6 +16,7 @@ from ..theory import gradient_norm as gn
 from ..theory import jacobians
 from ..theory.label_noise import GaussianNoise
 from ..theory.minibatch import draw_minibatches
+from ..theory.perturbation import PerturbationCurve, perturbation_curve
 
 __all__ = ["STRENGTH_BAND", "SLOPE_BAND", "uln_sq_norm_samples", "StrengthCase",
            "prop3_strength", "real_step_strength", "prop3_claims", "PerturbationCurve",
@@ -168,54 +169,6 @@ def prop3_claims(cases: list[StrengthCase],
 # ----------------------------------------------------------------------------------------------
 # Remark 2: the gradient norm as sensitivity to parameter perturbations
 # ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class PerturbationCurve:
-    setting: str
-    scales: np.ndarray       # perturbation sizes s (delta ~ N(0, s^2 I))
-    ratio: np.ndarray        # E||f(x, theta+delta) - f(x, theta)||^2 / (s^2 G(theta))
-    se: np.ndarray
-    gradient_norm: float
-    n_draws: int = 2
-
-
-def perturbation_curve(s: Setting, *, scales, n_draws: int, seed: int = 0,
-                       chunk: int = 64) -> PerturbationCurve:
-    """Remark 2: ``(1/N) sum_i E||f(x_i, theta + delta) - f(x_i, theta)||^2`` for
-    ``delta ~ N(0, s^2 I_d)``, divided by ``s^2 G(theta)``.
-
-    To first order ``f(x, theta + delta) - f(x, theta) = J delta`` and ``E||J delta||^2 =
-    s^2 ||J||_F^2``, so the ratio tends to 1 as ``s -> 0``; where it leaves 1, the gradient norm
-    stops describing the network's stability.
-    """
-    n_draws = check_int("n_draws", n_draws, minimum=2)
-    scales = np.asarray(scales, dtype=float)
-    if scales.ndim != 1 or scales.size < 1 or np.any(scales <= 0):
-        raise ValueError("scales must be a non-empty 1-D sequence of positive numbers")
-    G = gn.gradient_norm(s.model, s.X)
-    params = jacobians.trainable_parameters(s.model)
-    buffers = dict(s.model.named_buffers())
-    rng = as_generator(seed)
-
-    def outputs(p: dict) -> torch.Tensor:
-        return torch.func.functional_call(s.model, (p, buffers), (s.X,))
-
-    batched = torch.func.vmap(outputs)
-    ratios, ses = [], []
-    with torch.no_grad():
-        base = outputs(params)
-        for sc in scales:
-            vals = []
-            for start in range(0, n_draws, chunk):
-                m = min(chunk, n_draws - start)
-                moved = {k: v + sc * torch.as_tensor(rng.standard_normal((m, *v.shape)), device=v.device)
-                         for k, v in params.items()}
-                diff = (batched(moved) - base).pow(2).reshape(m, -1).sum(dim=1) / s.n
-                vals.append(diff.cpu().numpy() / (sc ** 2 * G))
-            vals = np.concatenate(vals)
-            ratios.append(vals.mean()), ses.append(vals.std(ddof=1) / np.sqrt(n_draws))
-    return PerturbationCurve(s.name, scales, np.array(ratios), np.array(ses), G, n_draws)
 
 
 def remark2_claims(curves: list[PerturbationCurve], *,

@@ -20,8 +20,8 @@ from ..foundation.stats import LogLogFit, loglog_fit
 from ..models.settings import Setting
 from ..theory import valley as V
 from ..theory.valley_dsm import run_dsm_eq17
+from ..theory.perturbation import PerturbationCurve, perturbation_curve
 from ..theory.valley_sgd import ValleyRuns, run_valley_sgd
-from .prop3_regularizer import PerturbationCurve, perturbation_curve
 
 __all__ = ["ESCAPE_MIN_DISPLACEMENT", "STAY_MAX_DISPLACEMENT", "LOW_G_BAND", "EXPONENT_TOL",
            "ValleyExperiment", "valley_experiment", "end_points",

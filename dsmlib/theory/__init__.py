@@ -13,5 +13,6 @@
 - :mod:`.psd` -- the robust symmetric square root of a PSD matrix;
 - :mod:`.brownian` -- Brownian increments coupled across step sizes;
 - :mod:`.sde` -- SDE solvers vectorised over paths, with their declared strong orders;
-- :mod:`.dsm` -- the three processes of Prop. 2: SGD, Eq. (17) and Eq. (16), over many paths.
+- :mod:`.dsm` -- the three processes of Prop. 2: SGD, Eq. (17) and Eq. (16), over many paths;
+- :mod:`.perturbation` -- Remark 2's probe: the outputs' response to random parameter noise.
 """
