@@ -32,7 +32,7 @@ def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
     ]
     for doc in docs:
         nb = doc["notebook"]
-        link = f"{{doc}}`{nb} <{chapter_paths[nb]}>`" if nb in chapter_paths else nb
+        link = f"{{doc}}`{chapter_paths[nb]}`" if nb in chapter_paths else nb   # the page title
         lines += [f"## {link}", "", "```{raw} html", claims_html(doc["claims"]), "```", ""]
     if not docs:
         lines.append("No results found: run `make book`.")
@@ -107,7 +107,7 @@ def errata_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
                and c["verdict"] != "confirmed"]
         if not bad:
             continue
-        lines += [f"## {{doc}}`{nb} <{chapter_paths.get(nb, nb)}>`", ""]
+        lines += [f"## {{doc}}`{chapter_paths.get(nb, nb)}`", ""]
         for c in bad:
             n += 1
             exact = f" The exact value is {fmt_number(c['exact'])}." if c.get("exact") is not None else ""

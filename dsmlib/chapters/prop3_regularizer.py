@@ -141,7 +141,7 @@ def prop3_claims(cases: list[StrengthCase],
                    "$\\mathbb{E}\\|\\xi^{\\mathrm{ULN}}_k\\|^2 = \\frac{\\eta\\sigma^2}{bN}\\sum_i"
                    "\\|\\nabla_\\theta f(x_i,\\theta)\\|^2$ (Prop. 3, Eq. 22), in every cell of "
                    "the $(\\sigma^2, b, \\eta)$ grid, minibatches drawn with replacement.",
-                   _strength_cases(cases, "E‖ξ^ULN‖² (Monte Carlo) / (ησ²/(bN))·Σ‖∇f‖²"),
+                   _strength_cases(cases, "$\\mathbb{E}\\|\\xi^{\\mathrm{ULN}}\\|^2$ (Monte Carlo) / Eq. 22"),
                    note="Exact, not approximate: the trace of Prop. 1's covariance. Without "
                         "replacement it holds too for fresh noise; with a fixed noise table "
                         "and replacement it gains the factor 1 + (b − 1)/N.",
@@ -160,7 +160,7 @@ def prop3_claims(cases: list[StrengthCase],
             "Eq. 22 on actual SGD steps: the squared norm of the difference between the noisy "
             "and the clean minibatch gradient, times $\\eta$, averages to "
             "$\\frac{\\eta\\sigma^2}{bN}\\sum_i\\|\\nabla_\\theta f(x_i,\\theta)\\|^2$.",
-            _strength_cases(real_steps, "mean of η‖g̃_k − g*_k‖² over real steps / Eq. 22"),
+            _strength_cases(real_steps, "mean of $\\eta\\|\\tilde g_k - g^*_k\\|^2$ over real steps / Eq. 22"),
             note="Two backward passes per step, nothing shared with the per-sample arrays.",
             scope="assumptions", condition=exactness))
     return claims

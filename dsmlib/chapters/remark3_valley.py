@@ -93,11 +93,11 @@ def remark3_claims(experiments: list[ValleyExperiment]) -> list[Claim]:
             m, se = rows[name]["displacement"]
             esc[f"{ex.problem.name}, {name}"] = case(
                 paper=paper, measured=m, se=se, band=band, dof=rows[name]["n_runs"] - 1,
-                quantity="‖θ_K − θ_0‖ / ‖θ_G − θ_0‖ (mean over runs)")
+                quantity="$\\|\\theta_K - \\theta_0\\| / \\|\\theta_G - \\theta_0\\|$ (mean over runs)")
         m, se = rows["label noise"]["excess_G"]
         low[ex.problem.name] = case(paper=0.0, measured=m, se=se, band=LOW_G_BAND,
                                     dof=rows["label noise"]["n_runs"] - 1,
-                                    quantity="(G(θ_K) − G_min) / G_min (mean over runs)")
+                                    quantity="$(G(\\theta_K) - G_{\\min}) / G_{\\min}$ (mean over runs)")
     return [
         every_case("remark3.escape", "From an unbalanced minimum with a high gradient norm G, "
                    "SGD with label noise leaves it (moves at least half-way to the minimum-G "
@@ -111,8 +111,8 @@ def remark3_claims(experiments: list[ValleyExperiment]) -> list[Claim]:
                    condition="Needs runs long enough to reach the balanced point, and noise "
                              "redrawn every step (a table drawn once lets an over-parameterised "
                              "model memorise it and stop).",
-                   note="G_min is exact (balanced point; weighted basis pursuit for the "
-                        "diagonal network). G at a noisy iterate can lie below G_min: the "
+                   note="$G_{\\min}$ is exact (balanced point; weighted basis pursuit for the "
+                        "diagonal network). $G$ at a noisy iterate can lie below $G_{\\min}$: the "
                         "iterate sits slightly off the valley."),
     ]
 
@@ -247,12 +247,12 @@ def remark2_claims(comps: list[StabilityComparison]) -> list[Claim]:
         "random parameter perturbations than the high-G start (Remark 2).", cases,
         scope="assumptions",
         condition="Holds for perturbations small enough that first order dominates.",
-        note="Exactly E‖Δf‖²/s² = G + s²Σ_j a_j here, so the advantage "
-                                  "fades as s grows; 'paper' is G_end / G_start.")]
+        note="Exactly $\\mathbb{E}\\|\\Delta f\\|^2/s^2 = G + s^2\\sum_j a_j$ here, so the advantage "
+                                  "fades as $s$ grows; 'paper' is $G_{\\mathrm{end}} / G_{\\mathrm{start}}$.")]
 
 
 def explorer_states(problem: V.ValleyProblem, starts: dict[str, tuple], *, sigma2s, etas,
-                    batch_sizes, steps: int, n_seeds: int, max_points: int = 150,
+                    batch_sizes, steps: int, n_seeds: int, max_points: int = 100,
                     seed: int = 0) -> list[dict[str, Any]]:
     """Paths of ``n_seeds`` runs for every (start, B, eta, sigma2), in that order (sigma2 fastest).
 

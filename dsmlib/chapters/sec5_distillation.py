@@ -232,7 +232,7 @@ def _below_teacher_claim(res: DistillResults, note: str) -> Claim:
         for c in [res.noiseless(d)] + [c for k in KINDS for c in res.noisy(d, k)]:
             cases[f"{d}: {c.name}"] = _seed_case(np.log(c.final["gradnorm"]) - log_teacher,
                                                  BELOW_TEACHER_BAND,
-                                                 "log(G_student / G_teacher); paper: < 0")
+                                                 "$\\log(G_{\\mathrm{student}} / G_{\\mathrm{teacher}})$; paper: < 0")
     return every_case("fig1.student_below_teacher", "Students have a lower gradient norm G(θ) "
                       "than their teacher (Figure 1).", cases, scope="setting", note=note,
                       condition="holds only for the students whose interval lies below 0 (see "

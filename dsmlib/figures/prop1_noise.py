@@ -20,7 +20,7 @@ def noise_explorer(states: list[dict[str, Any]], batch_sizes: Sequence[int],
     for st in states:
         ts = []
         for key, name, color in (("xi_star", "ξ* (minibatch noise)", "#1f77b4"),
-                                 ("xi_uln", "ξ^ULN (label noise)", "#d62728")):
+                                 ("xi_uln", "ξᵁᴸᴺ (label noise)", "#d62728")):
             pts = st[key]
             ts.append(go.Scatter(x=pts[:, 0], y=pts[:, 1], mode="markers", name=name + " samples",
                                  marker=dict(size=3, color=color, opacity=0.25),

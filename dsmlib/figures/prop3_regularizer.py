@@ -33,7 +33,7 @@ def strength_loglog(cases) -> go.Figure:
                              name=f"Eq. 22 (slope 1); fitted slope {fit.slope:.4f} "
                                   f"[{fit.slope - half:.4f}, {fit.slope + half:.4f}] (99 %), {lof}"))
     fig.update_layout(xaxis=dict(type="log", title="predicted (ησ²/(bN))·Σ‖∇θ f‖²"),
-                      yaxis=dict(type="log", title="measured E‖ξ^ULN‖² (99% CI)"),
+                      yaxis=dict(type="log", title="measured E‖ξᵁᴸᴺ‖² (99% CI)"),
                       height=480, legend=dict(orientation="h", y=-0.25),
                       margin=dict(l=60, r=20, t=30, b=40))
     return fig

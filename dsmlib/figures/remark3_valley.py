@@ -24,7 +24,7 @@ RUN_COLORS = {"label noise": COLORS["noisy"], "no label noise": COLORS["clean"],
 BAND_LEVEL = 0.9   # the G(t) bands cover the central 90 % of the runs
 
 
-def landscape_traces(problem: V.ValleyProblem, lim: tuple[float, float], n: int = 121) -> list:
+def landscape_traces(problem: V.ValleyProblem, lim: tuple[float, float], n: int = 55) -> list:
     """Contour of log10 of the clean loss over (θ₁, θ₂), the valley and its minimum-G points."""
     g = torch.linspace(lim[0], lim[1], n, dtype=torch.float64)
     T1, T2 = torch.meshgrid(g, g, indexing="xy")

@@ -31,7 +31,7 @@ def test_results_round_trip_and_ledger(tmp_path):
     docs = load_results(tmp_path, "smoke")
     paths = {"ols": "chapters/ols", "prop1_noise": "chapters/prop1_noise"}
     md = ledger.ledger_markdown(docs, chapter_paths=paths, profile="smoke")
-    assert "## {doc}`ols <chapters/ols>`" in md and "```{raw} html" in md
+    assert "## {doc}`chapters/ols`" in md and "```{raw} html" in md
     assert "✘ refuted" in md and "✔ confirmed" in md
     assert '<span class="math notranslate nohighlight">\\(x^2\\)</span>' in md
     summary = ledger.summary_markdown(docs, profile="smoke")
