@@ -27,34 +27,48 @@
     });
   }
 
+  function withPlotly(then) {
+    if (window.Plotly) { then(); return; }
+    var s = document.getElementById("dsm-plotly-js");   // started early in the head (async)
+    if (!s) {
+      s = document.createElement("script");
+      s.src = base + "plotly.min.js";
+      s.async = true;
+      document.head.appendChild(s);
+    }
+    s.addEventListener("load", then);
+  }
+
   function draw() {
     var specs = document.querySelectorAll("script.dsm-plotly-data");
     if (!specs.length) { return; }
-    var s = document.createElement("script");
-    s.src = base + "plotly.min.js";
-    s.async = true;
-    s.onload = function () {
-      var pending = [];
+    withPlotly(function () {
+      // One figure at a time, in reading order, yielding to the browser in between so the
+      // page stays responsive and the first figures are usable before the last is drawn.
+      var chain = Promise.resolve();
       specs.forEach(function (node) {
-        var spec = JSON.parse(node.textContent);
-        var div = document.getElementById(node.getAttribute("data-target"));
-        if (!div) { return; }
-        pending.push(window.Plotly.newPlot(div, spec.data, spec.layout, spec.config)
-          .then(function () {
+        chain = chain.then(function () {
+          var spec = JSON.parse(node.textContent);
+          var div = document.getElementById(node.getAttribute("data-target"));
+          if (!div) { return null; }
+          return window.Plotly.newPlot(div, spec.data, spec.layout, spec.config).then(function () {
             var grid = spec.layout.meta && spec.layout.meta.dsm_grid;
             if (grid) { composeControls(div, grid); }
-          }));
+            div.setAttribute("data-dsm-drawn", String(performance.now() / 1000));
+            return new Promise(function (res) { window.setTimeout(res, 0); });
+          });
+        });
       });
-      Promise.all(pending).then(function () {
+      chain.then(function () {
         document.documentElement.setAttribute("data-dsm-plotly", "ready");
       });
-    };
-    document.head.appendChild(s);
+    });
   }
 
+  // A deferred script runs once the document is parsed: the figures' data is all there.
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", function () { window.setTimeout(draw, 0); });
+    document.addEventListener("DOMContentLoaded", draw);
   } else {
-    window.setTimeout(draw, 0);
+    draw();
   }
 })();

@@ -40,11 +40,19 @@ def _sha(*parts: bytes) -> str:
     return h.hexdigest()
 
 
+#: Modules that run outside the notebook kernel: changing them cannot change a notebook's
+#: outputs, so they are left out of the content key (a site-only change rebuilds in seconds).
+OUTSIDE_KERNEL = ("__main__.py", "book/cli.py", "book/runner.py", "book/ledger.py",
+                  "book/provenance.py", "book/profiles.py", "book/sphinx_ext.py",
+                  "book/mystnb_plugin.py")
+
+
 def code_key(root: Path, source: Path, params: dict[str, Any], profile: str) -> str:
-    """Content hash of a notebook's source, parameters, profile and the whole ``dsmlib``
-    package that executes it (wherever it is installed), not of the machine."""
+    """Content hash of a notebook's source, parameters, profile and the ``dsmlib`` code the
+    kernel runs (wherever the package is installed), not of the machine."""
     pkg_dir = Path(__file__).resolve().parents[1]
-    pkg = sorted(p for p in pkg_dir.rglob("*.py") if "__pycache__" not in p.parts)
+    pkg = sorted(p for p in pkg_dir.rglob("*.py") if "__pycache__" not in p.parts
+                 and p.relative_to(pkg_dir).as_posix() not in OUTSIDE_KERNEL)
     return _sha(source.read_bytes(), json.dumps(params, sort_keys=True, default=str).encode(),
                 profile.encode(), *(p.relative_to(pkg_dir).as_posix().encode() + p.read_bytes()
                                     for p in pkg))

@@ -5,6 +5,10 @@ added twice and throws ``Identifier 'THEBE_JS_URL' has already been declared`` o
 (a Sphinx 7 quirk), and whose default points at a CDN. The book launches no Thebe kernel, so
 this extension removes the thebe scripts from every page: no console error, nothing that
 could reach for a CDN.
+
+It also starts loading plotly.js early, without blocking the first paint, on the pages that
+have a figure (and only there): an ``async`` script in the head, which the figure loader
+(``dsm-plotly.js``) waits for.
 """
 from __future__ import annotations
 
@@ -26,6 +30,16 @@ def _drop_thebe(app: Any, pagename: str, templatename: str, context: dict[str, A
     context["script_files"] = keep
 
 
+def _plotly_early(app: Any, pagename: str, templatename: str, context: dict[str, Any],
+                  doctree: Any) -> None:
+    if "dsm-plotly-data" not in context.get("body", ""):
+        return
+    src = context["pathto"]("_static/plotly.min.js", 1)
+    context["metatags"] = (context.get("metatags", "")
+                           + f'\n    <script async id="dsm-plotly-js" src="{src}"></script>')
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.connect("html-page-context", _drop_thebe, priority=900)
+    app.connect("html-page-context", _plotly_early, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
