@@ -68,8 +68,9 @@ def test_site_pages_exist_and_reference_only_local_scripts(smoke_book):
         srcs = re.findall(r'<script[^>]*\bsrc="([^"]+)"', text)
         assert srcs and not [s for s in srcs if re.match(r"^(https?:)?//", s)], (page, srcs)
     ols = (html / "book/chapters/ols.html").read_text()
-    # plotly.js is neither inlined nor loaded in the head: the deferred loader fetches it
-    assert "plotly.min.js" not in ols and "Plotly.newPlot" not in ols
+    # plotly.js is not inlined and never blocks: one async script on figure pages only
+    assert ols.count("plotly.min.js") == 1 and "Plotly.newPlot" not in ols
+    assert re.search(r'<script async id="dsm-plotly-js" src="[./]*_static/plotly.min.js">', ols)
     assert 'src="../../_static/dsm-plotly.js' in ols and 'class="dsm-plotly-data"' in ols
     assert "plotly.min.js" not in (html / "book/ledger.html").read_text()
     assert (html / "_static" / "plotly.min.js").exists()
