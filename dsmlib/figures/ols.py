@@ -33,9 +33,11 @@ def _panel_grid(results, titles: list[str]):
     """Two panels a row: readable in a book column and, scaled down, on a phone."""
     ncols = min(2, len(results))
     nrows = -(-len(results) // ncols)
+    specs = [[{} if r * ncols + c < len(results) else None for c in range(ncols)]
+             for r in range(nrows)]                       # no empty axes in a ragged last row
     fig = make_subplots(rows=nrows, cols=ncols, horizontal_spacing=0.12,
                         vertical_spacing=0.22 / max(nrows - 1, 1) if nrows > 1 else 0.1,
-                        subplot_titles=titles)
+                        subplot_titles=titles, specs=specs)
     fig.update_annotations(font_size=12)
     return fig, ncols, nrows
 

@@ -137,10 +137,6 @@ def test_figure_cells_are_found():
     assert len(fig3) == 1 and _caption_problems(fig3[0]) == []
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "today only Figure 3 (ols) carries a mystnb caption and name; the lead is adding them to "
-    "the other figure cells (figure3_zoom, cloud_explorer, noise_explorer, strength_loglog, "
-    "perturbation_plot)"))
 def test_every_figure_has_a_caption_and_a_name():
     """Every code cell that ends by calling a figure function (anything from dsmlib.figures
     except the tables) carries a mystnb figure caption and a ``fig-`` name and hides its

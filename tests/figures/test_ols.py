@@ -11,10 +11,6 @@ from dsmlib.figures import ols as figs
 from dsmlib.theory import least_squares as ls
 from helpers import missing_axis_titles
 
-AXIS_TITLES_XFAIL = pytest.mark.xfail(strict=True, reason=(
-    "dsmlib/figures/ols.py: the subplots of figure3 / figure3_zoom carry subplot titles but no "
-    "axis titles (β₁, β₂); the figures layer is outside this branch's remit"))
-
 
 def _panel_result(key: str, cov, sigma2: float, seed: int) -> PanelResult:
     rng = np.random.default_rng(seed)
@@ -47,7 +43,6 @@ def test_panel_figures_build_with_one_subplot_per_panel(results, build):
     assert len(clouds) == 3 and all(len(c.x) <= 100 for c in clouds)
 
 
-@AXIS_TITLES_XFAIL
 @pytest.mark.parametrize("build", [figs.figure3, figs.figure3_zoom])
 def test_panel_figures_have_axis_titles(results, build):
     assert missing_axis_titles(build(results, max_cloud_points=100)) == []
