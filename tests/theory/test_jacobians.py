@@ -13,15 +13,6 @@ from helpers import TORCH_CASES, brute_force, case_data
 DT = torch.float64
 
 
-@pytest.fixture(scope="module", params=list(TORCH_CASES))
-def case(request, device):
-    make, shape, n_out = TORCH_CASES[request.param]
-    model = make(device)
-    X, y = case_data(shape, n_out, device)
-    J, G = brute_force(model, X, y)
-    return model, X, y, J, G
-
-
 @pytest.mark.parametrize("chunk_size", [1, 4, 100])
 def test_per_sample_jacobians_and_gradients_match_autograd_loop(case, chunk_size):
     model, X, y, J, G = case
