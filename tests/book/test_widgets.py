@@ -30,3 +30,19 @@ def test_noise_explorer_updates():
     assert box.status.value != first
     box.controls["replace"].value = False
     assert "tr Cov ξ^ULN" in box.status.value
+
+
+def test_assemble_places_every_control_once_and_draws():
+    import ipywidgets as W
+
+    from dsmlib.book.widgets.common import assemble
+
+    calls = []
+    a, b = W.IntSlider(value=1), W.IntSlider(value=2)
+    box = assemble(dict(a=a, b=b), [["b"], ["a"]], W.HTML(), W.Output(), lambda *_: calls.append(1))
+    assert len(calls) == 1 and box.controls == dict(a=a, b=b)
+    assert box.children[0].children == (b,) and box.children[1].children == (a,)
+    a.value = 5
+    assert len(calls) == 2
+    with pytest.raises(ValueError, match="^rows must place every control exactly once"):
+        assemble(dict(a=a, b=b), [["a"]], W.HTML(), W.Output(), lambda *_: None)

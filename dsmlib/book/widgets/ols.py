@@ -12,6 +12,7 @@ import numpy as np
 
 from ...chapters.ols import COVARIANCES, Panel, run_panel
 from ...theory import least_squares as ols
+from .common import assemble
 
 
 def ols_explorer(*, steps: int = 100_000, n: int = 100, seed: int = 0,
@@ -56,15 +57,8 @@ def ols_explorer(*, steps: int = 100_000, n: int = 100, seed: int = 0,
         with out:
             display(fig)
 
-    for w in (sigma2, eta, batch, cov):
-        w.observe(update, names="value")
-    box = W.VBox([W.HBox([sigma2, eta]), W.HBox([batch, cov]), status, out])
-    box.update = update  # type: ignore[attr-defined]
-    box.controls = dict(sigma2=sigma2, eta=eta, batch_size=batch, cov=cov)  # type: ignore[attr-defined]
-    box.status = status  # type: ignore[attr-defined]
-    box.output = out  # type: ignore[attr-defined]
-    update()
-    return box
+    controls = dict(sigma2=sigma2, eta=eta, batch_size=batch, cov=cov)
+    return assemble(controls, [["sigma2", "eta"], ["batch_size", "cov"]], status, out, update)
 
 
 __all__ = ["ols_explorer"]

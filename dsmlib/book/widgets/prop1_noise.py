@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...foundation.stats import covariance, thin
+from .common import assemble
 
 __all__ = ["noise_explorer"]
 
@@ -60,11 +61,5 @@ def noise_explorer(*, n_samples: int = 4000, max_points: int = 800, seed: int = 
         with out:
             display(fig)
 
-    for w in (sigma2, batch, eta, replace):
-        w.observe(update, names="value")
-    box = W.VBox([W.HBox([sigma2, batch]), W.HBox([eta, replace]), status, out])
-    box.update = update  # type: ignore[attr-defined]
-    box.controls = dict(sigma2=sigma2, batch_size=batch, eta=eta, replace=replace)  # type: ignore[attr-defined]
-    box.status = status  # type: ignore[attr-defined]
-    update()
-    return box
+    controls = dict(sigma2=sigma2, batch_size=batch, eta=eta, replace=replace)
+    return assemble(controls, [["sigma2", "batch_size"], ["eta", "replace"]], status, out, update)

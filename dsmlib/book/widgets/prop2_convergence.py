@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .common import assemble
+
 __all__ = ["paths_explorer"]
 
 
@@ -53,12 +55,5 @@ def paths_explorer(*, horizon: float = 0.5, n_paths: int = 3, refine: int = 8,
         with out:
             display(fig)
 
-    for w in (eta, sigma2, batch, path_seed):
-        w.observe(update, names="value")
-    box = W.VBox([W.HBox([eta, sigma2]), W.HBox([batch, path_seed]), status, out])
-    box.update = update  # type: ignore[attr-defined]
-    box.controls = dict(eta=eta, sigma2=sigma2, batch_size=batch,  # type: ignore[attr-defined]
-                        seed=path_seed)
-    box.status = status  # type: ignore[attr-defined]
-    update()
-    return box
+    controls = dict(eta=eta, sigma2=sigma2, batch_size=batch, seed=path_seed)
+    return assemble(controls, [["eta", "sigma2"], ["batch_size", "seed"]], status, out, update)

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from .common import assemble
+
 __all__ = ["valley_explorer"]
 
 
@@ -72,11 +74,5 @@ def valley_explorer(*, steps: int = 5000, n_runs: int = 8, n: int = 64, seed: in
 
     controls = dict(sigma2=sigma2, eta=eta, batch_size=batch, start=start, noise_mode=mode,
                     steps=n_steps)
-    for w in controls.values():
-        w.observe(update, names="value")
-    box = W.VBox([W.HBox([sigma2, eta, batch]), W.HBox([start, mode, n_steps]), status, out])
-    box.update = update  # type: ignore[attr-defined]
-    box.controls = controls  # type: ignore[attr-defined]
-    box.status = status  # type: ignore[attr-defined]
-    update()
-    return box
+    return assemble(controls, [["sigma2", "eta", "batch_size"], ["start", "noise_mode", "steps"]],
+                    status, out, update)
