@@ -12,7 +12,7 @@ degrees of freedom). The test set is fixed, so intervals describe training rando
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Sequence
 
 import numpy as np
@@ -57,6 +57,13 @@ class DistillGrid:
     gradnorm_probes: int = 2
 
 
+# The grid's single-valued settings (taken from the parameters by name), and those of them
+# that every run of the grid shares with its RunConfig.
+_SCALARS = tuple(f.name for f in fields(DistillGrid)
+                 if f.name not in ("datasets", "sigma2s", "ps", "seeds"))
+_SHARED = tuple(k for k in _SCALARS if k in {f.name for f in fields(RunConfig)})
+
+
 def grid_from_parameters(p: dict[str, Any]) -> DistillGrid:
     """The grid from the notebook's parameters (the same names), checked."""
     seeds = tuple(check_int("seeds", s, minimum=0) for s in p["seeds"])
@@ -65,11 +72,9 @@ def grid_from_parameters(p: dict[str, Any]) -> DistillGrid:
                          f"every interval), got {list(p['seeds'])}")
     if not p["datasets"]:
         raise ValueError("datasets must not be empty")
-    names = ("depth", "teacher_epochs", "student_epochs", "batch_size", "lr", "augment",
-             "image_size", "train_limit", "precision", "n_gradnorm", "gradnorm_probes")
     grid = DistillGrid(datasets=tuple(p["datasets"]), sigma2s=tuple(map(float, p["sigma2s"])),
                        ps=tuple(map(float, p["ps"])), seeds=seeds,
-                       **{k: p[k] for k in names if k in p})
+                       **{k: p[k] for k in _SCALARS if k in p})
     grid_runs(grid)   # builds every configuration, so bad values fail here, before training
     return grid
 
@@ -86,11 +91,8 @@ def scope_note(grid: DistillGrid) -> str:
 
 
 def _teacher(grid: DistillGrid, dataset: str, seed: int) -> RunConfig:
-    return RunConfig(dataset=dataset, depth=grid.depth, seed=seed, epochs=grid.teacher_epochs,
-                     batch_size=grid.batch_size, lr=grid.lr, augment=grid.augment,
-                     image_size=grid.image_size, train_limit=grid.train_limit,
-                     precision=grid.precision, n_gradnorm=grid.n_gradnorm,
-                     gradnorm_probes=grid.gradnorm_probes)
+    return RunConfig(dataset=dataset, seed=seed, epochs=grid.teacher_epochs,
+                     **{k: getattr(grid, k) for k in _SHARED})
 
 
 def _levels(grid: DistillGrid) -> list[tuple[str, float]]:

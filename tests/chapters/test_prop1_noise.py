@@ -27,16 +27,6 @@ Z_TRACE = 4.5                  # two-sided normal tail 6.8e-6 per trace check
 
 
 @pytest.fixture(scope="module")
-def ls(device):
-    return on_device(settings.least_squares_setting(n=32, seed=3), device)
-
-
-@pytest.fixture(scope="module")
-def mlp(device):
-    return on_device(settings.mlp_setting(n=24, in_dim=3, hidden=4, seed=5), device)
-
-
-@pytest.fixture(scope="module")
 def mlp3(device):
     """A three-output MLP with logit-like labels, for the symmetric swap noise."""
     X = torch.randn(12, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)

@@ -8,20 +8,8 @@ import torch
 
 from dsmlib.chapters import prop3_regularizer as P
 from dsmlib.foundation.rng import as_generator, as_torch_generator
-from dsmlib.models import settings
 from dsmlib.theory import jacobians
 from dsmlib.theory.minibatch import draw_minibatches
-from helpers import on_device
-
-
-@pytest.fixture(scope="module")
-def ls(device):
-    return on_device(settings.least_squares_setting(n=32, seed=3), device)
-
-
-@pytest.fixture(scope="module")
-def mlp(device):
-    return on_device(settings.mlp_setting(n=24, in_dim=3, hidden=4, seed=5), device)
 
 
 def test_uln_sq_norm_gram_form_equals_direct_contraction(mlp):
