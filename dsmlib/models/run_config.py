@@ -20,7 +20,7 @@ from .datasets import DATASETS, SPECS
 __all__ = ["ROLES", "NOISE_KINDS", "PRECISIONS", "MAX_SIGMA2", "RunConfig", "student_of"]
 
 ROLES = ("teacher", "student")
-NOISE_KINDS = ("none", "gaussian", "symmetric")
+NOISE_KINDS = ("none", "gaussian", "symmetric", "symmetric_mean")
 PRECISIONS = ("auto", "fp32", "bf16")
 MAX_SIGMA2 = 1e4   # beyond this the logits drown; a larger value is a typo
 
@@ -33,7 +33,10 @@ class RunConfig:
     ``teacher`` (its final weights) and regressing, with the quadratic loss, on the teacher's
     logits plus noise redrawn at every iteration: ``noise="gaussian"`` with variance
     ``level = sigma^2`` per logit, ``"symmetric"`` with swap probability ``level = p``
-    (Sec. 5.2), ``"none"`` (the noiseless student, ``level = 0``). A student's data split is
+    (Sec. 5.2), ``"none"`` (the noiseless student, ``level = 0``), or ``"symmetric_mean"``: the
+    control of the swap, trained without noise on the swap's mean target ``E[y~] = M_p y``
+    (Eq. 24) at ``level = p`` -- it lowers ``G`` by shrinking the target alone, with no implicit
+    regulariser, so a swap student is judged against it. A student's data split is
     its teacher's (the split is seeded by the teacher's ``seed``).
     """
     dataset: str = "digits"
@@ -91,7 +94,7 @@ class RunConfig:
             if s2 > MAX_SIGMA2:
                 raise ValueError(f"level (sigma^2 of the Gaussian noise) must be <= {MAX_SIGMA2:g}, "
                                  f"got {s2:g}")
-        else:
+        else:   # the swap, or its noiseless control on the swap's mean target
             p = check_probability("level (swap probability p of the symmetric noise)", self.level)
             if p == 0:
                 raise ValueError("level (swap probability p of the symmetric noise) must be > 0; "
@@ -144,7 +147,9 @@ class RunConfig:
     def label(self) -> str:
         """A human-readable name, e.g. ``digits/resnet8/student-gaussian-0.5/seed0``."""
         what = "teacher" if self.role == "teacher" else (
-            "student-noiseless" if self.noise == "none" else f"student-{self.noise}-{self.level:g}")
+            "student-noiseless" if self.noise == "none" else
+            f"student-control-symmetric-{self.level:g}" if self.noise == "symmetric_mean" else
+            f"student-{self.noise}-{self.level:g}")
         return f"{self.dataset}/resnet{self.depth}/{what}/seed{self.seed}"
 
     def differences(self, other: RunConfig) -> list[str]:

@@ -50,7 +50,7 @@ def noise_model(config: RunConfig) -> GaussianNoise | SymmetricSwapNoise | None:
     the symmetric swap in its ``"copy"`` variant (the one with the paper's ``E[y~]``)."""
     if config.noise == "gaussian":
         return GaussianNoise(config.level)
-    if config.noise == "symmetric":
+    if config.noise in ("symmetric", "symmetric_mean"):   # the control uses only its mean
         return SymmetricSwapNoise(config.level, variant="copy")
     return None
 
@@ -233,7 +233,8 @@ def train(config: RunConfig, data: DataSplit, *, teacher: nn.Module | None = Non
                 else:
                     with torch.no_grad():
                         target = teacher(x).float()
-                    target = target if noise is None else noise.draw(target, g_noise)
+                    target = (target if noise is None else noise.mean(target)
+                              if config.noise == "symmetric_mean" else noise.draw(target, g_noise))
             loss = _objective(out, y[idx], target)
             opt.zero_grad(set_to_none=True)
             loss.backward()
