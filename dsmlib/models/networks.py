@@ -164,33 +164,41 @@ def small_cnn(in_channels: int = 3, n_classes: int = 10, *, width: int = 8,
 
 class _ShortcutA(nn.Module):
     """Option A (He et al. 2016): identity with stride-2 subsampling and zero-padded
-    channels; parameter-free."""
+    channels (per member when ``members`` networks share the channel axis); parameter-free."""
 
-    def __init__(self, pad: int) -> None:
+    def __init__(self, pad: int, members: int = 1) -> None:
         super().__init__()
-        self.pad = pad
+        self.pad, self.members = pad, members
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, self.pad, self.pad))
+        x = x[:, :, ::2, ::2]
+        n, c, h, w = x.shape
+        x = x.reshape(n, self.members, c // self.members, h, w)
+        return F.pad(x, (0, 0, 0, 0, self.pad, self.pad)).reshape(n, -1, h, w)
 
 
 class BasicBlock(nn.Module):
-    """Two 3x3 conv-BN layers with a residual connection (He et al. 2016, Fig. 2)."""
+    """Two 3x3 conv-BN layers with a residual connection (He et al. 2016, Fig. 2); with
+    ``members = K`` the convolutions are grouped by member (``groups = K``)."""
 
-    def __init__(self, in_planes: int, planes: int, stride: int, shortcut: str) -> None:
+    def __init__(self, in_planes: int, planes: int, stride: int, shortcut: str,
+                 members: int = 1) -> None:
         super().__init__()
-        self.conv1 = nn.Conv2d(in_planes, planes, 3, stride=stride, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.conv2 = nn.Conv2d(planes, planes, 3, stride=1, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
+        k = members
+        self.conv1 = nn.Conv2d(k * in_planes, k * planes, 3, stride=stride, padding=1,
+                               bias=False, groups=k)
+        self.bn1 = nn.BatchNorm2d(k * planes)
+        self.conv2 = nn.Conv2d(k * planes, k * planes, 3, stride=1, padding=1, bias=False,
+                               groups=k)
+        self.bn2 = nn.BatchNorm2d(k * planes)
         self.shortcut: nn.Module = nn.Identity()
         if stride != 1 or in_planes != planes:
             if shortcut == "A":
-                self.shortcut = _ShortcutA((planes - in_planes) // 2)
+                self.shortcut = _ShortcutA((planes - in_planes) // 2, k)
             else:  # option B: projection by 1x1 conv + BN
                 self.shortcut = nn.Sequential(
-                    nn.Conv2d(in_planes, planes, 1, stride=stride, bias=False),
-                    nn.BatchNorm2d(planes))
+                    nn.Conv2d(k * in_planes, k * planes, 1, stride=stride, bias=False, groups=k),
+                    nn.BatchNorm2d(k * planes))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = F.relu(self.bn1(self.conv1(x)))
@@ -199,42 +207,62 @@ class BasicBlock(nn.Module):
 
 
 class CifarResNet(nn.Module):
-    """ResNet-(6n+2) for 32x32 inputs (He et al. 2016, Sec. 4.2)."""
+    """ResNet-(6n+2) for 32x32 inputs (He et al. 2016, Sec. 4.2).
 
-    def __init__(self, n: int, num_classes: int, in_channels: int, shortcut: str) -> None:
+    ``members = K > 1`` holds K independent networks of the same shape in one module (for
+    students trained in lockstep): every convolution is grouped by member, batch norm is per
+    channel and so per member, and every parameter is the members' parameters stacked along
+    its first axis (:mod:`dsmlib.models.lockstep` converts). The input is shared; the output
+    is ``(batch, K, classes)``. With ``K = 1`` this is the plain network, state dict included.
+    """
+
+    def __init__(self, n: int, num_classes: int, in_channels: int, shortcut: str,
+                 members: int = 1) -> None:
         super().__init__()
-        self.conv1 = nn.Conv2d(in_channels, 16, 3, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(16)
+        k = self.members = members
+        self.conv1 = nn.Conv2d(k * in_channels, k * 16, 3, padding=1, bias=False, groups=k)
+        self.bn1 = nn.BatchNorm2d(k * 16)
         layers: list[nn.Module] = []
         in_planes = 16
         for planes, stride in ((16, 1), (32, 2), (64, 2)):
             blocks = []
-            for k in range(n):
-                blocks.append(BasicBlock(in_planes, planes, stride if k == 0 else 1, shortcut))
+            for j in range(n):
+                blocks.append(BasicBlock(in_planes, planes, stride if j == 0 else 1, shortcut, k))
                 in_planes = planes
             layers.append(nn.Sequential(*blocks))
         self.layer1, self.layer2, self.layer3 = layers
-        self.linear = nn.Linear(64, num_classes)
+        self.linear = nn.Linear(64, k * num_classes)   # member k: rows k*L .. (k+1)*L - 1
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        k = self.members
+        if k > 1:
+            x = x.repeat(1, k, 1, 1)
         out = F.relu(self.bn1(self.conv1(x)))
         out = self.layer3(self.layer2(self.layer1(out)))
-        return self.linear(out.mean(dim=(2, 3)))
+        pooled = out.mean(dim=(2, 3))
+        if k == 1:
+            return self.linear(pooled)
+        w = self.linear.weight.view(k, -1, 64)
+        return (torch.einsum("nkc,klc->nkl", pooled.view(-1, k, 64), w)
+                + self.linear.bias.view(k, -1))
 
 
 def cifar_resnet(depth: int, num_classes: int = 10, *, in_channels: int = 3,
                  shortcut: str = "A", seed: Any = 0,
-                 dtype: torch.dtype = torch.float32, device: Any = "cpu") -> CifarResNet:
+                 dtype: torch.dtype = torch.float32, device: Any = "cpu",
+                 members: int = 1) -> CifarResNet:
     """CIFAR ResNet of ``depth = 6n + 2`` layers; ``shortcut`` "A" (parameter-free, the
-    paper's CIFAR choice) or "B" (1x1 projections)."""
+    paper's CIFAR choice) or "B" (1x1 projections); ``members`` networks in one module (see
+    :class:`CifarResNet`; each member is initialised independently from ``seed``)."""
     depth = check_int("depth", depth, minimum=8)
     if (depth - 2) % 6:
         raise ValueError(f"depth must be of the form 6n + 2 (20, 32, 44, 56, 110, ...), got {depth}")
     num_classes = check_int("num_classes", num_classes, minimum=1)
     in_channels = check_int("in_channels", in_channels, minimum=1)
     shortcut = check_choice("shortcut", shortcut, ["A", "B"])
+    members = check_int("members", members, minimum=1)
     n = (depth - 2) // 6
-    return _build(lambda: CifarResNet(n, num_classes, in_channels, shortcut), seed,
+    return _build(lambda: CifarResNet(n, num_classes, in_channels, shortcut, members), seed,
                   _init_resnet_, _check_dtype(dtype), device)
 
 

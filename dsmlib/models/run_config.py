@@ -21,7 +21,7 @@ __all__ = ["ROLES", "NOISE_KINDS", "PRECISIONS", "MAX_SIGMA2", "RunConfig", "stu
 
 ROLES = ("teacher", "student")
 NOISE_KINDS = ("none", "gaussian", "symmetric", "symmetric_mean")
-PRECISIONS = ("auto", "fp32", "bf16")
+PRECISIONS = ("auto", "fp32", "bf16", "fp64")   # fp64: CPU tests of exactness
 MAX_SIGMA2 = 1e4   # beyond this the logits drown; a larger value is a typo
 
 

@@ -9,6 +9,11 @@ A run lives in ``root/<config.key()>/``:
 - ``final.pt`` and ``done.json``: the final weights and metrics, once the last epoch is done
   (the checkpoint is then deleted).
 
+The students of one teacher train in lockstep (:func:`execute_group`, and :func:`run_many` by
+default): one grouped network, one pass per batch. Each still has its own directory, key,
+checkpoints and record, in exactly the layout of a separate run, so groups and separate runs
+resume from each other's checkpoints and older runs still load.
+
 :func:`execute_run` skips a finished run, resumes an unfinished one from its checkpoint, and
 refuses, with the differing fields, a checkpoint written for another configuration (or on a
 device with another precision). Students load their teacher's ``final.pt``.
@@ -28,12 +33,13 @@ from torch import nn
 from ..foundation.checks import check_int
 from ..foundation.rng import resolve_device
 from .datasets import DataSplit, load_dataset
+from .lockstep import member_optimizer_state, member_state
 from .run_config import RunConfig
-from .training import build_model, execution, resolved_precision, train
+from .training import build_model, execution, lockstep_key, resolved_precision, train_group
 
 __all__ = ["CONFIG", "CHECKPOINT", "METRICS", "FINAL", "DONE", "RunRecord", "run_dir",
-           "run_status", "load_record", "load_checkpoint", "execute_run", "run_many",
-           "torch_threads"]
+           "run_status", "load_record", "load_checkpoint", "execute_run", "execute_group",
+           "lockstep_groups", "run_many", "torch_threads"]
 
 CONFIG, CHECKPOINT, METRICS, FINAL, DONE = ("config.json", "checkpoint.pt", "metrics.json",
                                             "final.pt", "done.json")
@@ -132,48 +138,99 @@ def _data(config: RunConfig, cache: dict, *, data_dir: str | Path, download: boo
     return cache[key]
 
 
-def execute_run(config: RunConfig, root: str | Path, *, data_dir: str | Path = "data",
-                download: bool = False, device: Any = "auto", deterministic: bool = False,
-                progress: bool = False, stop_after: int | None = None,
-                resume_from: str | Path | None = None, cache: dict | None = None,
-                compile_model: bool = False) -> RunRecord:
+def execute_run(config: RunConfig, root: str | Path, *, resume_from: str | Path | None = None,
+                **options: Any) -> RunRecord:
     """Run ``config`` to its end (or for ``stop_after`` more epochs), skipping it if finished
-    and resuming it if a checkpoint exists (or from ``resume_from``). Returns its record."""
-    root = Path(root)
-    d = run_dir(config, root)
-    rec = load_record(config, root)
-    if rec is not None and rec.done:
-        return rec
+    and resuming it if a checkpoint exists (or from ``resume_from``). Returns its record.
+    ``options``: those of :func:`execute_group`."""
+    return execute_group([config], root, resume_from=None if resume_from is None
+                         else {config.key(): resume_from}, **options)[0]
+
+
+def _save_hook(configs: Sequence[RunConfig], dirs: Sequence[Path], precision: str,
+               dev: torch.device):
+    """After each epoch, every member's metrics and checkpoint (or final weights) in its own
+    run directory, in a separate run's layout."""
+    def save(epoch: int, histories: list, model: nn.Module, opt: torch.optim.Optimizer) -> None:
+        k_all = len(configs)
+        state, opt_state = model.state_dict(), opt.state_dict()
+        for k, (config, d, history) in enumerate(zip(configs, dirs, histories)):
+            _write_json(d / METRICS, {"config": config.to_dict(), "history": history})
+            weights = member_state(state, k, k_all)
+            if epoch == config.epochs:   # final weights first: done.json means all is there
+                _atomic_write(d / FINAL, lambda p: torch.save(weights, p))
+                _write_json(d / DONE, {"config": config.to_dict(), "history": history,
+                                       "precision": precision, "device": str(dev)})
+                continue
+            ck = dict(config=config.to_dict(), precision=precision, device_type=dev.type,
+                      epoch=epoch, history=history, model=weights,
+                      optimizer=member_optimizer_state(opt_state, k, k_all))
+            _atomic_write(d / CHECKPOINT, lambda p: torch.save(ck, p))
+    return save
+
+
+def execute_group(configs: Sequence[RunConfig], root: str | Path, *,
+                  data_dir: str | Path = "data", download: bool = False, device: Any = "auto",
+                  deterministic: bool = False, progress: bool = False,
+                  stop_after: int | None = None, resume_from: dict[str, str | Path] | None = None,
+                  cache: dict | None = None, step: str = "auto",
+                  compile_model: bool = False) -> list[RunRecord]:
+    """Run ``configs`` -- one teacher, or students of one teacher -- in lockstep: finished runs
+    are skipped; the others resume from their checkpoints (``resume_from``: run key ->
+    checkpoint path), and those at the same epoch train together. ``step``: ``auto`` |
+    ``eager`` | ``compiled`` (``compile_model=True`` is ``step="compiled"``). Returns the
+    records in the order of ``configs``."""
+    root, resume_from = Path(root), dict(resume_from or {})
+    step = "compiled" if compile_model else step
+    records: dict[str, RunRecord] = {}
+    pending: dict[int, list[tuple[RunConfig, dict | None]]] = {}
     dev = resolve_device(device)
+    for config in configs:
+        rec = load_record(config, root)
+        if rec is not None and rec.done:
+            records[config.key()] = rec
+            continue
+        d = run_dir(config, root)
+        d.mkdir(parents=True, exist_ok=True)
+        _write_json(d / CONFIG, config.to_dict())
+        ck_path = Path(resume_from.get(config.key(), d / CHECKPOINT))
+        state = (load_checkpoint(ck_path, config, dev)
+                 if ck_path.exists() or config.key() in resume_from else None)
+        pending.setdefault(0 if state is None else state["epoch"], []).append((config, state))
     cache = {} if cache is None else cache
-    d.mkdir(parents=True, exist_ok=True)
-    _write_json(d / CONFIG, config.to_dict())
-    ck_path = Path(resume_from) if resume_from is not None else d / CHECKPOINT
-    state = load_checkpoint(ck_path, config, dev) if ck_path.exists() or resume_from else None
-    data = _data(config, cache.setdefault("data", {}), data_dir=data_dir, download=download,
-                 device=dev)
-    teacher = (None if config.teacher is None else
-               _teacher_model(config.teacher, root, data, cache.setdefault("teachers", {})))
-    precision = resolved_precision(config, dev)
+    for group in pending.values():
+        todo = [c for c, _ in group]
+        states = [s for _, s in group]
+        first = todo[0]
+        data = _data(first, cache.setdefault("data", {}), data_dir=data_dir, download=download,
+                     device=dev)
+        teacher = (None if first.teacher is None else
+                   _teacher_model(first.teacher, root, data, cache.setdefault("teachers", {})))
+        dirs = [run_dir(c, root) for c in todo]
+        with execution(deterministic):
+            histories = train_group(
+                todo, data, teacher=teacher, states=None if states[0] is None else states,
+                on_epoch=_save_hook(todo, dirs, resolved_precision(first, dev), dev),
+                stop_after=stop_after, progress=progress, step=step,
+                cache=cache.setdefault("steps", {}))
+        for c, d, history in zip(todo, dirs, histories):
+            done = len(history) - 1 == c.epochs
+            if done and (d / CHECKPOINT).exists():
+                (d / CHECKPOINT).unlink()
+            records[c.key()] = RunRecord(c, history, done)
+    return [records[c.key()] for c in configs]
 
-    def save(epoch: int, history: list, model: nn.Module, opt: torch.optim.Optimizer) -> None:
-        _write_json(d / METRICS, {"config": config.to_dict(), "history": history})
-        if epoch == config.epochs:   # final weights first: done.json means everything is there
-            _atomic_write(d / FINAL, lambda p: torch.save(model.state_dict(), p))
-            _write_json(d / DONE, {"config": config.to_dict(), "history": history,
-                                   "precision": precision, "device": str(dev)})
-            return
-        ck = dict(config=config.to_dict(), precision=precision, device_type=dev.type, epoch=epoch,
-                  history=history, model=model.state_dict(), optimizer=opt.state_dict())
-        _atomic_write(d / CHECKPOINT, lambda p: torch.save(ck, p))
 
-    with execution(deterministic):
-        history = train(config, data, teacher=teacher, state=state, on_epoch=save,
-                        stop_after=stop_after, progress=progress, compile_model=compile_model)
-    done = len(history) - 1 == config.epochs
-    if done and (d / CHECKPOINT).exists():
-        (d / CHECKPOINT).unlink()
-    return RunRecord(config, history, done)
+def lockstep_groups(configs: Sequence[RunConfig], lockstep: bool = True
+                    ) -> list[list[RunConfig]]:
+    """``configs`` cut into the groups that train together, in order of first appearance
+    (teachers alone; with ``lockstep``, the students of one teacher together)."""
+    if not lockstep:
+        return [[c] for c in configs]
+    groups: dict[str, list[RunConfig]] = {}
+    for c in configs:
+        groups.setdefault(lockstep_key(c), []).append(c)
+    return list(groups.values())
 
 
 @contextlib.contextmanager
@@ -191,13 +248,16 @@ def torch_threads(threads: int | None) -> Iterator[None]:
 
 
 def run_many(configs: Sequence[RunConfig], root: str | Path, *, threads: int | None = None,
-             progress: bool = False, **options: Any) -> list[RunRecord]:
-    """:func:`execute_run` for each configuration in order (teachers must come before their
-    students), sharing loaded data and teachers; ``options`` go to :func:`execute_run`."""
+             progress: bool = False, lockstep: bool = True, **options: Any) -> list[RunRecord]:
+    """:func:`execute_group` for each group of ``configs`` (:func:`lockstep_groups`; teachers
+    must come before their students), sharing loaded data, teachers and compiled steps;
+    ``options`` go to :func:`execute_group`. Returns the records in the order of ``configs``."""
     cache: dict = {}
-    it: Any = configs
+    groups: Any = lockstep_groups(configs, lockstep)
     if progress:
         from tqdm.auto import tqdm
-        it = tqdm(configs, desc="runs")
+        groups = tqdm(groups, desc="run groups")
     with torch_threads(threads):
-        return [execute_run(c, root, cache=cache, progress=progress, **options) for c in it]
+        records = {r.config.key(): r for g in groups
+                   for r in execute_group(g, root, cache=cache, progress=progress, **options)}
+    return [records[c.key()] for c in configs]

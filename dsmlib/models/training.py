@@ -1,47 +1,57 @@
 """One readable training loop for Section 5 (models layer): a teacher trained with cross-entropy,
-or a student regressing on its teacher's logits plus noise redrawn at every iteration.
+or the students of one teacher, in lockstep, each regressing on the teacher's logits plus its
+own noise redrawn at every iteration.
 
 The data live on the device (:class:`dsmlib.models.datasets.DataSplit`); batches are indexed and
-augmented there. On CUDA the forward passes run under bf16 autocast with channels-last tensors
-(``precision="auto"``); losses, targets, noise and every measurement are float32.
+augmented there. How a run executes -- bf16 autocast and channels-last on CUDA, the step eager
+or captured as a CUDA graph -- is decided once, by :func:`dsmlib.models.policy.device_policy`;
+losses, targets, noise and every measurement are float32 (float64 if asked for).
 
 Randomness: each epoch draws its order and augmentation from ``child_seed(seed, DATA, epoch)``
-and its label noise from ``child_seed(seed, NOISE, epoch)``, so an epoch is reproducible from the
-model and optimizer state alone (a resumed run continues exactly) and the students of one seed see
-the same batches and the same standard-normal draws at every level (common random numbers).
+and its label noise from ``child_seed(seed, NOISE, epoch)``, all before its first step
+(:func:`dsmlib.models.pipeline.plan_epoch`), so an epoch is reproducible from the model and
+optimizer state alone (a resumed run continues exactly), the step draws nothing (it can be
+captured), and the students of one seed see the same batches and the same standard-normal draws
+at every level (common random numbers). That is what lets them train in lockstep: ``K`` students
+are the members of one grouped network (:mod:`dsmlib.models.lockstep`), and each member's
+numbers equal those of its separate run up to rounding.
 
-Measured before training (epoch 0) and after every epoch: accuracy and loss on the training
-(un-augmented), validation and test sets, the gradient norm ``G(theta)`` of Eq. (22) on a fixed
-subsample of the training set with its standard error
-(:func:`dsmlib.theory.gradient_norm.gradient_norm_probe`), the mean training objective SGD saw,
-and wall times. A student's losses compare its logits with the noise's mean ``E[y~]`` of the
-teacher's logits (the noiseless target: ``y`` for Gaussian noise, ``M y`` for the swap); the
-teacher's are cross-entropies.
+Measured before training (epoch 0) and after every epoch, per member: accuracy and loss on the
+training (un-augmented), validation and test sets, the gradient norm ``G(theta)`` of Eq. (22) on
+a fixed subsample of the training set with its standard error (all members in one pass,
+:func:`dsmlib.theory.gradient_norm.gradient_norm_probe_members`), the mean training objective
+SGD saw, the learning rate, and wall times (of the whole group). A student's losses compare its
+logits with the noise's mean ``E[y~]`` of the teacher's logits (the noiseless target: ``y`` for
+Gaussian noise, ``M y`` for the swap and its control); the teacher's are cross-entropies.
 """
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import time
-from typing import Any, Callable, Iterator
+from dataclasses import replace
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..foundation.rng import as_torch_generator, child_seed
-from ..theory.gradient_norm import gradient_norm_probe
+from ..theory.gradient_norm import gradient_norm_probe_members
 from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise
-from .datasets import DataSplit, augment
+from .datasets import DataSplit
+from .lockstep import stack_optimizer_states, stack_states
 from .networks import cifar_resnet
+from .pipeline import STREAM_DATA, STREAM_NOISE, Member, Step, compile_step, member_targets, plan_epoch
+from .policy import DevicePolicy, device_policy, execution
 from .run_config import RunConfig
 
 __all__ = ["STREAM_INIT", "STREAM_DATA", "STREAM_NOISE", "STREAM_GRADNORM", "noise_model",
-           "lr_at", "resolved_precision", "build_model", "execution", "predict", "train"]
+           "lr_at", "resolved_precision", "lockstep_key", "build_model", "execution", "predict",
+           "train_group", "train"]
 
-STREAM_INIT, STREAM_DATA, STREAM_NOISE, STREAM_GRADNORM = 1, 2, 3, 4
+STREAM_INIT, STREAM_GRADNORM = 1, 4
 
+# on_epoch(epoch, histories, model, optimizer): the grouped model and its optimizer
 EpochHook = Callable[[int, list, nn.Module, torch.optim.Optimizer], None]
 
 
@@ -64,41 +74,27 @@ def lr_at(config: RunConfig, epoch: int) -> float:
 
 def resolved_precision(config: RunConfig, device: torch.device) -> str:
     """``"auto"`` -> bf16 autocast on CUDA, float32 on the CPU."""
-    if config.precision == "auto":
-        return "bf16" if device.type == "cuda" else "fp32"
-    return config.precision
+    return device_policy(config.precision, device).precision
 
 
-def build_model(config: RunConfig, data: DataSplit) -> nn.Module:
+def lockstep_key(config: RunConfig) -> str:
+    """Runs with equal keys can train in lockstep: students of one teacher that differ only in
+    their noise kind and level (a teacher's key is its own)."""
+    if config.role == "teacher":
+        return config.key()
+    return replace(config, noise="none", level=0.0).key()
+
+
+def build_model(config: RunConfig, data: DataSplit, members: int = 1,
+                policy: DevicePolicy | None = None) -> nn.Module:
     """The CIFAR ResNet of ``config.depth`` for the data's channels and classes, initialised from
-    ``child_seed(seed, INIT)`` (a student's weights are then replaced by its teacher's)."""
+    ``child_seed(seed, INIT)`` (a student's weights are then replaced by its teacher's);
+    ``members`` networks in one grouped module for lockstep students."""
+    policy = policy or device_policy(config.precision, data.device)
     model = cifar_resnet(config.depth, data.spec.num_classes, in_channels=data.spec.in_channels,
-                         seed=child_seed(config.seed, STREAM_INIT), device=data.device)
-    if data.device.type == "cuda":
-        model = model.to(memory_format=torch.channels_last)
-    return model
-
-
-@contextlib.contextmanager
-def execution(deterministic: bool = False) -> Iterator[None]:
-    """Deterministic kernels (and no cuDNN autotuning) inside, when asked; otherwise cuDNN may
-    autotune. Torch's settings are restored on exit, so nothing leaks to the caller."""
-    old = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
-           torch.are_deterministic_algorithms_enabled(), os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
-    torch.backends.cudnn.benchmark = not deterministic
-    torch.backends.cudnn.deterministic = bool(deterministic)
-    if deterministic:
-        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
-        torch.use_deterministic_algorithms(True)
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = old[0], old[1]
-        torch.use_deterministic_algorithms(old[2])
-        if old[3] is None:
-            os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
-        else:
-            os.environ["CUBLAS_WORKSPACE_CONFIG"] = old[3]
+                         seed=child_seed(config.seed, STREAM_INIT), device=data.device,
+                         members=members, dtype=policy.dtype)
+    return model.to(memory_format=torch.channels_last) if policy.channels_last else model
 
 
 def _clock(device: torch.device) -> float:
@@ -107,23 +103,19 @@ def _clock(device: torch.device) -> float:
     return time.perf_counter()
 
 
-def _channels(x: Tensor) -> Tensor:
-    return x.contiguous(memory_format=torch.channels_last) if x.is_cuda else x
-
-
 @torch.no_grad()
-def predict(model: nn.Module, X: Tensor, *, amp: bool, batch: int = 1024) -> Tensor:
-    """float32 logits of ``model`` (as it is: call ``eval()`` first) on ``X``, in batches."""
-    with torch.autocast(X.device.type, torch.bfloat16, enabled=amp):
-        return torch.cat([model(_channels(X[s:s + batch])).float()
-                          for s in range(0, X.shape[0], batch)])
-
-
-def _objective(logits: Tensor, y: Tensor, target: Tensor | None) -> Tensor:
-    """Cross-entropy on labels (teacher), or the squared error per logit (student)."""
-    if target is None:
-        return F.cross_entropy(logits, y)
-    return F.mse_loss(logits, target)
+def predict(model: nn.Module, X: Tensor, *, amp: bool, batch: int = 1024,
+            dtype: torch.dtype = torch.float32) -> Tensor:
+    """Logits (in ``dtype``) of ``model`` (as it is: call ``eval()`` first) on ``X``, in
+    batches; ``(N, L)``, or ``(N, K, L)`` for a ``K``-member module."""
+    wdtype = next(model.parameters()).dtype
+    out = []
+    for s in range(0, X.shape[0], batch):
+        x = X[s:s + batch].to(wdtype)
+        x = x.contiguous(memory_format=torch.channels_last) if x.is_cuda else x
+        with torch.autocast(X.device.type, torch.bfloat16, enabled=amp):
+            out.append(model(x).to(dtype))
+    return torch.cat(out)
 
 
 def _splits(data: DataSplit) -> dict[str, tuple[Tensor, Tensor]]:
@@ -131,119 +123,176 @@ def _splits(data: DataSplit) -> dict[str, tuple[Tensor, Tensor]]:
             "test": (data.X_test, data.y_test)}
 
 
-def _measure(model: nn.Module, data: DataSplit, targets: dict[str, Tensor | None],
-             config: RunConfig, amp: bool, epoch: int) -> dict[str, float]:
-    """Accuracies and losses on every split, then ``G(theta)`` on the fixed subsample."""
-    model.eval()
-    t0 = _clock(data.device)
-    row: dict[str, float] = {}
-    for name, (X, y) in _splits(data).items():
-        logits = predict(model, X, amp=amp)
-        row[f"{name}_acc"] = float((logits.argmax(dim=1) == y).float().mean())
-        row[f"{name}_loss"] = float(_objective(logits, y, targets[name]))
-    t1 = _clock(data.device)
-    X_g = data.X_train[:config.n_gradnorm]
-    est = gradient_norm_probe(
-        model, X_g, n_probes=config.gradnorm_probes, method="vjp",
-        seed=as_torch_generator(child_seed(config.seed, STREAM_GRADNORM, epoch), data.device),
-        chunk_size=256 if data.device.type == "cuda" else 64)
-    t2 = _clock(data.device)
-    row.update(gradnorm=est.estimate, gradnorm_se=est.standard_error, eval_s=t1 - t0,
-               gradnorm_s=t2 - t1)
-    return row
+def _members(configs: Sequence[RunConfig]) -> tuple[Member, ...]:
+    return tuple(Member("teacher") if c.role == "teacher" else Member(c.noise, c.level)
+                 for c in configs)
 
 
-def _targets(teacher: nn.Module | None, noise, data: DataSplit, amp: bool
-             ) -> dict[str, Tensor | None]:
-    """The noiseless targets ``E[y~]`` of every split (None for a teacher run)."""
+def _mean_members(members: Sequence[Member]) -> list[Member]:
+    """The noiseless target ``E[y~]`` of each member, as a member drawing nothing."""
+    return [Member("symmetric_mean", m.level) if m.kind.startswith("symmetric") else
+            Member("none") for m in members]
+
+
+def _targets(teacher: nn.Module | None, members: Sequence[Member], data: DataSplit,
+             policy: DevicePolicy) -> dict[str, Tensor | None]:
+    """Per split, the members' noiseless targets ``(N, K, L)`` (None for a teacher run)."""
     if teacher is None:
-        return {k: None for k in ("train", "val", "test")}
-    out = {}
-    for name, (X, _) in _splits(data).items():
-        logits = predict(teacher, X, amp=amp)
-        out[name] = logits if noise is None else noise.mean(logits)
-    return out
+        return {k: None for k in _splits(data)}
+    return {name: member_targets(predict(teacher, X, amp=policy.amp, dtype=policy.dtype),
+                                 _mean_members(members), None, None, None)
+            for name, (X, _) in _splits(data).items()}
 
 
-def train(config: RunConfig, data: DataSplit, *, teacher: nn.Module | None = None,
-          state: dict[str, Any] | None = None, on_epoch: EpochHook | None = None,
-          stop_after: int | None = None, progress: bool = False,
-          compile_model: bool = False) -> list[dict[str, float]]:
-    """Train ``config`` on ``data``; return one metrics row per epoch (row 0: before training).
+def _measure(model: nn.Module, data: DataSplit, targets: dict[str, Tensor | None],
+             configs: Sequence[RunConfig], policy: DevicePolicy, epoch: int) -> list[dict]:
+    """Per member: accuracies and losses on every split, then ``G(theta)`` on the fixed
+    subsample, every member in one pass."""
+    model.eval()
+    k_all = len(configs)
+    t0 = _clock(data.device)
+    rows: list[dict[str, float]] = [{} for _ in configs]
+    for name, (X, y) in _splits(data).items():
+        logits = predict(model, X, amp=policy.amp, batch=policy.eval_batch,
+                         dtype=policy.dtype).view(X.shape[0], k_all, -1)
+        for k, row in enumerate(rows):
+            row[f"{name}_acc"] = float((logits[:, k].argmax(dim=1) == y).float().mean())
+            row[f"{name}_loss"] = float(
+                F.cross_entropy(logits[:, k], y) if targets[name] is None
+                else F.mse_loss(logits[:, k], targets[name][:, k]))
+    t1 = _clock(data.device)
+    ests = gradient_norm_probe_members(
+        model, data.X_train[:configs[0].n_gradnorm], k_all, n_probes=configs[0].gradnorm_probes,
+        seed=as_torch_generator(child_seed(configs[0].seed, STREAM_GRADNORM, epoch), data.device),
+        chunk_size=policy.gradnorm_chunk)
+    t2 = _clock(data.device)
+    for row, est in zip(rows, ests):
+        row.update(gradnorm=est.estimate, gradnorm_se=est.standard_error, eval_s=t1 - t0,
+                   gradnorm_s=t2 - t1)
+    return rows
 
-    ``teacher``: the trained teacher (students only; in eval mode, used for the targets).
-    ``state``: a checkpoint (``model``, ``optimizer``, ``epoch``, ``history``) to continue
-    from. ``on_epoch(epoch, history, model, optimizer)`` runs after every epoch (checkpoints).
-    ``stop_after``: train at most that many epochs in this call (an interruption, on purpose).
-    ``compile_model``: run the training forward pass through ``torch.compile`` (CUDA graphs
-    and fused kernels on GPUs; the numbers change at rounding level only).
-    """
-    if (teacher is None) != (config.role == "teacher"):
+
+def _check_group(configs: Sequence[RunConfig], teacher: nn.Module | None) -> None:
+    if not configs:
+        raise ValueError("configs must hold at least one run configuration")
+    if len({lockstep_key(c) for c in configs}) > 1:
+        raise ValueError("runs in lockstep must be students of one teacher that differ only in "
+                         "noise and level: " + ", ".join(c.label() for c in configs))
+    if (teacher is None) != (configs[0].role == "teacher"):
         raise ValueError("a student run needs its trained teacher, and a teacher run none")
-    device = data.device
-    amp = resolved_precision(config, device) == "bf16"
-    n, b = data.X_train.shape[0], config.batch_size
+
+
+def _step_for(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module | None,
+              policy: DevicePolicy, cache: dict | None) -> tuple[Step, Callable]:
+    """The step and the callable that runs it. A compiled step is compiled once per shape and
+    reused: a cached step's networks are reloaded with this run's weights (fresh
+    initialisation, then the teacher's or a checkpoint's), so nothing recompiles."""
+    members, c = _members(configs), configs[0]
+    key = ("step", members, c.depth, c.batch_size, c.augment, data.X_train.shape[1:],
+           data.pad, teacher is None, policy)
+    if policy.compiled and cache is not None and key in cache:
+        step, run = cache[key]
+        step.net.load_state_dict(build_model(c, data, len(configs), policy).state_dict())
+    else:
+        own_teacher = (teacher if teacher is None or not policy.compiled else
+                       build_model(c.teacher, data, 1, policy).eval().requires_grad_(False))
+        step = run = Step(build_model(c, data, len(configs), policy), own_teacher, members,
+                          pad=data.pad, augment=c.augment, amp=policy.amp,
+                          channels_last=policy.channels_last, dtype=policy.dtype)
+        if policy.compiled:
+            run = compile_step(step, data.device)
+            if cache is not None:
+                cache[key] = (step, run)
+    if policy.compiled:
+        torch._dynamo.mark_static_address(data.X_train)   # indexed in place, never copied
+        torch._dynamo.mark_static_address(data.y_train)
+        if teacher is not None:
+            step.teacher.load_state_dict(teacher.state_dict())
+    return step, run
+
+
+def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
+                teacher: nn.Module | None = None, states: Sequence[dict] | None = None,
+                on_epoch: EpochHook | None = None, stop_after: int | None = None,
+                progress: bool = False, step: str = "auto", cache: dict | None = None
+                ) -> list[list[dict[str, float]]]:
+    """Train ``configs`` -- one teacher, or students of one teacher (:func:`lockstep_key`) --
+    together on ``data``; return each run's metrics rows (row 0: before training).
+
+    ``teacher``: the trained teacher (students only; used in eval mode for the targets).
+    ``states``: one checkpoint per run (``model``, ``optimizer``, ``history``; all at the same
+    epoch) to continue from. ``on_epoch(epoch, histories, model, optimizer)`` runs after every
+    epoch (checkpoints: :mod:`dsmlib.models.lockstep` splits the grouped state). ``stop_after``:
+    at most that many epochs in this call. ``step``: ``auto`` | ``eager`` | ``compiled`` (see
+    :func:`dsmlib.models.policy.device_policy`); ``cache``: compiled steps to reuse.
+    """
+    _check_group(configs, teacher)
+    c, k_all = configs[0], len(configs)
+    policy = device_policy(c.precision, data.device, step)
+    n, b = data.X_train.shape[0], c.batch_size
     if b > n:
         raise ValueError(f"batch_size must be <= the {n} training images, got {b}")
-    model = build_model(config, data)
-    noise = noise_model(config)
+    steps_fn: Any
+    net_step, steps_fn = _step_for(configs, data, teacher, policy, cache)
+    model = net_step.net
     if teacher is not None:
         teacher.eval()
-        model.load_state_dict(teacher.state_dict())
-    opt = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
-                          weight_decay=config.weight_decay)
-    targets = _targets(teacher, noise, data, amp)
+        model.load_state_dict(stack_states([teacher.state_dict()] * k_all))
+    opt = torch.optim.SGD(model.parameters(), lr=c.lr, momentum=c.momentum,
+                          weight_decay=c.weight_decay)
+    members = _members(configs)
+    targets = _targets(teacher, members, data, policy)
     t_train = targets["train"]   # the loss of predicting the mean target: the loss's scale
-    scale = (math.log(config.num_classes) if t_train is None else
-             float(F.mse_loss(t_train, t_train.mean(0).expand_as(t_train))))
-    if state is not None:
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        history = list(state["history"])
+    scales = ([math.log(c.num_classes)] if t_train is None else
+              [float(F.mse_loss(t, t.mean(0).expand_as(t))) for t in t_train.unbind(1)])
+    if states is not None:
+        model.load_state_dict(stack_states([s["model"] for s in states]))
+        opt.load_state_dict(stack_optimizer_states([s["optimizer"] for s in states]))
+        histories = [list(s["history"]) for s in states]
     else:
-        history = [dict(epoch=0, lr=0.0, train_objective=None, train_s=0.0, loss_scale=scale,
-                        **_measure(model, data, targets, config, amp, 0))]
-    start = len(history) - 1
-    epochs = range(start, config.epochs if stop_after is None
-                   else min(config.epochs, start + stop_after))
+        histories = [[dict(epoch=0, lr=0.0, train_objective=None, train_s=0.0, loss_scale=sc,
+                           lockstep=k_all, **row)]
+                     for sc, row in zip(scales, _measure(model, data, targets, configs, policy, 0))]
+    start = len(histories[0]) - 1
+    epochs: Any = range(start, c.epochs if stop_after is None else min(c.epochs, start + stop_after))
     if progress:
         from tqdm.auto import tqdm
-        epochs = tqdm(epochs, desc=config.label(), leave=False, initial=start,
-                      total=config.epochs)
-    X, y = data.X_train, data.y_train
-    net = torch.compile(model) if compile_model else model
+        what = c.label() + (f" (+{k_all - 1} in lockstep)" if k_all > 1 else "")
+        epochs = tqdm(epochs, desc=what, leave=False, initial=start, total=c.epochs)
+    kinds = {m.kind for m in members}
     for epoch in epochs:
-        g_data = as_torch_generator(child_seed(config.seed, STREAM_DATA, epoch), device)
-        g_noise = as_torch_generator(child_seed(config.seed, STREAM_NOISE, epoch), device)
-        lr = lr_at(config, epoch)
+        plan = plan_epoch(c.seed, epoch, n=n, batch_size=b, device=data.device, pad=data.pad,
+                          flip=data.spec.flip, augment=c.augment, num_classes=c.num_classes,
+                          kinds=kinds, dtype=policy.dtype)
+        lr = lr_at(c, epoch)
         for group in opt.param_groups:
             group["lr"] = lr
         model.train()
-        t0, total = _clock(device), torch.zeros((), device=device)
-        batches = torch.randperm(n, generator=g_data, device=device)[: n - n % b].view(-1, b)
-        for idx in batches:
-            x = X[idx]
-            if config.augment:
-                x = augment(x, g_data, pad=data.pad, flip=data.spec.flip)
-            x = _channels(x)
-            with torch.autocast(device.type, torch.bfloat16, enabled=amp):
-                out = net(x).float()
-                if teacher is None:
-                    target = None
-                else:
-                    with torch.no_grad():
-                        target = teacher(x).float()
-                    target = (target if noise is None else noise.mean(target)
-                              if config.noise == "symmetric_mean" else noise.draw(target, g_noise))
-            loss = _objective(out, y[idx], target)
+        t0, total = _clock(data.device), torch.zeros(k_all, dtype=policy.dtype, device=data.device)
+        for s in range(plan.steps):
+            losses = steps_fn(data.X_train, data.y_train, *plan.step(s))
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            losses.sum().backward()
             opt.step()
-            total += loss.detach()
-        train_s = _clock(device) - t0
-        history.append(dict(epoch=epoch + 1, lr=lr, train_objective=float(total) / len(batches),
-                            train_s=train_s, loss_scale=scale,
-                            **_measure(model, data, targets, config, amp, epoch + 1)))
+            total += losses.detach()
+        train_s = _clock(data.device) - t0
+        rows = _measure(model, data, targets, configs, policy, epoch + 1)
+        for hist, sc, tot, row in zip(histories, scales, total.tolist(), rows):
+            hist.append(dict(epoch=epoch + 1, lr=lr, train_objective=tot / plan.steps,
+                             train_s=train_s, loss_scale=sc, lockstep=k_all, **row))
         if on_epoch is not None:
-            on_epoch(epoch + 1, history, model, opt)
-    return history
+            on_epoch(epoch + 1, histories, model, opt)
+    return histories
+
+
+def train(config: RunConfig, data: DataSplit, *, teacher: nn.Module | None = None,
+          state: dict[str, Any] | None = None,
+          on_epoch: Callable[[int, list, nn.Module, torch.optim.Optimizer], None] | None = None,
+          stop_after: int | None = None, progress: bool = False, step: str = "auto",
+          cache: dict | None = None) -> list[dict[str, float]]:
+    """One run: :func:`train_group` with a single member (``on_epoch(epoch, history, model,
+    optimizer)`` gets that run's history and its own network)."""
+    hook = None if on_epoch is None else (lambda e, hs, m, o: on_epoch(e, hs[0], m, o))
+    return train_group([config], data, teacher=teacher,
+                       states=None if state is None else [state], on_epoch=hook,
+                       stop_after=stop_after, progress=progress, step=step, cache=cache)[0]

@@ -22,7 +22,8 @@ from .jacobians import (as_inputs, check_chunk, model_constants, model_device, m
                         n_outputs, per_sample_fn, per_sample_jacobian_sq_norms, sample_chunks,
                         trainable_parameters, tree_sq_norms)
 
-__all__ = ["ProbeEstimate", "gradient_norm", "gradient_norm_probe", "welch_satterthwaite_dof"]
+__all__ = ["ProbeEstimate", "gradient_norm", "gradient_norm_probe", "gradient_norm_probe_members",
+           "welch_satterthwaite_dof"]
 
 
 class ProbeEstimate(NamedTuple):
@@ -116,25 +117,7 @@ def gradient_norm_probe(model: nn.Module, X: Any, *, n_probes: int = 2, seed: An
     n, n_out = X.shape[0], n_outputs(model, X)
 
     if method == "vjp":
-        U = _probes((n, n_probes, n_out), probe, generator, dtype)
-        f = per_sample_fn(model)
-
-        def sample_q(p: dict[str, Tensor], x: Tensor, u: Tensor) -> Tensor:
-            _, pullback = vjp(lambda q: f(q, x), p)
-            (g,) = vmap(pullback)(u)                      # dict of (n_probes, *shape)
-            return tree_sq_norms(g, 1)
-        qfn = vmap(sample_q, in_dims=(None, 0, 0))
-        q = torch.cat([qfn(params, X[sl], U[sl])
-                       for sl in sample_chunks(n, chunk_size, progress, "VJP probes")])  # (N, K)
-        est = float(q.mean())
-        s2 = q.var(dim=1, unbiased=True)                                     # (N,)
-        se = float(torch.sqrt(s2.sum() / n_probes) / n)
-        if n_out == 1 and probe == "rademacher":
-            return ProbeEstimate(est, 0.0, n_probes, math.inf)            # exact: u = +-1
-        dof = welch_satterthwaite_dof(s2, n_probes - 1)
-        # All probes agreeing in every sample is chance here, not exactness: keep the
-        # smallest degrees of freedom rather than claim an exact value.
-        return ProbeEstimate(est, se, n_probes, dof if se > 0 else float(n_probes - 1))
+        return _vjp_estimates(model, X, 1, n_probes, probe, generator, chunk_size, progress)[0]
 
     consts = model_constants(model)
     V = _probes((n_probes, sum(p.numel() for p in params.values())), probe, generator, dtype)
@@ -162,3 +145,57 @@ def _jvp_probe_sums(model: nn.Module, X: Tensor, params: dict[str, Tensor],
             _, tangent = jvp(lambda p: functional_call(model, (p, consts), (X[sl],)),
                              (params,), (v,))
             e[k] += tangent.pow(2).sum()
+
+
+def gradient_norm_probe_members(model: nn.Module, X: Any, members: int, *, n_probes: int = 2,
+                                seed: Any = 0, probe: str = "rademacher", chunk_size: int = 32,
+                                progress: bool = False) -> list[ProbeEstimate]:
+    """:func:`gradient_norm_probe` (``method="vjp"``) for each of the ``members`` networks held
+    in one grouped module (every parameter the members' stacked along its first axis, outputs
+    ``(K, L)`` per sample; see :mod:`dsmlib.models.lockstep`), in one pass.
+
+    Member ``k``'s parameters reach only its own outputs, so its Jacobian is a block of the
+    module's and ``||J_i^T u_i||^2`` splits into the members' terms by parameter block. Every
+    member gets the probes a separate run with the same ``seed`` would draw, so each estimate
+    equals that run's (and keeps its unbiasedness and its interval's coverage)."""
+    members = check_int("members", members, minimum=1)
+    n_probes = check_int("n_probes", n_probes, minimum=2)
+    probe = check_choice("probe", probe, ["rademacher", "gaussian"])
+    X = as_inputs(model, X)
+    return _vjp_estimates(model, X, members, n_probes, probe,
+                          as_torch_generator(seed, model_device(model)), check_chunk(chunk_size),
+                          progress)
+
+
+def _vjp_estimates(model: nn.Module, X: Tensor, members: int, n_probes: int, probe: str,
+                   generator: torch.Generator, chunk_size: int, progress: bool
+                   ) -> list[ProbeEstimate]:
+    params = trainable_parameters(model)
+    n, n_out = X.shape[0], n_outputs(model, X)
+    if n_out % members:
+        raise ValueError(f"the model's {n_out} outputs per sample do not split into {members} members")
+    per = n_out // members
+    U = _probes((n, n_probes, per), probe, generator, model_dtype(model)).repeat(1, 1, members)
+    f = per_sample_fn(model)
+
+    def sample_q(p: dict[str, Tensor], x: Tensor, u: Tensor) -> Tensor:
+        _, pullback = vjp(lambda q: f(q, x), p)
+        (g,) = vmap(pullback)(u)                      # dict of (n_probes, *shape)
+        return sum(t.reshape(n_probes, members, -1).pow(2).sum(-1) for t in g.values())
+    qfn = vmap(sample_q, in_dims=(None, 0, 0))
+    q = torch.cat([qfn(params, X[sl], U[sl])          # (N, n_probes, members)
+                   for sl in sample_chunks(n, chunk_size, progress, "VJP probes")])
+    out = []
+    for k in range(members):
+        qk = q[..., k]
+        est = float(qk.mean())
+        s2 = qk.var(dim=1, unbiased=True)                                    # (N,)
+        se = float(torch.sqrt(s2.sum() / n_probes) / n)
+        if per == 1 and probe == "rademacher":
+            out.append(ProbeEstimate(est, 0.0, n_probes, math.inf))         # exact: u = +-1
+            continue
+        dof = welch_satterthwaite_dof(s2, n_probes - 1)
+        # All probes agreeing in every sample is chance here, not exactness: keep the
+        # smallest degrees of freedom rather than claim an exact value.
+        out.append(ProbeEstimate(est, se, n_probes, dof if se > 0 else float(n_probes - 1)))
+    return out

@@ -73,9 +73,18 @@ class GaussianNoise:
     def residuals(self, y: Any, seed: Any) -> Tensor:
         """The zero-mean noise ``eps = y~ - y`` itself, with the stream :meth:`draw` uses."""
         y = _as_label_tensor(y)
-        g = as_torch_generator(seed, y.device)
-        return math.sqrt(self.sigma2) * torch.randn(y.shape, generator=g, dtype=y.dtype,
-                                                    device=y.device)
+        return self.apply(torch.zeros_like(y), self.draws(y.shape, seed, y.dtype, y.device))
+
+    def draws(self, shape: tuple[int, ...], seed: Any, dtype: torch.dtype,
+              device: Any) -> Tensor:
+        """The random numbers :meth:`draw` consumes (standard normals), drawn ahead of time;
+        ``apply(y, draws(y.shape, g, ...))`` equals ``draw(y, g)``."""
+        g = as_torch_generator(seed, device)
+        return torch.randn(shape, generator=g, dtype=dtype, device=g.device)
+
+    def apply(self, y: Tensor, z: Tensor) -> Tensor:
+        """``y + sigma z``: no random numbers drawn (safe inside a captured CUDA graph)."""
+        return y + math.sqrt(self.sigma2) * z
 
     def mean(self, y: Any) -> Tensor:
         return _as_label_tensor(y).clone()
@@ -196,10 +205,7 @@ class SymmetricSwapNoise:
         g = as_torch_generator(seed, y.device)
         dev = y.device
         if self.variant == "copy":
-            flip = torch.rand(y.shape, generator=g, dtype=torch.float64, device=dev) < self.p
-            ar = torch.arange(n_dims, device=dev).expand(y.shape)
-            src = torch.where(flip, _other_dim(y.shape, ar, n_dims, g), ar)
-            return torch.gather(y, -1, src)
+            return self.apply(y, self.draws(y.shape, g, y.dtype, dev))
         lead = y.shape[:-1]
         y2 = y.reshape(-1, n_dims)
         n = y2.shape[0]
@@ -217,6 +223,23 @@ class SymmetricSwapNoise:
             out[:, l] = torch.where(flip, b, a)
             out[rows, m] = torch.where(flip, a, b)
         return out.reshape(*lead, n_dims)
+
+    def draws(self, shape: tuple[int, ...], seed: Any, dtype: torch.dtype = torch.float64,
+              device: Any = None) -> tuple[Tensor, Tensor]:
+        """``variant="copy"``: the uniforms ``u`` (swap where ``u < p``) and the raw draws
+        ``r`` of the other dimension that :meth:`draw` consumes, drawn ahead of time. Shared
+        by every ``p`` (common random numbers); ``dtype`` is unused (``u`` is float64)."""
+        if self.variant != "copy":
+            raise ValueError("draws/apply exist for variant='copy' only")
+        g = as_torch_generator(seed, device)
+        u = torch.rand(shape, generator=g, dtype=torch.float64, device=g.device)
+        return u, torch.randint(0, shape[-1] - 1, shape, generator=g, device=g.device)
+
+    def apply(self, y: Tensor, draws: tuple[Tensor, Tensor]) -> Tensor:
+        """The copy-swapped labels from :meth:`draws`: no random numbers drawn."""
+        u, r = draws
+        ar = torch.arange(y.shape[-1], device=y.device).expand(y.shape)
+        return torch.gather(y, -1, torch.where(u < self.p, r + (r >= ar).long(), ar))
 
     def residuals(self, y: Any, seed: Any) -> Tensor:
         """``eps = y~ - E[y~]``: the zero-mean noise around the new soft label (Sec. 5.2)."""

@@ -1,0 +1,189 @@
+"""The epoch-level batch pipeline and the one training step of Section 5 (models layer).
+
+Every random number an epoch needs -- the batch order, the crops and flips, and the label noise
+-- is drawn before the epoch's first step (:func:`plan_epoch`) from the epoch's generators,
+``child_seed(seed, DATA, epoch)`` and ``child_seed(seed, NOISE, epoch)``, in exactly the order
+a per-step loop would draw them. The step (:class:`Step`) then draws nothing: it is a pure
+function of tensors, the same on the CPU and on CUDA, which is what makes it safe to capture
+as a CUDA graph (:func:`compile_step`).
+
+The students of one teacher share their seed, hence their batches, crops and standard-normal
+draws (common random numbers across noise levels), and are trained together: ``K`` members of
+one grouped network (:mod:`dsmlib.models.lockstep`), one forward and backward pass per batch,
+the teacher's forward pass computed once for all of them. Each member keeps its own targets
+(the teacher's logits plus its own noise) and its own loss; the step returns the ``K`` losses,
+and their sum is minimised (member ``k``'s parameters see only loss ``k``'s gradient).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..foundation.rng import as_torch_generator, child_seed
+from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise, symmetric_swap_expectation
+
+__all__ = ["STREAM_DATA", "STREAM_NOISE", "augment_draws", "apply_augment", "augment",
+           "EpochPlan", "plan_epoch", "Member", "member_targets", "Step", "compile_step"]
+
+STREAM_DATA, STREAM_NOISE = 2, 3
+
+
+def augment_draws(n: int, generator: torch.Generator, *, pad: int, flip: bool
+                  ) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    """The random numbers of :func:`augment` for ``n`` images: crop offsets ``dy, dx`` in
+    ``[0, 2 pad]`` (None without padding) and flip flags (None without flips)."""
+    dev = generator.device
+    dy = dx = flips = None
+    if pad:
+        dy = torch.randint(0, 2 * pad + 1, (n,), generator=generator, device=dev)
+        dx = torch.randint(0, 2 * pad + 1, (n,), generator=generator, device=dev)
+    if flip:
+        flips = torch.rand(n, generator=generator, device=dev) < 0.5
+    return dy, dx, flips
+
+
+def apply_augment(x: Tensor, dy: Tensor | None, dx: Tensor | None, flips: Tensor | None, *,
+                  pad: int) -> Tensor:
+    """Crop the zero-padded batch ``x`` (n, C, H, W) at ``(dy, dx)`` and flip where
+    ``flips``; draws no random numbers."""
+    n, c, h, w = x.shape
+    dev = x.device
+    if dy is not None:
+        xp = F.pad(x, (pad, pad, pad, pad))
+        rows = (dy[:, None] + torch.arange(h, device=dev))[:, None, :, None]
+        cols = (dx[:, None] + torch.arange(w, device=dev))[:, None, None, :]
+        x = xp[torch.arange(n, device=dev)[:, None, None, None],
+               torch.arange(c, device=dev)[None, :, None, None], rows, cols]
+    if flips is not None:
+        x = torch.where(flips[:, None, None, None], x.flip(3), x)
+    return x
+
+
+def augment(x: Tensor, generator: torch.Generator, *, pad: int, flip: bool) -> Tensor:
+    """Random ``pad``-pixel crops (zero padding) and, if ``flip``, random horizontal flips of
+    the batch ``x``, drawn from ``generator`` on ``x``'s device."""
+    return apply_augment(x, *augment_draws(x.shape[0], generator, pad=pad, flip=flip), pad=pad)
+
+
+@dataclass
+class EpochPlan:
+    """An epoch's random numbers, one row per step: batch indices ``(S, b)``, crops and flips
+    ``(S, b)``, and the label-noise draws ``(S, b, L)`` shared by every member of a kind."""
+    batches: Tensor
+    dy: Tensor | None = None
+    dx: Tensor | None = None
+    flips: Tensor | None = None
+    gauss: Tensor | None = None
+    swap_u: Tensor | None = None
+    swap_r: Tensor | None = None
+
+    @property
+    def steps(self) -> int:
+        return self.batches.shape[0]
+
+    def step(self, s: int) -> tuple[Tensor | None, ...]:
+        """The inputs of :class:`Step` for step ``s`` (after ``X, y``)."""
+        return tuple(None if t is None else t[s] for t in
+                     (self.batches, self.dy, self.dx, self.flips, self.gauss, self.swap_u,
+                      self.swap_r))
+
+
+def _stack(rows: list) -> Tensor | None:
+    return None if rows[0] is None else torch.stack(rows)
+
+
+def plan_epoch(seed: int, epoch: int, *, n: int, batch_size: int, device: torch.device,
+               pad: int, flip: bool, augment: bool, num_classes: int,
+               kinds: Sequence[str] = (), dtype: torch.dtype = torch.float32) -> EpochPlan:
+    """Draw epoch ``epoch``'s randomness for a run (or a lockstep group) seeded ``seed``:
+    ``n - n mod b`` images in ``S`` batches, their augmentation, and the draws of each noise
+    kind in ``kinds`` (each kind from its own copy of the noise stream, as a run of that kind
+    alone would draw it)."""
+    g = as_torch_generator(child_seed(seed, STREAM_DATA, epoch), device)
+    b = batch_size
+    batches = torch.randperm(n, generator=g, device=device)[: n - n % b].view(-1, b)
+    plan = EpochPlan(batches)
+    if augment:
+        draws = [augment_draws(b, g, pad=pad, flip=flip) for _ in range(plan.steps)]
+        plan.dy, plan.dx, plan.flips = (_stack([d[i] for d in draws]) for i in range(3))
+    shape = (b, num_classes)
+
+    def noise_stream() -> torch.Generator:
+        return as_torch_generator(child_seed(seed, STREAM_NOISE, epoch), device)
+    if "gaussian" in kinds:
+        gen = noise_stream()
+        plan.gauss = torch.stack([GaussianNoise(1.0).draws(shape, gen, dtype, device)
+                                  for _ in range(plan.steps)])
+    if "symmetric" in kinds:
+        gen, swap = noise_stream(), SymmetricSwapNoise(0.5)
+        u, r = zip(*(swap.draws(shape, gen) for _ in range(plan.steps)))
+        plan.swap_u, plan.swap_r = torch.stack(u), torch.stack(r)
+    return plan
+
+
+@dataclass(frozen=True)
+class Member:
+    """One member of a lockstep group: its noise kind and level (a teacher: ``"teacher"``)."""
+    kind: str
+    level: float = 0.0
+
+
+def member_targets(t: Tensor, members: Sequence[Member], z: Tensor | None,
+                   u: Tensor | None, r: Tensor | None) -> Tensor:
+    """``(b, K, L)`` regression targets from the teacher's logits ``t`` (b, L): the logits
+    (noiseless), plus ``sigma z`` (Gaussian, Sec. 5.2), copy-swapped where ``u < p``
+    (symmetric), or the swap's mean ``M_p t`` (Eq. 24; the swap's noiseless control)."""
+    out = []
+    for m in members:
+        if m.kind == "gaussian":
+            out.append(GaussianNoise(m.level).apply(t, z))
+        elif m.kind == "symmetric":
+            out.append(SymmetricSwapNoise(m.level).apply(t, (u, r)))
+        elif m.kind == "symmetric_mean":
+            out.append(symmetric_swap_expectation(t, m.level))
+        else:
+            out.append(t)
+    return torch.stack(out, dim=1)
+
+
+class Step:
+    """The training step's losses, one per member: index the batch, augment it, run the
+    teacher once (students) and the grouped network once, and compare. The backward pass and
+    the optimizer step follow in the loop (:func:`dsmlib.models.training.train_group`)."""
+
+    def __init__(self, net: nn.Module, teacher: nn.Module | None, members: Sequence[Member],
+                 *, pad: int, augment: bool, amp: bool, channels_last: bool,
+                 dtype: torch.dtype) -> None:
+        self.net, self.teacher, self.members = net, teacher, tuple(members)
+        self.pad, self.augment, self.amp = pad, augment, amp
+        self.channels_last, self.dtype = channels_last, dtype
+
+    def __call__(self, X: Tensor, y: Tensor, idx: Tensor, dy: Tensor | None,
+                 dx: Tensor | None, flips: Tensor | None, z: Tensor | None,
+                 u: Tensor | None, r: Tensor | None) -> Tensor:
+        x = X[idx].to(self.dtype)
+        if self.augment:
+            x = apply_augment(x, dy, dx, flips, pad=self.pad)
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        k = len(self.members)
+        with torch.autocast(x.device.type, torch.bfloat16, enabled=self.amp):
+            out = self.net(x).to(self.dtype)
+            if self.teacher is None:
+                return F.cross_entropy(out.view(x.shape[0], -1), y[idx]).reshape(1)
+            with torch.no_grad():
+                t = self.teacher(x).to(self.dtype)
+        target = member_targets(t, self.members, z, u, r)
+        return (out.view(x.shape[0], k, -1) - target).pow(2).mean(dim=(0, 2))
+
+
+def compile_step(step: Step, device: torch.device):
+    """The step through ``torch.compile`` as one graph: on CUDA with
+    ``mode="reduce-overhead"`` (CUDA graphs: the forward and its backward replay without
+    per-kernel launches), elsewhere inductor's default mode."""
+    mode = "reduce-overhead" if device.type == "cuda" else "default"
+    return torch.compile(step.__call__, mode=mode, fullgraph=True, dynamic=False)
