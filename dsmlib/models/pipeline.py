@@ -24,10 +24,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..foundation.rng import as_torch_generator, child_seed
-from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise, symmetric_swap_expectation
+from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise
 
 __all__ = ["STREAM_DATA", "STREAM_NOISE", "augment_draws", "apply_augment", "augment",
-           "EpochPlan", "plan_epoch", "Member", "member_targets", "Step", "compile_step"]
+           "EpochPlan", "plan_epoch", "Member", "member_noise", "member_targets", "Step", "compile_step"]
 
 STREAM_DATA, STREAM_NOISE = 2, 3
 
@@ -132,19 +132,29 @@ class Member:
     level: float = 0.0
 
 
+def member_noise(m: Member) -> GaussianNoise | SymmetricSwapNoise | None:
+    """The noise a member's targets carry (None: it draws nothing)."""
+    kinds = {"gaussian": GaussianNoise, "symmetric": SymmetricSwapNoise,
+             "symmetric_mean": SymmetricSwapNoise}
+    return kinds[m.kind](m.level) if m.kind in kinds else None
+
+
 def member_targets(t: Tensor, members: Sequence[Member], z: Tensor | None,
-                   u: Tensor | None, r: Tensor | None) -> Tensor:
+                   u: Tensor | None, r: Tensor | None,
+                   noises: Sequence[GaussianNoise | SymmetricSwapNoise | None] | None = None
+                   ) -> Tensor:
     """``(b, K, L)`` regression targets from the teacher's logits ``t`` (b, L): the logits
     (noiseless), plus ``sigma z`` (Gaussian, Sec. 5.2), copy-swapped where ``u < p``
-    (symmetric), or the swap's mean ``M_p t`` (Eq. 24; the swap's noiseless control)."""
+    (symmetric), or the swap's mean ``M_p t`` (Eq. 24; the swap's noiseless control).
+    ``noises``: the members' :func:`member_noise`, built once outside a captured step."""
     out = []
-    for m in members:
+    for m, noise in zip(members, noises or [member_noise(m) for m in members]):
         if m.kind == "gaussian":
-            out.append(GaussianNoise(m.level).apply(t, z))
+            out.append(noise.apply(t, z))
         elif m.kind == "symmetric":
-            out.append(SymmetricSwapNoise(m.level).apply(t, (u, r)))
+            out.append(noise.apply(t, (u, r)))
         elif m.kind == "symmetric_mean":
-            out.append(symmetric_swap_expectation(t, m.level))
+            out.append(noise.apply_mean(t))
         else:
             out.append(t)
     return torch.stack(out, dim=1)
@@ -159,6 +169,7 @@ class Step:
                  *, pad: int, augment: bool, amp: bool, channels_last: bool,
                  dtype: torch.dtype) -> None:
         self.net, self.teacher, self.members = net, teacher, tuple(members)
+        self.noises = tuple(member_noise(m) for m in self.members)
         self.pad, self.augment, self.amp = pad, augment, amp
         self.channels_last, self.dtype = channels_last, dtype
 
@@ -177,7 +188,7 @@ class Step:
                 return F.cross_entropy(out.view(x.shape[0], -1), y[idx]).reshape(1)
             with torch.no_grad():
                 t = self.teacher(x).to(self.dtype)
-        target = member_targets(t, self.members, z, u, r)
+        target = member_targets(t, self.members, z, u, r, self.noises)
         return (out.view(x.shape[0], k, -1) - target).pow(2).mean(dim=(0, 2))
 
 

@@ -100,10 +100,9 @@ class GaussianNoise:
 def symmetric_swap_expectation(y: Any, p: float) -> Tensor:
     """The paper's formula (Sec. 5.2): ``E[y~_l] = (1-p) y_l + p sum_{m != l} y_m / (L-1)``
     along the last dimension of ``y`` (``L >= 2``)."""
-    p = check_probability("p", p)
     y = _as_label_tensor(y)
-    n_dims = _swap_dims(y)
-    return (1 - p) * y + p * (y.sum(-1, keepdim=True) - y) / (n_dims - 1)
+    _swap_dims(y)
+    return SymmetricSwapNoise(p).apply_mean(y)
 
 
 def _swap_dims(y: Tensor) -> int:
@@ -240,6 +239,10 @@ class SymmetricSwapNoise:
         u, r = draws
         ar = torch.arange(y.shape[-1], device=y.device).expand(y.shape)
         return torch.gather(y, -1, torch.where(u < self.p, r + (r >= ar).long(), ar))
+
+    def apply_mean(self, y: Tensor) -> Tensor:
+        """The paper's ``E[y~]`` (``copy`` and ``derangement``) without checks, for a step."""
+        return (1 - self.p) * y + self.p * (y.sum(-1, keepdim=True) - y) / (y.shape[-1] - 1)
 
     def residuals(self, y: Any, seed: Any) -> Tensor:
         """``eps = y~ - E[y~]``: the zero-mean noise around the new soft label (Sec. 5.2)."""
