@@ -1,28 +1,37 @@
-"""Benchmark: the self-distillation training loop of Section 5 (``dsmlib.models.training``).
+"""Benchmark: Section 5's training, through the library's own ``train`` / ``train_group``.
 
-Prints one JSON object per line, ``{"name", "ours_s", "baseline_s", "ratio", ...}``, ours and
-baseline timed in the same run:
+Measured figures (one JSON object per line, ``{"name", "ours_s", "baseline_s", "ratio", ...}``,
+ours and the baseline timed in the same run; ``ratio`` = baseline / ours):
 
-- ``distill_cpu_throughput``: the ``quick`` profile's model (ResNet-8 on the 8x8 digits,
-  batch 64, random crops) on the CPU: one epoch of :func:`dsmlib.models.training.train`
-  (data held as tensors, batches indexed and augmented in place) against a plain
-  ``DataLoader`` loop over the same tensors with a per-sample crop transform. ``ratio`` =
-  baseline / ours; ``images_per_s`` is ours.
-- ``distill_gradnorm_cost``: the per-epoch measurement of ``G(theta)`` (``n_gradnorm`` = 16
-  images, 2 probes, as in ``quick``) against one epoch of training, both from the same
-  ``train`` call (medians over epochs). ``fraction`` = G time / epoch time (goal <= 0.25);
-  ``ratio`` = epoch / G time.
-- ``--gpu`` (needs CUDA): ``resnet56_throughput_b<B>[_compiled]``: ResNet-56 on random
-  CIFAR-shaped tensors (3x32x32, 10 classes): the GPU-resident pipeline (data on the GPU,
-  crops and flips there, bf16 autocast, channels-last) against a plain ``DataLoader`` loop
-  (CPU tensors, per-sample crop and flip in 4 worker processes, pinned memory, float32);
-  batch 64 (the paper's; also through ``torch.compile``) and 512. ``ours_s`` and
-  ``baseline_s`` are seconds per image. Goal: >= 15,000 images/s on an H100.
+- CPU (2 cores, this project's machines, torch 2.14, one thread): lockstep students (K = 4,
+  ResNet-8, 8x8 digits) train an epoch 1.7x faster than the same students one after another.
+  The GPU figures (``--gpu``) have NOT yet been measured with this code: no GPU was lent to the
+  session that wrote it. The goals (issue 14, ResNet-56, batch 64, bf16, one H100 or H200):
+  a teacher >= 12,000 images/s, lockstep students (K = 7 and 11) >= 40,000 student-images/s,
+  G <= 10 % of an epoch, Figure 1 of the paper <= 3 GPU-hours per seed.
 
-The CPU benchmarks use one thread by default (as each of the quick notebook's two worker
-processes does); ``--threads 0`` keeps torch's default.
+Rows:
 
-Usage: ``python benchmarks/bench_distill.py [--quick] [--gpu] [--epochs E] [--threads T]``.
+- ``distill_cpu_throughput``: ResNet-8 on the 8x8 digits, batch 64, random crops: one epoch of
+  :func:`dsmlib.models.training.train` against a plain ``DataLoader`` loop with a per-sample
+  crop transform over the same tensors.
+- ``distill_gradnorm_cost``: the per-epoch measurement of ``G(theta)`` against one epoch of
+  training, from the same ``train`` call (medians over epochs); ``fraction`` = G / epoch.
+- ``distill_lockstep_cpu_k<K>``: the ``K`` students of a teacher (noiseless, Gaussian, swap,
+  swap control) trained together (:func:`dsmlib.models.training.train_group`) against the
+  same students trained one after another; per epoch of training.
+- ``--gpu`` (CUDA; ``--device cpu`` is a dry run with tiny settings): ResNet-56 on random
+  CIFAR-shaped tensors (3x32x32, 10 classes), batch 64:
+  ``gpu_teacher_<step>``: a teacher's ``train`` epoch (images/s; the GPU busy fraction, kernel
+  time / wall time, from the profiler) against the ``DataLoader`` loop (float32, 4 workers);
+  ``gpu_lockstep_k<K>_<step>``: ``K`` students in lockstep (student-images/s) against ``K``
+  sequential student runs; ``gpu_gradnorm_cost_<step>``: G and evaluation per epoch against
+  training; ``paper_grid_gpu_hours``: the GPU-hours per seed that the paper's Figure 1 grid
+  (SVHN, CIFAR-10, CIFAR-100; a teacher and 11 students each; 200 epochs; 80 % of the official
+  training sets) would take at the measured rates, against the same at the eager teacher rate.
+  ``<step>`` is ``compiled`` (the captured step, CUDA graphs) and ``eager``.
+
+Usage: ``python benchmarks/bench_distill.py [--quick] [--gpu] [--device cpu] [--no-cpu]``.
 """
 from __future__ import annotations
 
@@ -32,16 +41,20 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from dsmlib.models.datasets import augment, load_dataset  # noqa: E402
+from dsmlib.models.datasets import SPECS, DataSplit, load_dataset  # noqa: E402
 from dsmlib.models.networks import cifar_resnet  # noqa: E402
-from dsmlib.models.run_config import RunConfig  # noqa: E402
-from dsmlib.models.training import train  # noqa: E402
+from dsmlib.models.run_config import RunConfig, student_of  # noqa: E402
+from dsmlib.models.training import build_model, train, train_group  # noqa: E402
+
+PAPER_TRAIN_IMAGES = {"svhn": 58_606, "cifar10": 40_000, "cifar100": 40_000}   # 80 % splits
+PAPER_STUDENTS, PAPER_EPOCHS = 11, 200
 
 
 class _Crop:
@@ -73,73 +86,58 @@ class _Set(torch.utils.data.Dataset):
 
 
 def dataloader_epoch(model, opt, X, y, *, batch: int, pad: int, flip: bool, device,
-                     workers: int = 0, max_steps: int | None = None) -> tuple[float, int]:
-    """Baseline: one epoch of the textbook loop; returns (seconds, images)."""
+                     workers: int = 0) -> float:
+    """Baseline: one epoch of the textbook loop (CPU tensors, a per-sample transform);
+    returns seconds."""
     loader = torch.utils.data.DataLoader(
         _Set(X, y, _Crop(pad, flip)), batch_size=batch, shuffle=True, drop_last=True,
         num_workers=workers, pin_memory=device.type == "cuda",
         generator=torch.Generator().manual_seed(0), persistent_workers=False)
     model.train()
-    seen = 0
     t0 = time.perf_counter()
-    for step, (xb, yb) in enumerate(loader):
-        if max_steps is not None and step >= max_steps:
-            break
+    for xb, yb in loader:
         xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
         loss = F.cross_entropy(model(xb), yb)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        seen += xb.shape[0]
     if device.type == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - t0, seen
-
-
-def resident_epoch(model, opt, X, y, *, batch: int, pad: int, flip: bool, amp: bool,
-                   max_steps: int | None = None, net=None) -> tuple[float, int]:
-    """Ours, stripped to the training step: data on the device, augmentation there, bf16."""
-    net = net or model
-    g = torch.Generator(device=X.device).manual_seed(0)
-    n = X.shape[0]
-    model.train()
-    idx_all = torch.randperm(n, generator=g, device=X.device)[: n - n % batch].view(-1, batch)
-    if max_steps is not None:
-        idx_all = idx_all[:max_steps]
-    if X.is_cuda:
-        torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for idx in idx_all:
-        xb = augment(X[idx], g, pad=pad, flip=flip)
-        if xb.is_cuda:
-            xb = xb.contiguous(memory_format=torch.channels_last)
-        with torch.autocast(X.device.type, torch.bfloat16, enabled=amp):
-            loss = F.cross_entropy(net(xb).float(), y[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    if X.is_cuda:
-        torch.cuda.synchronize()
-    return time.perf_counter() - t0, idx_all.numel()
+    return time.perf_counter() - t0
 
 
 def emit(**row) -> None:
     print(json.dumps(row), flush=True)
 
 
+def epoch_times(history: list[dict], key: str = "train_s") -> float:
+    """Median over epochs, leaving out the first (compilation, autotuning) when there are more."""
+    rows = history[2:] if len(history) > 2 else history[1:]
+    return statistics.median(r[key] for r in rows)
+
+
+def students(teacher: RunConfig, k: int) -> list[RunConfig]:
+    """``k`` students: the noiseless one, then Gaussian, swap and swap-control levels in turn."""
+    kinds = [("gaussian", 4.0), ("symmetric", 0.3), ("symmetric_mean", 0.3)]
+    out = [student_of(teacher, "none", 0.0)]
+    for i in range(k - 1):
+        kind, level = kinds[i % 3]
+        out.append(student_of(teacher, kind, level * (1 + i // 3)))
+    return out
+
+
 def bench_cpu(args) -> None:
     data = load_dataset("digits", split_seed=0, device="cpu")
-    epochs = args.epochs or (3 if args.quick else 6)
+    epochs = args.epochs or (3 if args.quick else 5)
     cfg = RunConfig(dataset="digits", depth=8, epochs=epochs, n_gradnorm=16, gradnorm_probes=2)
-    hist = train(cfg, data)[1:]
-    train_s = statistics.median(r["train_s"] for r in hist)
-    g_s = statistics.median(r["gradnorm_s"] for r in hist)
+    hist = train(cfg, data)
+    train_s, g_s = epoch_times(hist), epoch_times(hist, "gradnorm_s")
     n_img = (data.X_train.shape[0] // 64) * 64
     model = cifar_resnet(8, 10, in_channels=1, seed=0)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
-    base = [dataloader_epoch(model, opt, data.X_train, data.y_train, batch=64, pad=1, flip=False,
-                             device=torch.device("cpu"))[0] for _ in range(epochs)]
-    base_s = statistics.median(base)
+    base_s = statistics.median(dataloader_epoch(model, opt, data.X_train, data.y_train, batch=64,
+                                                pad=1, flip=False, device=torch.device("cpu"))
+                               for _ in range(epochs))
     common = dict(model="resnet8", dataset="digits 8x8", batch=64, epochs=epochs,
                   threads=torch.get_num_threads())
     emit(name="distill_cpu_throughput", ours_s=round(train_s, 4), baseline_s=round(base_s, 4),
@@ -148,49 +146,118 @@ def bench_cpu(args) -> None:
     emit(name="distill_gradnorm_cost", ours_s=round(g_s, 4), baseline_s=round(train_s, 4),
          ratio=round(train_s / g_s, 3), fraction=round(g_s / train_s, 4), goal_fraction=0.25,
          n_gradnorm=16, gradnorm_probes=2, **common)
+    teacher = build_model(cfg, data).eval()
+    k = 4
+    group = students(cfg, k)
+    together = epoch_times(train_group(group, data, teacher=teacher)[0])
+    alone = sum(epoch_times(train(c, data, teacher=teacher)) for c in group)
+    emit(name=f"distill_lockstep_cpu_k{k}", ours_s=round(together, 4), baseline_s=round(alone, 4),
+         ratio=round(alone / together, 3), students=k,
+         student_images_per_s=round(k * n_img / together, 1),
+         sequential_student_images_per_s=round(k * n_img / alone, 1), **common)
+
+
+def synthetic_split(n: int, device: torch.device, size: int = 32) -> DataSplit:
+    """Random CIFAR-shaped data on ``device`` (throughput only: nothing is learnt)."""
+    g = torch.Generator().manual_seed(0)
+
+    def images(m: int) -> torch.Tensor:
+        return torch.randn(m, 3, size, size, generator=g).to(device)
+
+    def labels(m: int) -> torch.Tensor:
+        return torch.randint(0, 10, (m,), generator=g).to(device)
+    return DataSplit(SPECS["cifar10"], size, 4, images(n), labels(n), images(n // 4),
+                     labels(n // 4), images(n // 4), labels(n // 4), "random CIFAR-shaped tensors")
+
+
+def busy_fraction(fn) -> float:
+    """Kernel time / wall time of ``fn()`` on CUDA, from the profiler."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+    kernel_us = sum(e.self_device_time_total for e in prof.key_averages()
+                    if e.device_type.name == "CUDA")
+    return kernel_us / 1e6 / wall
 
 
 def bench_gpu(args) -> None:
     dev = torch.device(args.device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--gpu needs a CUDA device (or --device cpu for a dry run)")
-    n = args.images or (2048 if args.quick else 8192)
-    g = torch.Generator().manual_seed(0)
-    X_cpu = torch.randn(n, 3, 32, 32, generator=g)
-    y_cpu = torch.randint(0, 10, (n,), generator=g)
-    X, y = X_cpu.to(dev), y_cpu.to(dev)
-    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu (dry run)"
+    dry = dev.type != "cuda"
+    n = args.images or (256 if dry else (4096 if args.quick else 16384))
+    depth = args.depth or (8 if dry else 56)
+    epochs = args.epochs or (2 if dry else 3)
+    data = synthetic_split(n, dev, size=8 if dry else 32)
+    ks = (3,) if dry else (7, 11)
+    name = torch.cuda.get_device_name(dev) if not dry else "cpu (dry run)"
     torch.backends.cudnn.benchmark = True   # a benchmark process of its own
-    for batch in (64, 512):
-        base_model = cifar_resnet(56, 10, seed=0, device=dev)
-        base_opt = torch.optim.SGD(base_model.parameters(), lr=0.1, momentum=0.9)
-        dataloader_epoch(base_model, base_opt, X_cpu, y_cpu, batch=batch, pad=4, flip=True,
-                         device=dev, workers=4, max_steps=10)          # warm-up
-        tb, seen_b = dataloader_epoch(base_model, base_opt, X_cpu, y_cpu, batch=batch, pad=4,
-                                      flip=True, device=dev, workers=4)
-        for compiled in ((False, True) if batch == 64 and not args.no_compile else (False,)):
-            model = cifar_resnet(56, 10, seed=0, device=dev).to(memory_format=torch.channels_last)
-            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
-            net = torch.compile(model) if compiled else model
-            resident_epoch(model, opt, X, y, batch=batch, pad=4, flip=True, amp=True,
-                           max_steps=20, net=net)          # warm-up (and compilation)
-            t, seen = resident_epoch(model, opt, X, y, batch=batch, pad=4, flip=True, amp=True,
-                                     net=net)
-            emit(name=f"resnet56_throughput_b{batch}{'_compiled' if compiled else ''}",
-                 ours_s=round(t / seen, 8), baseline_s=round(tb / seen_b, 8),
-                 ratio=round((tb / seen_b) / (t / seen), 3), images_per_s=round(seen / t, 1),
-                 baseline_images_per_s=round(seen_b / tb, 1), goal_images_per_s=15000,
-                 device=name, batch=batch, images=n, unit="seconds per image")
+    common = dict(device=name, depth=depth, batch=64, images=n, epochs=epochs)
+    base_model = cifar_resnet(depth, 10, seed=0, device=dev)
+    base_opt = torch.optim.SGD(base_model.parameters(), lr=0.1, momentum=0.9)
+    X_cpu, y_cpu = data.X_train.cpu(), data.y_train.cpu()
+    base_s = min(dataloader_epoch(base_model, base_opt, X_cpu, y_cpu, batch=64, pad=4, flip=True,
+                                  device=dev, workers=0 if dry else 4) for _ in range(2))
+    cfg = RunConfig(dataset="cifar10", depth=depth, epochs=epochs, n_gradnorm=256 if not dry else 8)
+    teacher = build_model(cfg, data).eval()
+    rates = {}
+    for step in ("compiled", "eager"):
+        if dry and step == "compiled" and not args.compile_on_cpu:
+            continue
+        cache: dict = {}
+        hist = train(cfg, data, step=step, cache=cache)
+        t_s = epoch_times(hist)
+        busy = (busy_fraction(lambda: train(replace(cfg, epochs=1), data, step=step, cache=cache))
+                if not dry else None)
+        rates[("teacher", step)] = n / t_s
+        emit(name=f"gpu_teacher_{step}", ours_s=round(t_s, 4), baseline_s=round(base_s, 4),
+             ratio=round(base_s / t_s, 3), images_per_s=round(n / t_s, 1),
+             baseline_images_per_s=round(n / base_s, 1), goal_images_per_s=12_000,
+             gpu_busy_fraction=None if busy is None else round(busy, 3), **common)
+        g_s, e_s = epoch_times(hist, "gradnorm_s"), epoch_times(hist, "eval_s")
+        emit(name=f"gpu_gradnorm_cost_{step}", ours_s=round(g_s, 4), baseline_s=round(t_s, 4),
+             ratio=round(t_s / g_s, 3), fraction=round(g_s / t_s, 4), goal_fraction=0.10,
+             eval_fraction=round(e_s / t_s, 4), n_gradnorm=cfg.n_gradnorm, **common)
+        one = epoch_times(train(students(cfg, 1)[0], data, teacher=teacher, step=step, cache=cache))
+        for k in ks:
+            group = students(cfg, k)
+            together = epoch_times(train_group(group, data, teacher=teacher, step=step,
+                                               cache=cache)[0])
+            rates[(k, step)] = k * n / together
+            emit(name=f"gpu_lockstep_k{k}_{step}", ours_s=round(together, 4),
+                 baseline_s=round(k * one, 4), ratio=round(k * one / together, 3), students=k,
+                 student_images_per_s=round(k * n / together, 1),
+                 sequential_student_images_per_s=round(n / one, 1),
+                 goal_student_images_per_s=40_000, **common)
+    best = "compiled" if ("teacher", "compiled") in rates else "eager"
+
+    def hours(teacher_rate: float, student_rate: float) -> float:
+        images = sum(PAPER_TRAIN_IMAGES.values()) * PAPER_EPOCHS
+        return (images / teacher_rate + PAPER_STUDENTS * images / student_rate) / 3600
+    ours_h = hours(rates[("teacher", best)], rates[(ks[-1], best)])
+    base_h = hours(rates[("teacher", "eager")], rates[("teacher", "eager")])
+    emit(name="paper_grid_gpu_hours", ours_s=round(ours_h * 3600, 1),
+         baseline_s=round(base_h * 3600, 1), ratio=round(base_h / ours_h, 3),
+         gpu_hours_per_seed=round(ours_h, 2), baseline_gpu_hours_per_seed=round(base_h, 2),
+         goal_gpu_hours_per_seed=3.0, step=best,
+         note="training only, at the measured rates (evaluation and G add their fractions); "
+              "baseline: every run alone at the eager teacher rate", **common)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer epochs / images")
-    ap.add_argument("--gpu", action="store_true", help="also the ResNet-56 GPU throughput")
+    ap.add_argument("--gpu", action="store_true", help="also the ResNet-56 GPU benchmarks")
     ap.add_argument("--no-cpu", action="store_true", help="skip the CPU benchmarks")
-    ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
     ap.add_argument("--device", default="cuda", help="for --gpu: cuda, or cpu for a dry run")
     ap.add_argument("--images", type=int, default=None, help="for --gpu: random images")
+    ap.add_argument("--depth", type=int, default=None, help="for --gpu: ResNet depth (56)")
+    ap.add_argument("--compile-on-cpu", action="store_true",
+                    help="dry run: also the compiled step on the CPU (minutes of compilation)")
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads (default 1, as each worker of the quick notebook; 0: as set)")

@@ -1,51 +1,107 @@
 #!/usr/bin/env bash
-# GPU checks owed by the Section 5 chapter (issue 10), as one prepared script.
+# The GPU checks of Section 5 (issue 14), as one prepared script: one call of <= 8 min on one
+# CUDA GPU (H100 or H200), printing every figure.
 #
-#   bash benchmarks/gpu_check.sh [tests] [bench] [profile]     (default: all three)
+#   bash benchmarks/gpu_check.sh [--dry-run] [wheels] [tests] [bench] [profile]
 #
-# Run from the repository root on a machine with one CUDA GPU. Results go to $OUT (or
-# ./gpu_check_out): device.txt, tests.txt, bench_gpu.jsonl, gpu_profile.txt and the gpu profile's
-# claims (sec5_distillation.json) and executed notebook. Rough times on an H100: tests 1-2 min,
-# bench 2-4 min (two torch.compile warm-ups), profile 4-6 min; each step has its own timeout.
-#   tests   -- the chapter's torch tests on CUDA (the `device` fixture adds CUDA cases):
-#              data on the GPU, augmentation there, noise draws, an interrupted run resumed
-#              (deterministic kernels) equal to an uninterrupted one, bf16 autocast paths.
-#   bench   -- ResNet-56 training throughput on CIFAR-shaped tensors: the GPU-resident pipeline
-#              (bf16, channels-last, on-device crops/flips) vs a plain DataLoader loop, in one run;
-#              goal >= 15,000 images/s on an H100.
-#   profile -- `python -m dsmlib execute sec5_distillation --profile gpu` end to end (ResNet-56
-#              on digits upsampled to 32x32, no download), with its wall time.
+# Steps (default: tests bench profile):
+#   wheels  -- run HERE, where PyPI is reachable, before the GPU call: downloads the Jupyter
+#              stack the profile step needs (papermill, jupytext, ipykernel, myst-nb, plotly,
+#              submitit and their needs) as wheels for the GPU image's Python 3.12 into .whl/
+#              (git-ignored through .git/info/exclude) and prints their size; carry `.whl` with
+#              the device call (checkout + wheels must stay under 64 MiB).
+#   tests   -- the CUDA cases of the Section 5 and G tests (lockstep, the captured step against
+#              eager, resume, noise, G of every member in one pass).
+#   bench   -- benchmarks/bench_distill.py --gpu: the library's train and train_group, teacher and
+#              lockstep K = 7, 11, captured and eager, against the DataLoader loop and against
+#              sequential runs; the GPU busy fraction; G's share of an epoch; the GPU-hours of
+#              the paper's Figure 1 grid at the measured rates.
+#   profile -- `python -m dsmlib execute sec5_distillation --profile gpu` through papermill, with
+#              its wall time and every claim's verdict.
+# On the GPU machine, a missing papermill is installed from .whl/ into /tmp/site first.
+# --dry-run: the same steps on the CPU with tiny settings (the test suite runs it, so the
+# script cannot rot): tests are only collected, the bench runs a dry ResNet-8, and the profile
+# is `smoke` (PROFILE=... overrides). Results go to $OUT (default ./gpu_check_out).
 set -u
+DRY=0
+if [ "${1:-}" = "--dry-run" ]; then DRY=1; shift; fi
 OUT=${OUT:-gpu_check_out}
+PY=${PY:-python3}
 mkdir -p "$OUT"
-PY=${PY:-python}
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 steps=${*:-tests bench profile}
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv;
-  $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))"; } \
-  2>&1 | tee "$OUT/device.txt"
+if [ $DRY = 1 ]; then PROFILE=${PROFILE:-smoke}; else PROFILE=${PROFILE:-gpu}; fi
+
+run_step() {   # name, timeout (s), command...
+  local name=$1 limit=$2; shift 2
+  local start=$(date +%s)
+  timeout "$limit" "$@" 2>&1 | tee "$OUT/$name.txt"
+  local rc=${PIPESTATUS[0]}
+  echo "[gpu_check] $name: exit $rc, $(( $(date +%s) - start )) s (limit $limit s)" | tee -a "$OUT/summary.txt"
+  return 0
+}
+
+if [ $DRY = 0 ] && ! $PY -c "import papermill" 2>/dev/null && [ -d .whl ]; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+{ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')"
+} 2>&1 | tee "$OUT/device.txt"
+
 for step in $steps; do
   case $step in
+    wheels)
+      grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+      mkdir -p .whl
+      $PY -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+        --platform manylinux2014_x86_64 --platform any -d .whl \
+        papermill jupytext ipykernel myst-nb plotly submitit ipywidgets \
+        || echo "[gpu_check] wheels: pip download failed"
+      # what the GPU image already holds need not travel (its package list: the device notes)
+      for have in numpy torch pyyaml jinja2 markupsafe pygments packaging requests urllib3 \
+          certifi idna charset_normalizer attrs typing_extensions psutil cloudpickle \
+          filelock fsspec sympy mpmath networkx markdown_it_py mdurl tqdm click six \
+          python_dateutil platformdirs setuptools wheel pip zipp narwhals; do
+        rm -f .whl/${have}-*.whl .whl/${have//_/-}-*.whl
+      done
+      du -sh .whl | tee "$OUT/wheels.txt" ;;
     tests)
-      timeout 420 $PY -m pytest -q -p no:cacheprovider tests/models/test_distill_datasets.py \
-        tests/models/test_distill_training.py tests/models/test_distill_runs.py -k cuda 2>&1 \
-        | tail -25 | tee "$OUT/tests.txt" ;;
+      if [ $DRY = 1 ]; then
+        run_step tests 300 $PY -m pytest -q -p no:cacheprovider --collect-only \
+          tests/models/test_lockstep.py tests/models/test_runs.py tests/models/test_training.py \
+          tests/theory/test_gradient_norm.py -k cuda
+      else
+        run_step tests 90 $PY -m pytest -q -p no:cacheprovider -x tests/models/test_lockstep.py \
+          tests/models/test_runs.py tests/models/test_training.py tests/models/test_datasets.py \
+          tests/theory/test_gradient_norm.py -k cuda
+      fi ;;
     bench)
-      timeout 480 $PY benchmarks/bench_distill.py --gpu --no-cpu --threads 0 2>&1 | tee "$OUT/bench_gpu.jsonl" ;;
+      if [ $DRY = 1 ]; then
+        run_step bench 300 $PY benchmarks/bench_distill.py --gpu --no-cpu --device cpu \
+          --images 64 --epochs 1 --depth 8
+      else
+        run_step bench 210 $PY benchmarks/bench_distill.py --gpu --no-cpu --quick --threads 0
+      fi
+      grep '^{' "$OUT/bench.txt" > "$OUT/bench.jsonl" ;;
     profile)
-      start=$(date +%s)
-      timeout 560 $PY -m dsmlib execute sec5_distillation --profile gpu --no-progress \
-        > "$OUT/gpu_profile.txt" 2>&1
-      rc=$?
-      echo "exit $rc, wall $(( $(date +%s) - start )) s" | tee -a "$OUT/gpu_profile.txt"
-      cp results/gpu/sec5_distillation.json book/chapters/sec5_distillation.ipynb "$OUT/" 2>/dev/null
-      $PY - <<'PY' 2>&1 | tee -a "$OUT/gpu_profile.txt"
-import json
-doc = json.load(open("results/gpu/sec5_distillation.json"))
+      run_step profile $([ $DRY = 1 ] && echo 600 || echo 240) \
+        $PY -m dsmlib execute sec5_distillation --profile "$PROFILE" --no-progress --force
+      $PY - "$PROFILE" <<'PY' 2>&1 | tee -a "$OUT/profile.txt"
+import glob, json, sys
+paths = sorted(glob.glob(f"results/{sys.argv[1]}/sec5_distillation*.json")) or \
+        sorted(glob.glob(f"results/**/sec5_distillation*.json", recursive=True))
+if not paths:
+    sys.exit("[gpu_check] profile: no results file")
+doc = json.load(open(paths[0]))
+print(f"[gpu_check] claims of {paths[0]}:")
 for c in doc["claims"]:
-    print(f"{c['id']}: {c['verdict']} {c['measured']:.4g} [{c['interval'][0]:.4g}, {c['interval'][1]:.4g}]")
+    lo, hi = c["interval"]
+    print(f"  {c['id']}: {c['verdict']} {c['measured']:.4g} [{lo:.4g}, {hi:.4g}]")
 PY
       ;;
-    *) echo "unknown step $step (tests | bench | profile)"; exit 2 ;;
+    *) echo "unknown step $step (wheels | tests | bench | profile)"; exit 2 ;;
   esac
 done
+cat "$OUT/summary.txt" 2>/dev/null
