@@ -51,7 +51,7 @@ def test_bad_input_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="dataset must be one of"):
         load_dataset("mnist")
     for name in ("cifar10", "cifar100", "svhn"):
-        with pytest.raises(ValueError, match="is missing; nothing is downloaded unless asked.*"
+        with pytest.raises(ValueError, match="is missing.*nothing is downloaded unless asked.*"
                                              "grid download.*download=True"):
             load_dataset(name, data_dir=tmp_path)
     with pytest.raises(ValueError, match="val_fraction"):
