@@ -136,3 +136,66 @@ def test_download_action_fetches_and_trains_nothing(tmp_path, monkeypatch, capsy
     line = prepare_data(["cifar100"], tmp_path / "data", fetch=True)[0]
     assert fetched == ["cifar100"] and line.startswith("cifar100: 100 train / 40 test images")
     assert not (tmp_path / "runs").exists()
+
+
+def documented_grid_commands() -> list[tuple[str, str]]:
+    """Every ``python -m dsmlib grid ...`` line of the README and of the chapter's reader guide."""
+    guide = (ROOT / "notebooks" / "sec5_distillation.md").read_text().split("## Reader guide")[1]
+    out = []
+    for where, text in (("README.md", (ROOT / "README.md").read_text()), ("reader guide", guide)):
+        for line in text.splitlines():
+            if "python -m dsmlib grid" in line:
+                out.append((where, line.split("python -m dsmlib ", 1)[1].split("#")[0]
+                            .strip().strip("`").strip()))
+    return out
+
+
+def test_documented_grid_commands_parse_and_downloading_trains_nothing(monkeypatch):
+    from dsmlib.book import cli
+    seen = []
+    monkeypatch.setattr(cli, "grid_command", lambda root, args: seen.append(args) or 0)
+    commands = documented_grid_commands()
+    for where, cmd in commands:
+        assert main(cmd.split()) == 0, (where, cmd)
+    actions = {(where, a.action) for (where, _), a in zip(commands, seen)}
+    for where in ("README.md", "reader guide"):
+        assert {(where, "download"), (where, "launch"), (where, "collect")} <= actions
+    assert not any(a.action == "launch" and a.download for a in seen)   # launch trains
+    assert any(a.partition for a in seen)
+    guide = (ROOT / "notebooks" / "sec5_distillation.md").read_text().split("## Reader guide")[1]
+    readme = (ROOT / "README.md").read_text()
+    for text in (guide, readme):
+        assert "train_missing: false" in text and "make book PROFILE=paper" in text
+
+
+class FailingJob:
+    job_id = "4242"
+
+    class paths:
+        stderr = "/logs/4242_0_log.err"
+
+    def result(self):
+        raise RuntimeError("Job (task=0) failed during processing with trace:\n----------\n"
+                           "Traceback (most recent call last):\n  File \"x.py\", line 1\n"
+                           "ValueError: the useful message")
+
+
+class FailingExecutor:
+    def __init__(self, folder, cluster):
+        pass
+
+    def update_parameters(self, **kw):
+        pass
+
+    def submit(self, *args):
+        return FailingJob()
+
+
+def test_a_failed_worker_is_reported_by_its_last_line(tmp_path, monkeypatch):
+    import submitit
+    monkeypatch.setattr(submitit, "AutoExecutor", FailingExecutor)
+    grid, _, _ = profile_grid(ROOT, "smoke")
+    with pytest.raises(RuntimeError) as info:
+        launch(grid_runs(grid), tmp_path, cluster="local")
+    assert str(info.value) == ("grid job 4242 failed: ValueError: the useful message (its log: "
+                               "/logs/4242_0_log.err)")
