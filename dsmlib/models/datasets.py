@@ -50,15 +50,13 @@ class DatasetSpec:
     image_size: int
     pad: int            # random-crop padding at the native size
     flip: bool          # horizontal flips (not for digits or house numbers)
-    torchvision: str | None
-    folder: str | None  # where torchvision keeps it under data_dir
 
 
 SPECS = {
-    "digits": DatasetSpec("digits", 10, 1, 8, 1, False, None, None),
-    "cifar10": DatasetSpec("cifar10", 10, 3, 32, 4, True, "CIFAR10", "cifar-10-batches-py"),
-    "cifar100": DatasetSpec("cifar100", 100, 3, 32, 4, True, "CIFAR100", "cifar-100-python"),
-    "svhn": DatasetSpec("svhn", 10, 3, 32, 4, False, "SVHN", "train_32x32.mat"),
+    "digits": DatasetSpec("digits", 10, 1, 8, 1, False),
+    "cifar10": DatasetSpec("cifar10", 10, 3, 32, 4, True),
+    "cifar100": DatasetSpec("cifar100", 100, 3, 32, 4, True),
+    "svhn": DatasetSpec("svhn", 10, 3, 32, 4, False),
 }
 DATASETS = tuple(SPECS)
 
