@@ -132,8 +132,9 @@ def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "l
            **options: Any) -> list:
     """Check the parameters and the data (see :func:`prepare_data`; with ``download``, missing
     sets are fetched here, once, not by the workers), then submit the unfinished ``runs``
-    (teachers, then students) and, except on SLURM, wait for them. ``options`` (``data_dir``, ``download``, ``device``, ``deterministic``, ``progress``,
-    ``compile_model``) go to :func:`dsmlib.models.runs.run_many`; ``slurm`` holds extra submitit parameters
+    (teachers, then students) and, except on SLURM, wait for them. ``options`` (``data_dir``,
+    ``download``, ``device``, ``deterministic``, ``progress``, ``compile_model``) go to
+    :func:`dsmlib.models.runs.run_many`; ``slurm`` holds extra submitit parameters
     (``slurm_partition``, ``gpus_per_node``, ...). Returns the submitted jobs."""
     import submitit
     cluster = check_choice("cluster", cluster, CLUSTERS)

@@ -122,7 +122,8 @@ class _BatchUnpickler(pickle.Unpickler):
     """Unpickles what a CIFAR batch holds (dicts, lists, strings, numbers, numpy arrays) and
     refuses any other global, so a data file can never run code."""
     ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"),
-               ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy.core.multiarray", "_reconstruct"),
+               ("numpy._core.multiarray", "_reconstruct"),
                ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar")}
 
     def find_class(self, module: str, name: str) -> Any:
@@ -165,7 +166,8 @@ def _labels(name: str, path: Path, y: np.ndarray, n: int, num_classes: int) -> n
         raise _fail(name, path, f"has labels of shape {y.shape} and type {y.dtype} for {n} "
                                 f"images; they must be {n} integers")
     if n and (y.min() < 0 or y.max() >= num_classes):
-        raise _fail(name, path, f"has labels in [{y.min()}, {y.max()}], outside 0..{num_classes - 1}")
+        raise _fail(name, path, f"has labels in [{y.min()}, {y.max()}], outside "
+                                f"0..{num_classes - 1}")
     return y.astype(np.int64)
 
 

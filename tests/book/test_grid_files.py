@@ -130,8 +130,8 @@ def test_download_action_fetches_and_trains_nothing(tmp_path, monkeypatch, capsy
     assert main(["--root", str(ROOT), "grid", "download", "--profile", "smoke",
                  *cli_args(over)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert fetched == ["cifar100"] and out == ["cifar100: fetched",
-                                               "digits: bundled with scikit-learn, nothing to fetch"]
+    assert fetched == ["cifar100"]
+    assert out == ["cifar100: fetched", "digits: bundled with scikit-learn, nothing to fetch"]
     # present files are checked, not fetched again
     line = prepare_data(["cifar100"], tmp_path / "data", fetch=True)[0]
     assert fetched == ["cifar100"] and line.startswith("cifar100: 100 train / 40 test images")
