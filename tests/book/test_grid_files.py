@@ -30,7 +30,7 @@ def strip(history):
 
 
 def overrides(tmp_path) -> dict:
-    """The smoke profile on the synthetic CIFAR-10 (2 seeds, 8 runs, 32 training images)."""
+    """The smoke profile on the synthetic CIFAR-10 (2 seeds, 32 training images)."""
     return {"datasets": ["cifar10"], "data_dir": str(tmp_path / "data"),
             "runs_dir": str(tmp_path / "runs"), "train_limit": 32, "batch_size": 16,
             "n_gradnorm": 4}
@@ -45,22 +45,23 @@ def test_synthetic_cifar10_grid_launch_kill_resume_collect_and_claims(tmp_path, 
     over = overrides(tmp_path)
     grid, runs_dir, params = profile_grid(ROOT, "smoke", over)
     runs = grid_runs(grid)
-    assert len(runs) == 8 and runs_dir == tmp_path / "runs"
+    n, n_teachers = len(runs), sum(c.role == "teacher" for c in runs)
+    assert n_teachers == 2 and n >= 8 and runs_dir == tmp_path / "runs"
     data = dict(data_dir=tmp_path / "data")
     reference = run_many(runs, tmp_path / "reference", threads=1, **data)
 
     # interrupted after one epoch: first the teachers, then (once they are done) every student
-    run_many(runs[:2], runs_dir, threads=1, stop_after=1, **data)
+    run_many(runs[:2], runs_dir, threads=1, stop_after=1, **data)       # teachers come first
     assert status(runs, runs_dir)["partial"] == 2
     launch(runs[:2], runs_dir, cluster="debug", threads=1, **data)
     run_many(runs[2:], runs_dir, threads=1, stop_after=1, **data)
     st = status(runs, runs_dir)
-    assert (st["done"], st["partial"], st["new"]) == (2, 6, 0)
+    assert (st["done"], st["partial"], st["new"]) == (2, n - 2, 0)
 
     # the command line resumes the rest, then collects (one thread everywhere: the same sums)
     assert main(["--root", str(ROOT), "grid", "launch", "--profile", "smoke", "--cluster",
                  "debug", "--threads", "1", *cli_args(over)]) == 0
-    assert "smoke: 8 done, 0 partial, 0 new (of 8)" in capsys.readouterr().out
+    assert f"smoke: {n} done, 0 partial, 0 new (of {n})" in capsys.readouterr().out
     assert main(["--root", str(ROOT), "grid", "collect", "--profile", "smoke",
                  *cli_args(over)]) == 0
     collected = json.loads((runs_dir / "collected-smoke.json").read_text())["runs"]
