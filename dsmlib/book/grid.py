@@ -1,17 +1,22 @@
-"""The self-distillation grid at scale (book layer): launch, watch and collect its runs with
-``submitit`` -- on SLURM, on this machine, or in this process.
+"""The self-distillation grid at scale (book layer): fetch its data, launch, watch and collect
+its runs with ``submitit`` -- on SLURM, on this machine, or in this process.
 
-``python -m dsmlib grid {launch,status,collect} --profile P [--cluster local|slurm|debug]
-[--workers N]`` builds the grid of ``sec5_distillation`` under profile ``P`` from the notebook's
-own parameters (``notebooks/profiles.yml`` over its parameters cell, so the command and the
-notebook always agree), then:
+``python -m dsmlib grid {download,launch,status,collect} --profile P [--cluster
+local|slurm|debug] [--workers N] [--partition NAME]`` builds the grid of ``sec5_distillation``
+under profile ``P`` from the notebook's own parameters (``notebooks/profiles.yml`` over its
+parameters cell, so the command and the notebook always agree), then:
 
-- ``launch`` submits the runs that are not finished, teachers before students. ``local``: ``N``
-  worker processes on this machine, each running its share of the runs one after the other (and
-  ``cpus / N`` threads); ``debug``: in this process; ``slurm``: one job per run in two job arrays,
-  the students' array starting after the teachers' (``afterok``), at most ``N`` at a time.
-  Finished runs are skipped and unfinished ones resume from their checkpoints, so launching
-  again after an interruption (or a SLURM preemption) loses at most one epoch per run.
+- ``download`` fetches the profile's data sets into its ``data_dir`` (torchvision, network
+  needed) and checks them; it trains nothing.
+- ``launch`` first checks, in this process, that the parameters are valid and that every data
+  set is present and readable (a problem is a one-line error and nothing is submitted), then
+  submits the runs that are not finished, teachers before students. ``local``: ``N`` worker
+  processes on this machine, each running its share of the runs one after the other (and
+  ``cpus / N`` threads); ``debug``: in this process; ``slurm``: one job per run in two job
+  arrays (on ``--partition``), the students' array starting after the teachers' (``afterok``),
+  at most ``N`` at a time. Finished runs are skipped and unfinished ones resume from their
+  checkpoints, so launching again after an interruption (or a SLURM preemption) loses at most
+  one epoch per run.
 - ``status`` counts finished, partial and new runs.
 - ``collect`` gathers the finished runs into ``<runs_dir>/collected-<profile>.json``; the notebook
   reads the same runs and trains nothing that is finished.
@@ -23,18 +28,20 @@ import ast
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..chapters.sec5_distillation import DistillGrid, grid_from_parameters, grid_runs
 from ..foundation.checks import check_choice, check_int
+from ..models.dataset_files import check_dataset, download, missing_files
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord, load_record, run_many, run_status
 from .profiles import DEFAULT_PROFILE, PROFILES, load_specs, parse_value, resolve
 from .runner import declared_parameters, source_notebook
 
-__all__ = ["NOTEBOOK", "CLUSTERS", "GridJob", "profile_parameters", "profile_grid", "launch",
-           "status", "collect", "add_grid_parser", "grid_command"]
+__all__ = ["NOTEBOOK", "CLUSTERS", "GridJob", "profile_parameters", "profile_grid",
+           "prepare_data", "launch", "status", "collect", "add_grid_parser", "grid_command"]
 
 NOTEBOOK = "sec5_distillation"
 CLUSTERS = ("local", "slurm", "debug")
@@ -83,6 +90,28 @@ class GridJob:
         return submitit.helpers.DelayedSubmission(self, *args, **kwargs)
 
 
+def prepare_data(datasets: Sequence[str], data_dir: str | Path, *, fetch: bool = False
+                 ) -> list[str]:
+    """Check that every data set in ``datasets`` is present under ``data_dir`` and readable,
+    fetching the missing ones first if ``fetch``; one line per set says what is there. A
+    problem is a one-line ``ValueError`` naming the path and the fix."""
+    lines = []
+    for name in sorted(set(datasets)):
+        if name == "digits":
+            lines.append("digits: bundled with scikit-learn, nothing to fetch")
+        elif fetch and missing_files(name, data_dir):
+            lines.append(download(name, data_dir))
+        else:
+            lines.append(check_dataset(name, data_dir))
+    return lines
+
+
+def _failure(err: Exception) -> str:
+    """The last line of a worker's error (submitit's message ends with the traceback)."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    return lines[-1] if lines else type(err).__name__
+
+
 def _wait(jobs: list, cluster: str) -> None:
     for job in jobs:
         if cluster == "debug":   # run in this process, without submitit's post-mortem debugger
@@ -93,20 +122,25 @@ def _wait(jobs: list, cluster: str) -> None:
         try:
             job.result()
         except Exception as err:   # submitit's FailedJobError carries the worker's stderr
-            raise RuntimeError(f"grid job {job.job_id} failed: {err}") from None
+            raise RuntimeError(f"grid job {job.job_id} failed: {_failure(err)} (its log: "
+                               f"{job.paths.stderr})") from None
 
 
 def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "local",
            workers: int = 1, threads: int | None = None, folder: str | Path | None = None,
            timeout_min: int = 24 * 60, slurm: dict[str, Any] | None = None,
            **options: Any) -> list:
-    """Submit the unfinished ``runs`` (teachers, then students) and, except on SLURM, wait for
-    them. ``options`` (``data_dir``, ``download``, ``device``, ``deterministic``, ``progress``,
-    ``compile_model``) go to :func:`dsmlib.models.runs.run_many`; ``slurm`` holds extra submitit parameters
+    """Check the parameters and the data (see :func:`prepare_data`; with ``download``, missing
+    sets are fetched here, once, not by the workers), then submit the unfinished ``runs``
+    (teachers, then students) and, except on SLURM, wait for them. ``options`` (``data_dir``,
+    ``download``, ``device``, ``deterministic``, ``progress``, ``compile_model``) go to
+    :func:`dsmlib.models.runs.run_many`; ``slurm`` holds extra submitit parameters
     (``slurm_partition``, ``gpus_per_node``, ...). Returns the submitted jobs."""
     import submitit
     cluster = check_choice("cluster", cluster, CLUSTERS)
     workers = check_int("workers", workers, minimum=1)
+    threads = None if threads is None else check_int("threads", threads, minimum=1)
+    timeout_min = check_int("timeout_min", timeout_min, minimum=1)
     bad = set(options) - set(EXECUTE_OPTIONS)
     if bad:
         raise ValueError(f"unknown run option(s) {sorted(bad)}; allowed: {list(EXECUTE_OPTIONS)}")
@@ -114,6 +148,9 @@ def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "l
     pending = [c for c in runs if run_status(c, runs_dir)[0] != "done"]
     if not pending:
         return []
+    prepare_data([c.dataset for c in pending], options.get("data_dir", "data"),
+                 fetch=bool(options.get("download")))
+    options = {**options, "download": False}
     if cluster == "local" and threads is None:
         threads = max(1, (os.cpu_count() or 1) // workers)
     executor = submitit.AutoExecutor(folder=Path(folder or runs_dir / "submitit"), cluster=cluster)
@@ -179,19 +216,27 @@ def collect(runs: Sequence[RunConfig], runs_dir: str | Path, *, out: str | Path 
 
 def add_grid_parser(sub: argparse._SubParsersAction) -> None:
     """The ``grid`` subcommand of ``python -m dsmlib``."""
-    p = sub.add_parser("grid", help="launch, watch or collect the self-distillation grid")
-    p.add_argument("action", choices=["launch", "status", "collect"])
+    p = sub.add_parser("grid", help="fetch the data of, launch, watch or collect the "
+                                    "self-distillation grid")
+    p.add_argument("action", choices=["download", "launch", "status", "collect"],
+                   help="download: fetch the data sets only (no training); launch: train the "
+                        "unfinished runs; status: count them; collect: gather the finished ones")
     p.add_argument("--profile", default=DEFAULT_PROFILE, help=f"one of {', '.join(PROFILES)}")
     p.add_argument("--cluster", default="local", help=f"one of {', '.join(CLUSTERS)}")
     p.add_argument("--workers", type=int, default=1, help="local processes, or SLURM jobs at a time")
     p.add_argument("--threads", type=int, default=None, help="threads per local worker")
     p.add_argument("--partition", default=None, help="SLURM partition")
     p.add_argument("--timeout-min", type=int, default=24 * 60, help="per job (SLURM: per run)")
-    p.add_argument("--download", action="store_true", help="let torchvision download data sets")
+    p.add_argument("--download", action="store_true",
+                   help="launch: fetch missing data sets first, in this process, then train")
     p.add_argument("--deterministic", action="store_true", help="deterministic kernels")
     p.add_argument("--compile", action="store_true", help="torch.compile the training forward")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                    metavar=("NAME", "VALUE"), help="override one notebook parameter (YAML value)")
+
+
+def _one_line_warning(message, category, *args: Any, **kwargs: Any) -> None:
+    print(f"[dsmlib] warning: {message}", file=sys.stderr)
 
 
 def grid_command(root: Path, args: argparse.Namespace) -> int:
@@ -199,15 +244,23 @@ def grid_command(root: Path, args: argparse.Namespace) -> int:
     overrides = {k: parse_value(v) for k, v in args.parameter}
     grid, runs_dir, params = profile_grid(root, args.profile, overrides)
     runs = grid_runs(grid)
-    if args.action == "launch":
-        jobs = launch(runs, runs_dir, cluster=args.cluster, workers=args.workers,
-                      threads=args.threads, timeout_min=args.timeout_min,
-                      slurm={"slurm_partition": args.partition} if args.partition else None,
-                      data_dir=root / params["data_dir"], download=bool(args.download or params["download"]),
-                      deterministic=args.deterministic, compile_model=args.compile,
-                      progress=True)   # local and SLURM workers write their bars to job logs
-        print(f"[dsmlib] {len(jobs)} job(s) for {len(runs)} runs of profile {args.profile} "
-              f"({args.cluster}); runs in {runs_dir}", file=sys.stderr)
+    data_dir = Path(params["data_dir"])
+    data_dir = data_dir if data_dir.is_absolute() else root / data_dir
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning   # restored on exit
+        if args.action == "download":
+            for line in prepare_data(grid.datasets, data_dir, fetch=True):
+                print(line)
+            return 0
+        if args.action == "launch":
+            jobs = launch(runs, runs_dir, cluster=args.cluster, workers=args.workers,
+                          threads=args.threads, timeout_min=args.timeout_min,
+                          slurm={"slurm_partition": args.partition} if args.partition else None,
+                          data_dir=data_dir, download=bool(args.download or params["download"]),
+                          deterministic=args.deterministic, compile_model=args.compile,
+                          progress=True)   # local and SLURM workers write their bars to job logs
+            print(f"[dsmlib] {len(jobs)} job(s) for {len(runs)} runs of profile {args.profile} "
+                  f"({args.cluster}); runs in {runs_dir}", file=sys.stderr)
     if args.action in ("launch", "status"):
         st = status(runs, runs_dir)
         print(f"{args.profile}: {st['done']} done, {st['partial']} partial, {st['new']} new "

@@ -4,9 +4,10 @@
   default. It has no official test set: a seeded held-out test split of
   :data:`DIGITS_TEST_FRACTION` (drawn with :data:`DIGITS_TEST_SEED`, the same for every run)
   stands in for it.
-- ``cifar10``, ``cifar100``, ``svhn``: read by torchvision from ``data_dir``. They are
-  downloaded only when the caller passes ``download=True``; a missing set is a ``ValueError``
-  that says how to get it (nothing reaches the network otherwise).
+- ``cifar10``, ``cifar100``, ``svhn``: read from torchvision's layout under ``data_dir`` by
+  :mod:`dsmlib.models.dataset_files` (which says what a missing, unreadable or unofficial file
+  is). They are downloaded only when the caller passes ``download=True``; nothing reaches the
+  network otherwise.
 
 The paper's split (Sec. 5.3): the official training set is cut, with a seeded permutation, into
 80 % training and 20 % validation; the official test set is kept for testing. Images are
@@ -30,6 +31,8 @@ from torch import Tensor
 from ..foundation.checks import check_choice, check_int, check_probability
 from ..foundation.rng import as_generator, child_seed, resolve_device
 from .data import digits
+from .dataset_files import download as fetch
+from .dataset_files import missing_files, read_arrays
 
 __all__ = ["DatasetSpec", "SPECS", "DATASETS", "DIGITS_TEST_FRACTION", "DIGITS_TEST_SEED",
            "DataSplit", "load_dataset", "augment"]
@@ -47,15 +50,13 @@ class DatasetSpec:
     image_size: int
     pad: int            # random-crop padding at the native size
     flip: bool          # horizontal flips (not for digits or house numbers)
-    torchvision: str | None
-    folder: str | None  # where torchvision keeps it under data_dir
 
 
 SPECS = {
-    "digits": DatasetSpec("digits", 10, 1, 8, 1, False, None, None),
-    "cifar10": DatasetSpec("cifar10", 10, 3, 32, 4, True, "CIFAR10", "cifar-10-batches-py"),
-    "cifar100": DatasetSpec("cifar100", 100, 3, 32, 4, True, "CIFAR100", "cifar-100-python"),
-    "svhn": DatasetSpec("svhn", 10, 3, 32, 4, False, "SVHN", "train_32x32.mat"),
+    "digits": DatasetSpec("digits", 10, 1, 8, 1, False),
+    "cifar10": DatasetSpec("cifar10", 10, 3, 32, 4, True),
+    "cifar100": DatasetSpec("cifar100", 100, 3, 32, 4, True),
+    "svhn": DatasetSpec("svhn", 10, 3, 32, 4, False),
 }
 DATASETS = tuple(SPECS)
 
@@ -79,39 +80,13 @@ class DataSplit:
         return self.X_train.device
 
 
-def _missing(name: str, data_dir: Path, spec: DatasetSpec) -> ValueError:
-    split = ", split='train'" if name == "svhn" else ""
-    also = " (and again with split='test')" if name == "svhn" else ""
-    return ValueError(
-        f"data set {name!r} is not in {data_dir} (torchvision looks for {data_dir / spec.folder}) "
-        "and nothing is downloaded unless asked. On a machine with internet access run "
-        f"`python -c \"import torchvision; torchvision.datasets.{spec.torchvision}("
-        f"'{data_dir}', download=True{split})\"`"
-        f"{also}, or pass download=True (`--download` on the command "
-        f"line), then copy {data_dir} to this machine. The offline data set is 'digits'.")
-
-
-def _torchvision_arrays(name: str, data_dir: Path, download: bool
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """uint8 images ``(n, C, H, W)`` and int64 labels of the official train and test sets."""
-    import torchvision.datasets as tvd
-    spec = SPECS[name]
-    if not download and not (data_dir / spec.folder).exists():
-        raise _missing(name, data_dir, spec)
-    cls = getattr(tvd, spec.torchvision)
-    out = []
-    for train in (True, False):
-        try:
-            if name == "svhn":
-                ds = cls(str(data_dir), split="train" if train else "test", download=download)
-                x, y = ds.data, np.asarray(ds.labels)
-            else:
-                ds = cls(str(data_dir), train=train, download=download)
-                x, y = ds.data.transpose(0, 3, 1, 2), np.asarray(ds.targets)
-        except RuntimeError:   # torchvision: "Dataset not found or corrupted"
-            raise _missing(name, data_dir, spec) from None
-        out += [np.ascontiguousarray(x), y.astype(np.int64)]
-    return out[0], out[1], out[2], out[3]
+def _file_arrays(name: str, data_dir: Path, download: bool
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """uint8 images ``(n, C, H, W)`` and int64 labels of the official train and test sets,
+    fetched first if ``download`` and any file is missing."""
+    if download and missing_files(name, data_dir):
+        fetch(name, data_dir)
+    return read_arrays(name, data_dir)
 
 
 def _digits_arrays() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -147,7 +122,7 @@ def load_dataset(name: str, *, split_seed: int = 0, data_dir: str | Path = "data
         Xtr, ytr, Xte, yte = _digits_arrays()
         scale = 1.0
     else:
-        Xtr, ytr, Xte, yte = _torchvision_arrays(name, Path(data_dir), bool(download))
+        Xtr, ytr, Xte, yte = _file_arrays(name, Path(data_dir), bool(download))
         scale = 255.0
     perm = as_generator(child_seed(split_seed, 0)).permutation(len(ytr))
     n_val = int(round(val_fraction * len(ytr)))

@@ -1,5 +1,5 @@
 """Data sets of Section 5: the paper's 80/20 split, the fixed digits test split, normalisation,
-upsampling, clear errors offline, and the on-device crop-and-flip augmentation."""
+upsampling, clear errors offline (the file formats: test_dataset_files.py), and the on-device crop-and-flip augmentation."""
 from __future__ import annotations
 
 import math
@@ -51,7 +51,8 @@ def test_bad_input_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="dataset must be one of"):
         load_dataset("mnist")
     for name in ("cifar10", "cifar100", "svhn"):
-        with pytest.raises(ValueError, match="nothing is downloaded unless asked.*download=True"):
+        with pytest.raises(ValueError, match="is missing.*nothing is downloaded unless asked.*"
+                                             "grid download.*download=True"):
             load_dataset(name, data_dir=tmp_path)
     with pytest.raises(ValueError, match="val_fraction"):
         load_dataset("digits", val_fraction=1.0)
