@@ -36,7 +36,7 @@ from ..chapters.sec5_distillation import DistillGrid, grid_from_parameters, grid
 from ..foundation.checks import check_choice, check_int
 from ..models.dataset_files import check_dataset, download, missing_files
 from ..models.run_config import RunConfig
-from ..models.runs import RunRecord, load_record, run_many, run_status
+from ..models.runs import RunRecord, load_record, lockstep_groups, run_many, run_status
 from .profiles import DEFAULT_PROFILE, PROFILES, load_specs, parse_value, resolve
 from .runner import declared_parameters, source_notebook
 
@@ -45,7 +45,8 @@ __all__ = ["NOTEBOOK", "CLUSTERS", "GridJob", "profile_parameters", "profile_gri
 
 NOTEBOOK = "sec5_distillation"
 CLUSTERS = ("local", "slurm", "debug")
-EXECUTE_OPTIONS = ("data_dir", "download", "device", "deterministic", "progress", "compile_model")
+EXECUTE_OPTIONS = ("data_dir", "download", "device", "deterministic", "progress", "compile_model",
+                   "step", "lockstep")
 
 
 def profile_parameters(root: Path, profile: str, overrides: dict[str, Any] | None = None
@@ -133,8 +134,9 @@ def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "l
     """Check the parameters and the data (see :func:`prepare_data`; with ``download``, missing
     sets are fetched here, once, not by the workers), then submit the unfinished ``runs``
     (teachers, then students) and, except on SLURM, wait for them. ``options`` (``data_dir``,
-    ``download``, ``device``, ``deterministic``, ``progress``, ``compile_model``) go to
-    :func:`dsmlib.models.runs.run_many`; ``slurm`` holds extra submitit parameters
+    ``download``, ``device``, ``deterministic``, ``progress``, ``step``, ``lockstep``) go to
+    :func:`dsmlib.models.runs.run_many`; the students of one teacher stay in one job, so they
+    train in lockstep; ``slurm`` holds extra submitit parameters
     (``slurm_partition``, ``gpus_per_node``, ...). Returns the submitted jobs."""
     import submitit
     cluster = check_choice("cluster", cluster, CLUSTERS)
@@ -167,11 +169,14 @@ def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "l
             executor.update_parameters(slurm_additional_parameters={
                 **(slurm or {}).get("slurm_additional_parameters", {}),
                 "dependency": "afterok:" + ":".join(arrays)})
-        return jobs + executor.map_array(GridJob(), [[c] for c in students], [str(runs_dir)] * len(students),
-                                         [threads] * len(students), [options] * len(students))
+        groups = lockstep_groups(students, options.get("lockstep", True))
+        return jobs + executor.map_array(GridJob(), groups, [str(runs_dir)] * len(groups),
+                                         [threads] * len(groups), [options] * len(groups))
     submitted = []
     for phase in (teachers, students):
-        chunks = [phase[i::workers] for i in range(workers) if phase[i::workers]]
+        groups = lockstep_groups(phase, options.get("lockstep", True))
+        chunks = [[c for g in groups[i::workers] for c in g] for i in range(workers)
+                  if groups[i::workers]]
         jobs = [executor.submit(GridJob(), chunk, str(runs_dir), threads, options) for chunk in chunks]
         _wait(jobs, cluster)
         submitted += jobs
@@ -230,7 +235,10 @@ def add_grid_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--download", action="store_true",
                    help="launch: fetch missing data sets first, in this process, then train")
     p.add_argument("--deterministic", action="store_true", help="deterministic kernels")
-    p.add_argument("--compile", action="store_true", help="torch.compile the training forward")
+    p.add_argument("--step", default="auto", choices=["auto", "eager", "compiled"],
+                   help="the training step: captured as CUDA graphs (compiled; auto on CUDA) or eager")
+    p.add_argument("--no-lockstep", action="store_true",
+                   help="train each student alone instead of a teacher's students together")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                    metavar=("NAME", "VALUE"), help="override one notebook parameter (YAML value)")
 
@@ -257,7 +265,8 @@ def grid_command(root: Path, args: argparse.Namespace) -> int:
                           threads=args.threads, timeout_min=args.timeout_min,
                           slurm={"slurm_partition": args.partition} if args.partition else None,
                           data_dir=data_dir, download=bool(args.download or params["download"]),
-                          deterministic=args.deterministic, compile_model=args.compile,
+                          deterministic=args.deterministic, step=args.step,
+                          lockstep=not args.no_lockstep,
                           progress=True)   # local and SLURM workers write their bars to job logs
             print(f"[dsmlib] {len(jobs)} job(s) for {len(runs)} runs of profile {args.profile} "
                   f"({args.cluster}); runs in {runs_dir}", file=sys.stderr)

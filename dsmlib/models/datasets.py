@@ -31,6 +31,7 @@ from torch import Tensor
 from ..foundation.checks import check_choice, check_int, check_probability
 from ..foundation.rng import as_generator, child_seed, resolve_device
 from .data import digits
+from .pipeline import augment
 from .dataset_files import download as fetch
 from .dataset_files import missing_files, read_arrays
 
@@ -151,22 +152,3 @@ def load_dataset(name: str, *, split_seed: int = 0, data_dir: str | Path = "data
             f"split seed {split_seed}) / {len(yte)} test ({test_note}); {size}x{size} pixels")
     return DataSplit(spec, size, pad, prep(Xtr, train), labels(ytr[train]), prep(Xtr, val),
                      labels(ytr[val]), prep(Xte), labels(yte), note)
-
-
-def augment(x: Tensor, generator: torch.Generator, *, pad: int, flip: bool) -> Tensor:
-    """Random ``pad``-pixel crops (zero padding) and, if ``flip``, random horizontal flips of
-    the batch ``x`` (n, C, H, W), drawn from ``generator`` on ``x``'s device."""
-    n, c, h, w = x.shape
-    dev = x.device
-    if pad:
-        xp = F.pad(x, (pad, pad, pad, pad))
-        dy = torch.randint(0, 2 * pad + 1, (n,), generator=generator, device=dev)
-        dx = torch.randint(0, 2 * pad + 1, (n,), generator=generator, device=dev)
-        rows = (dy[:, None] + torch.arange(h, device=dev))[:, None, :, None]
-        cols = (dx[:, None] + torch.arange(w, device=dev))[:, None, None, :]
-        x = xp[torch.arange(n, device=dev)[:, None, None, None],
-               torch.arange(c, device=dev)[None, :, None, None], rows, cols]
-    if flip:
-        mask = torch.rand(n, generator=generator, device=dev) < 0.5
-        x = torch.where(mask[:, None, None, None], x.flip(3), x)
-    return x

@@ -99,6 +99,7 @@ class FakeExecutor:
     def map_array(self, fn, *lists):
         self.array += 1
         FakeExecutor.calls.append(("array", [c[0].role for c in lists[0]], dict(self.params)))
+        FakeExecutor.calls.append(("groups", list(lists[0])))
         return [FakeJob(f"{self.array}_{i}") for i in range(len(lists[0]))]
 
 
@@ -108,9 +109,12 @@ def test_slurm_launch_is_two_arrays_students_after_teachers(tmp_path, monkeypatc
     runs = grid_runs(grid_from_parameters(PARAMS))
     jobs = launch(runs, tmp_path, cluster="slurm", workers=3,
                   slurm={"slurm_partition": "gpu"}, data_dir="data")
-    assert len(jobs) == len(runs)                            # one job per run
+    teachers = [c for c in runs if c.role == "teacher"]
+    assert len(jobs) == 2 * len(teachers)   # one job per teacher, then one per teacher's students
     arrays = [c for c in FakeExecutor.calls if c[0] == "array"]
     assert arrays[0][1] == ["teacher"] * 2 and set(arrays[1][1]) == {"student"}
+    groups = [c for c in FakeExecutor.calls if c[0] == "groups"]
+    assert [len(g) for g in groups[-1][1]] == [len(runs) // 2 - 1] * 2   # lockstep, whole
     first, second = arrays[0][2], arrays[1][2]
     assert first["gpus_per_node"] == 1 and first["slurm_partition"] == "gpu"
     assert first["slurm_array_parallelism"] == 3 and "slurm_additional_parameters" not in first
