@@ -38,11 +38,12 @@ def barrier_landscape(problem: BR.BarrierProblem, lim: tuple[float, float] = (-0
                              name=f"barrier top θ_b = {tb:.3g}",
                              marker=dict(symbol="triangle-down", size=11, color="#7f7f7f")),
                   row=1, col=1)
-    fig.update_yaxes(title_text="clean loss L(θ)", row=1, col=1)
-    fig.update_yaxes(title_text="G(θ)", type="log", row=2, col=1)
+    top = 1.15 * BR.barrier_height(problem)
+    fig.update_yaxes(title_text="clean loss L(θ)", range=[-0.08 * top, top], row=1, col=1)
+    fig.update_yaxes(title_text="G(θ)", type="log", dtick=1, exponentformat="power", row=2, col=1)
     fig.update_xaxes(title_text="parameter θ", row=2, col=1)
-    fig.update_layout(height=520, legend=dict(orientation="h", y=-0.18, yanchor="top"),
-                      margin=dict(l=70, r=20, t=20, b=40))
+    fig.update_layout(height=540, legend=dict(orientation="h", y=-0.18, yanchor="top"),
+                      margin=dict(l=70, r=20, t=45, b=40))
     return fig
 
 
@@ -83,14 +84,15 @@ def escape_plot(sw: EscapeSweep) -> go.Figure:
         fig.add_trace(go.Scatter(x=x, y=sw.predicted["sharp"][idx], mode="lines",
                                  line=dict(color=START_COLORS["sharp"], dash="dot"),
                                  name="sharp: predicted mean time", showlegend=c == 1), row=2, col=c)
-        fig.update_xaxes(type="log", row=1, col=c)
-        fig.update_xaxes(type="log", title_text=lab, row=2, col=c)
+        ticks = dict(type="log", tickvals=x, ticktext=[f"{v:g}" for v in x])
+        fig.update_xaxes(row=1, col=c, **ticks)
+        fig.update_xaxes(title_text=lab, row=2, col=c, **ticks)
         fig.update_yaxes(range=[-0.05, 1.05], row=1, col=c,
                          title_text=f"P(escape within {sw.steps} steps)" if c == 1 else None)
-        fig.update_yaxes(type="log", exponentformat="power", row=2, col=c,
+        fig.update_yaxes(type="log", dtick=1, exponentformat="power", row=2, col=c,
                          title_text="mean escape time (steps)" if c == 1 else None)
-    fig.update_layout(height=640, legend=dict(orientation="h", y=-0.15, yanchor="top"),
-                      margin=dict(l=70, r=20, t=40, b=40))
+    fig.update_layout(height=660, legend=dict(orientation="h", y=-0.15, yanchor="top"),
+                      margin=dict(l=70, r=20, t=60, b=40))
     return fig
 
 

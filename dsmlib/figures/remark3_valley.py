@@ -75,7 +75,8 @@ def landscape_paths(ex: ValleyExperiment, *, n_paths: int = 1, max_points: int =
     fig.update_layout(height=620, margin=dict(l=60, r=20, t=30, b=40),
                       legend=dict(orientation="h", y=-0.14),
                       xaxis=dict(title="θ₁", range=list(lim), constrain="domain"),
-                      yaxis=dict(title="θ₂", range=list(lim), scaleanchor="x", scaleratio=1))
+                      yaxis=dict(title="θ₂", range=list(lim), scaleanchor="x", scaleratio=1,
+                                 constrain="domain"))
     return fig
 
 
@@ -309,5 +310,6 @@ def valley_explorer(problem: V.ValleyProblem, states: list[dict[str, Any]], *, s
                           slider_prefix="σ² = ", slider_values=[float(s) for s in sigma2s],
                           static_traces=landscape_traces(problem, lim))
     fig.update_layout(xaxis=dict(title="θ₁", range=list(lim), constrain="domain"),
-                      yaxis=dict(title="θ₂", range=list(lim), scaleanchor="x", scaleratio=1))
+                      yaxis=dict(title="θ₂", range=list(lim), scaleanchor="x", scaleratio=1,
+                                 constrain="domain"))
     return fig
