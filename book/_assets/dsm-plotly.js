@@ -1,6 +1,7 @@
 // Draw the book's plotly figures (dsmlib.figures.render): load plotly.js only on pages that
 // have a figure, after the page has painted, then draw each figure from its embedded JSON.
-// Explorers (dsmlib.figures.common.state_explorer) get one more thing: when the drop-down
+// Explorers (dsmlib.figures.common.state_explorer, and the nested drop-downs of
+// dsmlib.figures.remark3_valley.nested_explorer) get one more thing: when a drop-down
 // changes, the slider keeps its position instead of jumping back to its first step.
 (function () {
   "use strict";
@@ -9,19 +10,28 @@
 
   function visible(grid, state) {
     var v = [];
-    for (var k = 0; k < grid.n_slider * grid.n_menu * grid.n_traces; k++) {
-      v.push(Math.floor(k / grid.n_traces) === state);
+    var n = grid.n_static || 0;   // traces shown in every state come first
+    for (var k = 0; k < n + grid.n_slider * grid.n_menu * grid.n_traces; k++) {
+      v.push(k < n || Math.floor((k - n) / grid.n_traces) === state);
     }
     return v;
   }
 
   function composeControls(div, grid) {
+    // grid.menus (nested drop-downs, dsmlib.figures.remark3_valley.nested_explorer): one size
+    // per drop-down, first slowest; choosing in one resets those after it.
+    var sizes = grid.menus || [grid.n_menu];
+    var chosen = sizes.map(function () { return 0; });
     var position = 0;
     div.on("plotly_sliderchange", function (e) { position = e.slider.active; });
     div.on("plotly_buttonclicked", function (e) {
-      var menu = e.active;
+      var m = (e.menu && e.menu._index) || 0;
+      chosen[m] = e.active;
+      for (var j = m + 1; j < sizes.length; j++) { chosen[j] = 0; }
+      var state = 0;
+      for (var i = 0; i < sizes.length; i++) { state = state * sizes[i] + chosen[i]; }
       window.setTimeout(function () {
-        window.Plotly.update(div, {visible: visible(grid, menu * grid.n_slider + position)},
+        window.Plotly.update(div, {visible: visible(grid, state * grid.n_slider + position)},
                              {"sliders[0].active": position});
       }, 0);
     });

@@ -22,6 +22,7 @@ __all__ = ["RUN_COLORS", "landscape_traces", "landscape_paths", "gradnorm_over_t
 RUN_COLORS = {"label noise": COLORS["noisy"], "no label noise": COLORS["clean"],
               "label noise drawn once": "#8c564b", "Eq. 17 model": COLORS["paper"]}
 BAND_LEVEL = 0.9   # the G(t) bands cover the central 90 % of the runs
+MENU_TOP, MENU_ROW = 40, 36   # px: the explorer's drop-downs start below the modebar, one a row
 
 
 def landscape_traces(problem: V.ValleyProblem, lim: tuple[float, float], n: int = 55) -> list:
@@ -74,7 +75,8 @@ def landscape_paths(ex: ValleyExperiment, *, n_paths: int = 1, max_points: int =
     fig.update_layout(height=620, margin=dict(l=60, r=20, t=30, b=40),
                       legend=dict(orientation="h", y=-0.14),
                       xaxis=dict(title="θ₁", range=list(lim), constrain="domain"),
-                      yaxis=dict(title="θ₂", range=list(lim), scaleanchor="x", scaleratio=1))
+                      yaxis=dict(title="θ₂", range=list(lim), scaleanchor="x", scaleratio=1,
+                                 constrain="domain"))
     return fig
 
 
@@ -221,13 +223,14 @@ def end_points_table(rows: Sequence[dict[str, Any]]) -> Any:
 
 def nested_explorer(state_traces: list[list[Any]], *, menus: Sequence[tuple[str, Sequence[str]]],
                     slider_prefix: str, slider_values: Sequence[Any],
-                    static_traces: Sequence[Any] = ()) -> go.Figure:
+                    static_traces: Sequence[Any] = (), height: int = 760) -> go.Figure:
     """Several drop-downs and one slider over precomputed states, working in a static page.
 
     ``state_traces`` is ordered with the first menu slowest and the slider fastest (every state
     the same number of traces); ``static_traces`` stay visible. Choosing an entry of menu ``l``
     rewrites the menus after it (reset to their first entry) and the slider, so every control
-    knows the others' state with no Python running in the page.
+    knows the others' state with no Python running in the page; ``layout.meta.dsm_grid`` lets
+    the site's loader (``dsm-plotly.js``) keep the slider's position on a menu change.
     """
     sizes, ns = [len(v) for _, v in menus], len(slider_values)
     if len(state_traces) != int(np.prod(sizes)) * ns:
@@ -254,7 +257,7 @@ def nested_explorer(state_traces: list[list[Any]], *, menus: Sequence[tuple[str,
         return v
 
     def slider(prefix: tuple[int, ...]) -> dict[str, Any]:
-        return dict(active=0, currentvalue=dict(prefix=slider_prefix), pad=dict(t=40), len=0.9, x=0.05,
+        return dict(active=0, currentvalue=dict(prefix=slider_prefix), pad=dict(t=50), len=0.9, x=0.05,
                     steps=[dict(label=f"{v:g}" if isinstance(v, float) else str(v), method="restyle",
                                 args=[{"visible": vis(first(prefix) + i)}])
                            for i, v in enumerate(slider_values)])
@@ -270,13 +273,25 @@ def nested_explorer(state_traces: list[list[Any]], *, menus: Sequence[tuple[str,
             layout["sliders"] = [slider(full)]
             buttons.append(dict(label=f"{menus[level][0]}{lab}", method="update",
                                 args=[{"visible": vis(first(full))}, layout]))
-        return dict(type="dropdown", buttons=buttons, active=0, showactive=True, x=level / len(sizes),
-                    y=1.14, xanchor="left", yanchor="bottom")
+        # one drop-down per row, left-aligned, below the modebar's row: side by side they
+        # overlap one another, the legend and the modebar on a phone. The height is fixed, so
+        # paper coordinates are fixed pixels: row ``level`` starts MENU_TOP + level rows down.
+        return dict(type="dropdown", buttons=buttons, active=0, showactive=True, x=0.0,
+                    xanchor="left", yanchor="top",
+                    y=1.0 + (top - MENU_TOP - MENU_ROW * level) / plot_h)
 
     zeros = (0,) * len(sizes)
+    top, bottom = MENU_TOP + MENU_ROW * len(sizes) + 10, 210
+    plot_h = height - top - bottom
+    if plot_h < 100:
+        raise ValueError(f"height must leave >= 100 px for the plot, got {height}")
     fig.update_layout(updatemenus=[menu(m, zeros[:m]) for m in range(len(sizes))],
-                      sliders=[slider(zeros)], margin=dict(l=50, r=20, t=110, b=40),
-                      legend=dict(orientation="h", x=0.0, y=1.02, yanchor="bottom", xanchor="left"))
+                      sliders=[slider(zeros)], height=height,
+                      margin=dict(l=50, r=20, t=top, b=bottom),
+                      legend=dict(orientation="h", x=0.0, y=0.0, yanchor="bottom", xanchor="left",
+                                  yref="container"),
+                      meta=dict(dsm_grid=dict(n_slider=ns, n_menu=int(np.prod(sizes)),
+                                              n_traces=n_tr, n_static=n_st, menus=sizes)))
     return fig
 
 
@@ -294,6 +309,7 @@ def valley_explorer(problem: V.ValleyProblem, states: list[dict[str, Any]], *, s
                                          ("η = ", [f"{e:g}" for e in etas])],
                           slider_prefix="σ² = ", slider_values=[float(s) for s in sigma2s],
                           static_traces=landscape_traces(problem, lim))
-    fig.update_layout(height=700, xaxis=dict(title="θ₁", range=list(lim), constrain="domain"),
-                      yaxis=dict(title="θ₂", range=list(lim), scaleanchor="x", scaleratio=1))
+    fig.update_layout(xaxis=dict(title="θ₁", range=list(lim), constrain="domain"),
+                      yaxis=dict(title="θ₂", range=list(lim), scaleanchor="x", scaleratio=1,
+                                 constrain="domain"))
     return fig

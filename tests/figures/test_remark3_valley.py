@@ -40,7 +40,7 @@ def test_static_figures_have_axis_titles(experiments):
     assert legend.count("±") == legend.count("χ² p") + legend.count("fit untested") > 0
     assert "log₁₀ loss" in str(figs[0].data[0].colorbar.title.text)
     for html in (F.fits_table(sw), F.end_points_table(C.end_points(experiments[0]))):
-        assert "<table" in html.data and "99%" in html.data or "±" in html.data
+        assert "<table" in html.data and ("99%" in html.data or "±" in html.data)
 
 
 def _visible(vis: list[bool], n_static: int, n_tr: int) -> list[int]:
@@ -72,6 +72,14 @@ def test_nested_explorer_buttons_select_the_right_state():
             assert [_visible(s["args"][0]["visible"], 1, 2) for s in steps] == \
                 [(i * 3 + j) * ns + k for k in range(ns)]
     assert [_visible(s.args[0]["visible"], 1, 2) for s in lay.sliders[0].steps] == [0, 1, 2, 3]
+    # the site's loader keeps the slider's place on a menu change (dsm-plotly.js)
+    assert lay.meta["dsm_grid"] == dict(n_slider=4, n_menu=6, n_traces=2, n_static=1, menus=[2, 3])
+    # one drop-down per row, all above the plot and below the modebar's row (40 px)
+    plot_h = lay.height - lay.margin.t - lay.margin.b
+    tops = [(1 - m.y) * plot_h + lay.margin.t for m in lay.updatemenus]   # px from the figure top
+    assert [m.x for m in lay.updatemenus] == [0.0, 0.0] and all(m.yanchor == "top" for m in lay.updatemenus)
+    assert tops[0] == pytest.approx(F.MENU_TOP) and tops[1] - tops[0] == pytest.approx(F.MENU_ROW)
+    assert tops[-1] + F.MENU_ROW <= lay.margin.t
     with pytest.raises(ValueError, match="must have 24 entries"):
         F.nested_explorer(traces[:5], menus=[("a", ["0", "1"]), ("b", ["0", "1", "2"])],
                           slider_prefix="", slider_values=[0, 1, 2, 3])
@@ -88,3 +96,4 @@ def test_valley_explorer_builds_from_states():
     assert fig.layout.xaxis.title.text == "θ₁" and fig.layout.yaxis.title.text == "θ₂"
     assert [m.buttons[0].label for m in fig.layout.updatemenus] == ["start (2, 1/2)", "B = 4", "η = 0.01"]
     assert np.isnan(fig.data[3].x).sum() == 2               # two runs joined by NaN gaps
+    assert fig.layout.legend.yref == "container" and fig.layout.legend.y == 0.0   # below the slider

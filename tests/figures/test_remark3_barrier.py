@@ -1,0 +1,49 @@
+"""Figures of the remark3_valley chapter's escape over a barrier: axis titles, intervals equal to
+the claims', the predictions drawn."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from dsmlib.chapters import remark3_barrier as E
+from dsmlib.figures import remark3_barrier as F
+from dsmlib.theory import barrier as BR
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    p = BR.barrier_problem(16, seed=0)
+    return E.escape_sweep(p, etas=[0.01, 0.02], sigma2s=[2.0, 4.0], batch_sizes=[1, 2],
+                          reference=(0.01, 2.0, 1), steps=600, n_runs=16, seed=1)
+
+
+def test_barrier_landscape(sweep):
+    fig = F.barrier_landscape(sweep.problem)
+    assert isinstance(fig, go.Figure)
+    lay = fig.layout
+    assert lay.yaxis.title.text == "clean loss L(θ)" and lay.yaxis2.title.text == "G(θ)"
+    assert lay.xaxis2.title.text == "parameter θ"
+    names = " ".join(t.name or "" for t in fig.data)
+    assert "sharp minimum" in names and "flat minimum" in names and "barrier top" in names
+    top = next(t for t in fig.data if (t.name or "").startswith("barrier top"))
+    assert top.y[0] == pytest.approx(BR.barrier_height(sweep.problem))
+
+
+def test_escape_plot_shows_the_claims_intervals(sweep):
+    fig = F.escape_plot(sweep)
+    lay = fig.layout
+    assert lay.yaxis.title.text.startswith("P(escape within 600 steps)")
+    assert lay.yaxis4.title.text == "mean escape time (steps)"
+    assert [lay[f"xaxis{k}"].title.text for k in (4, 5, 6)] == ["σ²", "η", "B"]
+    sharp = next(t for t in fig.data if t.name == "from the sharp minimum")
+    idx, x = sweep.sweep("sigma2")
+    for j, i in enumerate(idx[np.argsort(x)]):                 # error bars = Clopper-Pearson
+        p, lo, hi = sweep.probability("sharp", i)
+        assert sharp.y[j] == pytest.approx(p)
+        assert sharp.error_y.array[j] == pytest.approx(hi - p)
+        assert sharp.error_y.arrayminus[j] == pytest.approx(p - lo)
+    pred = [t for t in fig.data if (t.name or "").endswith("diffusion prediction")]
+    assert len(pred) == 6 and all(np.all((np.asarray(t.y) >= 0) & (np.asarray(t.y) <= 1)) for t in pred)
+    html = F.escape_table(E.escape_rows(sweep)).data
+    assert "<table" in html and "99% CI" in html and html.count("<tr>") == 1 + 2 * len(sweep.configs)
