@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from ..foundation.claims import (CONFIDENCE, Case, Claim, band_gap, case, every_case, from_case,
-                                 joint_level)
+                                 joint_level, parse_band)
 from .sec5_distillation import (KINDS, Cell, DistillResults, selected_levels, selected_test_acc,
                                 shrinkage_rows)
 
@@ -67,6 +67,12 @@ def late_log_gradnorm(cell: Cell) -> np.ndarray:
     return np.log(curves[:, epochs > (curves.shape[1] - 1) / 2]).mean(axis=1)
 
 
+def _depth(c: Case) -> float:
+    """How far the interval lies inside the band (its distance to the nearer end)."""
+    lo, hi = parse_band(c.band)
+    return min(c.interval[0] - lo, hi - c.interval[1])
+
+
 def some_case(id: str, statement: str, cases: dict[str, Case], *, note: str = "",
               scope: str | None = None, condition: str = "") -> Claim:
     """A claim that holds if *some* case holds: confirmed if any case is confirmed, refuted if
@@ -79,7 +85,8 @@ def some_case(id: str, statement: str, cases: dict[str, Case], *, note: str = ""
     overall = ("confirmed" if "confirmed" in vs else "refuted" if set(vs) == {"refuted"}
                else "inconclusive")
     pool = [(k, c) for k, c in cases.items() if c.verdict == overall]
-    key, head = min(pool, key=lambda kc: band_gap(kc[1]))
+    key, head = (max(pool, key=lambda kc: _depth(kc[1])) if overall == "confirmed"
+                 else min(pool, key=lambda kc: band_gap(kc[1])))
     details = [{"case": k, "paper": c.paper, "measured": c.measured, "interval": c.interval,
                 "band": c.band, "verdict": c.verdict} for k, c in cases.items()]
     head = Case(**{**head.__dict__, "verdict": overall,

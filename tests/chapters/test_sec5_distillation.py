@@ -268,8 +268,9 @@ def test_some_case_logic():
     """Confirmed if any case is, refuted only if all are; the headline is the deciding case."""
     def c(m, se):
         return sc.case(paper=0, measured=m, se=se, band=(0, None), quantity="q")
-    claim = sc.some_case("x", "s", {"a": c(-1, 0.01), "b": c(1, 0.01), "c": c(2, 0.01)})
-    assert claim.verdict == "confirmed" and claim.measured == 2 and "(deciding case: c)" in claim.quantity
+    claim = sc.some_case("x", "s", {"a": c(-1, 0.01), "b": c(1, 0.01), "c": c(2, 0.5)})
+    assert claim.verdict == "confirmed" and claim.measured == 1 and "(deciding case: b)" in claim.quantity
+    assert [d["verdict"] for d in claim.details] == ["refuted", "confirmed", "confirmed"]
     claim = sc.some_case("x", "s", {"a": c(-1, 0.01), "b": c(-3, 0.01)})
     assert claim.verdict == "refuted" and claim.measured == -1
     assert sc.some_case("x", "s", {"a": c(-1, 0.01), "b": c(0, 1)}).verdict == "inconclusive"
