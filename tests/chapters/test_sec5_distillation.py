@@ -126,6 +126,14 @@ def test_shrinkage_and_its_rows():
 def test_claims_confirmed_and_pinned_when_the_paper_holds():
     res, claims = claims_of(good)
     assert set(claims) == IDS
+    # controls are never students of a claim: each claim's cases name exactly its runs
+    assert list(cases(claims["fig1.student_below_teacher"])) == [
+        "digits: noiseless student", "digits: σ² = 1", "digits: σ² = 4", "digits: p = 0.1",
+        "digits: p = 0.3"]
+    assert list(cases(claims["fig1.gradnorm_below_control_over_epochs"])) == [
+        "digits: σ² = 1", "digits: σ² = 4", "digits: p = 0.1", "digits: p = 0.3"]
+    assert list(cases(claims["fig2.train_loss_to_zero"])) == [
+        "digits: noiseless student", "digits: σ² = 1", "digits: p = 0.1"]
     for c in claims.values():
         assert c.verdict == "confirmed", c.id
         assert c.scope in ("setting", "reading") and c.condition == "" and "synthetic" in c.note
