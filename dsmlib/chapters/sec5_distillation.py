@@ -1,13 +1,18 @@
 """Chapter ``sec5_distillation``: noisy self-distillation (Section 5, Figures 1 and 2), its grid
-of runs, the summaries the figures plot, and the claims.
+of runs and the summaries the figures plot; the claims are in :mod:`dsmlib.chapters.sec5_claims`.
 
 A grid is, per data set and seed, one teacher (ResNet, cross-entropy) and its students: the
-noiseless one and one per noise kind and level (:class:`dsmlib.models.run_config.RunConfig`).
+noiseless one, one per noise kind and level, and per swap probability ``p`` a **control**: a
+student trained without noise on the swap's mean target ``E[y~] = M_p y`` (Eq. 24), which shrinks
+every logit vector towards its mean by ``kappa = 1 - pL/(L-1)`` (:func:`shrinkage`). A noisy
+student is judged against the student trained noiselessly on its noise's mean target: the control
+for the swap, the noiseless student for Gaussian noise (``E[y~] = y``), so no extra run is needed
+there (:meth:`DistillResults.control`).
+
 Runs are executed and collected elsewhere (:mod:`dsmlib.models.runs`, :mod:`dsmlib.book.grid`);
-this module turns collected records into per-cell arrays over seeds, and judges the claims with
-**seeds as the unit**: every statistic is computed within a seed (a teacher, its students, its
-validation-based selection), and the interval is a Student-t interval over seeds (``S - 1``
-degrees of freedom). The test set is fixed, so intervals describe training randomness on it.
+this module turns collected records into per-cell arrays over seeds (**seeds are the unit**: a
+teacher, its students and its validation-based selection belong to one seed). The test set is
+fixed, so intervals over seeds describe training randomness on it.
 """
 from __future__ import annotations
 
@@ -17,24 +22,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..foundation.checks import check_int
-from ..foundation.claims import Case, Claim, case, every_case
+from ..foundation.checks import check_int, check_probability
 from ..models.run_config import RunConfig, student_of
 from ..models.runs import RunRecord
 
-__all__ = ["GRADNORM_TREND_BAND", "BELOW_TEACHER_BAND", "ACCURACY_GAIN_BAND", "TRAIN_LOSS_BAND",
-           "KINDS", "DistillGrid", "grid_from_parameters", "scope_note", "grid_runs", "Cell",
-           "DistillResults", "METRICS", "summarise", "selected_levels", "distill_claims"]
+__all__ = ["KINDS", "CONTROL", "DistillGrid", "grid_from_parameters", "scope_note", "grid_runs",
+           "Cell", "DistillResults", "METRICS", "summarise", "selected_levels",
+           "selected_test_acc", "shrinkage", "shrinkage_rows"]
 
-# Bands, fixed before measuring. Sign claims (the paper states directions, not sizes) are strict:
-# accuracies are discrete, and seeds that all tie at a difference of exactly 0 confirm nothing.
-_STRICT = 1e-12
-GRADNORM_TREND_BAND = (None, -_STRICT)  # slope of log G along the noise grid: negative
-BELOW_TEACHER_BAND = (None, -_STRICT)   # log(G_student / G_teacher): negative
-ACCURACY_GAIN_BAND = (_STRICT, None)    # test-accuracy gain of the selected noisy student
-TRAIN_LOSS_BAND = (None, 0.05)          # final train loss / variance of the targets: "near zero"
-
-KINDS = {"gaussian": "σ²", "symmetric": "p"}
+KINDS = {"gaussian": "σ²", "symmetric": "p"}   # the noise kinds of the paper, and their level
+CONTROL = "symmetric_mean"   # the swap's control: no noise, target E[y~] = M_p y (Eq. 24)
 
 
 @dataclass(frozen=True)
@@ -97,11 +94,12 @@ def _teacher(grid: DistillGrid, dataset: str, seed: int) -> RunConfig:
 
 def _levels(grid: DistillGrid) -> list[tuple[str, float]]:
     return ([("none", 0.0)] + [("gaussian", s) for s in grid.sigma2s]
-            + [("symmetric", p) for p in grid.ps])
+            + [("symmetric", p) for p in grid.ps] + [(CONTROL, p) for p in grid.ps])
 
 
 def grid_runs(grid: DistillGrid) -> list[RunConfig]:
-    """Every run of the grid, teachers first (students need their teacher's final weights)."""
+    """Every run of the grid, teachers first (students need their teacher's final weights): per
+    teacher the noiseless student, one per σ² and one per p, then one control per p."""
     teachers = [_teacher(grid, d, s) for d in grid.datasets for s in grid.seeds]
     students = [student_of(t, kind, level, epochs=grid.student_epochs)
                 for t in teachers for kind, level in _levels(grid)]
@@ -124,6 +122,8 @@ class Cell:
     def name(self) -> str:
         if self.role == "teacher":
             return "teacher"
+        if self.kind == CONTROL:
+            return f"control of p = {self.level:g}"
         return "noiseless student" if self.kind == "none" else f"{KINDS[self.kind]} = {self.level:g}"
 
 
@@ -141,8 +141,20 @@ class DistillResults:
                     and c.kind == "none")
 
     def noisy(self, dataset: str, kind: str) -> list[Cell]:
+        """The students of one noise kind (or of the swap's controls, ``kind=CONTROL``), by level."""
         return sorted((c for c in self.cells if c.dataset == dataset and c.kind == kind),
                       key=lambda c: c.level)
+
+    def control(self, cell: Cell) -> Cell:
+        """The student trained without noise on ``cell``'s mean target ``E[y~]``: for the swap at
+        ``p``, the control at the same ``p`` (target ``M_p y``); for Gaussian noise, the noiseless
+        student (``E[y~] = y``)."""
+        if cell.role != "student" or cell.kind not in KINDS:
+            raise ValueError(f"cell must be a noisy student (kind in {list(KINDS)}), got {cell.name!r}")
+        if cell.kind == "gaussian":
+            return self.noiseless(cell.dataset)
+        return next(c for c in self.cells if c.dataset == cell.dataset and c.kind == CONTROL
+                    and c.level == cell.level)
 
 
 METRICS = ("train_loss", "val_loss", "val_acc", "test_acc", "gradnorm", "gradnorm_se",
@@ -171,21 +183,6 @@ def summarise(grid: DistillGrid, records: Sequence[RunRecord]) -> DistillResults
     return DistillResults(grid, cells)
 
 
-def _seed_case(values: np.ndarray, band, quantity: str, paper: float = 0.0) -> Case:
-    """Mean over seeds with its Student-t interval (seeds are independent replicates)."""
-    v = np.asarray(values, dtype=float)
-    return case(paper=paper, measured=float(v.mean()), se=float(v.std(ddof=1) / math.sqrt(v.size)),
-                band=band, quantity=quantity, dof=v.size - 1)
-
-
-def _trend(cells: list[Cell]) -> np.ndarray:
-    """Per seed, the least-squares slope of log G on the grid position (0 = noiseless)."""
-    logg = np.log(np.stack([c.final["gradnorm"] for c in cells], axis=1))   # (S, K + 1)
-    x = np.arange(logg.shape[1], dtype=float)
-    x -= x.mean()
-    return (logg * x).sum(axis=1) / (x ** 2).sum()
-
-
 def selected_levels(res: DistillResults, dataset: str) -> dict[str, Cell]:
     """Figure 2's cells: per noise kind, the level with the best mean validation accuracy
     (ties: the lower mean validation loss)."""
@@ -197,7 +194,7 @@ def selected_levels(res: DistillResults, dataset: str) -> dict[str, Cell]:
     return out
 
 
-def _selected_test_acc(res: DistillResults, dataset: str) -> np.ndarray:
+def selected_test_acc(res: DistillResults, dataset: str) -> np.ndarray:
     """Per seed, the test accuracy of the noisy student (any kind, any level) with the best
     validation accuracy of that seed; ties are averaged (random tie-breaking, in expectation)."""
     cells = [c for k in KINDS for c in res.noisy(dataset, k)]
@@ -207,82 +204,24 @@ def _selected_test_acc(res: DistillResults, dataset: str) -> np.ndarray:
     return (test * best).sum(axis=1) / best.sum(axis=1)
 
 
-def _gradnorm_claims(res: DistillResults, note: str) -> list[Claim]:
-    claims = []
-    for kind, cid in (("gaussian", "fig1.gradnorm_vs_sigma2"), ("symmetric", "fig1.gradnorm_vs_p")):
-        sym, cases = KINDS[kind], {}
-        for d in res.grid.datasets:
-            cells = res.noisy(d, kind)
-            if cells:
-                levels = ", ".join(f"{c.level:g}" for c in cells)
-                cases[d] = _seed_case(_trend([res.noiseless(d)] + cells), GRADNORM_TREND_BAND,
-                                      f"slope of log G(θ) along the {sym} grid (0, {levels}) per "
-                                      "grid step; paper: < 0")
-        if cases:
-            claims.append(every_case(
-                cid, f"The gradient norm G(θ) of the students falls as {sym} grows (Figure 1, "
-                "top row; Prop. 3).", cases, scope="setting", note=note,
-                condition="needs students trained long enough at the noisy learning rates for "
-                          "the implicit regularizer to act"))
-    return claims
+def shrinkage(p: float, n_classes: int) -> float:
+    """``kappa = 1 - pL/(L-1)``: the swap's mean target (Eq. 24) is
+    ``E[y~] = kappa y + (1 - kappa) mean(y) 1``, every logit vector shrunk towards its mean."""
+    p = check_probability("p", p)
+    n = check_int("n_classes", n_classes, minimum=2)
+    return 1.0 - p * n / (n - 1)
 
 
-def _below_teacher_claim(res: DistillResults, note: str) -> Claim:
-    cases = {}
+def shrinkage_rows(res: DistillResults) -> list[dict[str, Any]]:
+    """Per data set and p: ``kappa^2`` beside the measured G of the swap student and of its
+    control, each relative to the noiseless student (geometric means over seeds)."""
+    rows = []
     for d in res.grid.datasets:
-        log_teacher = np.log(res.teacher(d).final["gradnorm"])
-        for c in [res.noiseless(d)] + [c for k in KINDS for c in res.noisy(d, k)]:
-            cases[f"{d}: {c.name}"] = _seed_case(np.log(c.final["gradnorm"]) - log_teacher,
-                                                 BELOW_TEACHER_BAND,
-                                                 "$\\log(G_{\\mathrm{student}} / G_{\\mathrm{teacher}})$; paper: < 0")
-    return every_case("fig1.student_below_teacher", "Students have a lower gradient norm G(θ) "
-                      "than their teacher (Figure 1).", cases, scope="setting", note=note,
-                      condition="holds only for the students whose interval lies below 0 (see "
-                                "the per-student cases)")
-
-
-def _accuracy_claims(res: DistillResults, note: str) -> list[Claim]:
-    claims = []
-    for cid, ref, what in (("fig1.noisy_beats_teacher", "teacher", "the teacher"),
-                           ("fig1.noisy_beats_noiseless", "noiseless", "the noiseless student")):
-        cases = {}
-        for d in res.grid.datasets:
-            base = res.teacher(d) if ref == "teacher" else res.noiseless(d)
-            cases[d] = _seed_case(_selected_test_acc(res, d) - base.final["test_acc"],
-                                  ACCURACY_GAIN_BAND, "test accuracy of the validation-selected "
-                                  f"noisy student − that of {what}; paper: > 0")
-        claims.append(every_case(
-            cid, f"The noisy student selected by validation accuracy has a higher test accuracy "
-            f"than {what} (Figure 1).", cases, scope="setting",
-            note=(note + " Selection within each seed over both noise kinds and every level; "
-                  "seeds are the unit.").strip(),
-            condition="needs a teacher below its accuracy ceiling and a validation set large "
-                      "enough to pick the level"))
-    return claims
-
-
-def _train_loss_claim(res: DistillResults, note: str) -> Claim:
-    cases = {}
-    for d in res.grid.datasets:
-        for c in selected_levels(res, d).values():
-            cases[f"{d}: {c.name}"] = _seed_case(
-                c.final["train_loss"] / c.final["loss_scale"], TRAIN_LOSS_BAND,
-                "final training loss against E[ỹ] / variance of E[ỹ]; paper: ≈ 0")
-    return every_case(
-        "fig2.train_loss_to_zero", "The training loss of the noiseless, symmetric-noise and "
-        "Gaussian-noise students (each at its validation-optimal level) goes to nearly zero "
-        "(Figure 2).", cases, scope="reading",
-        note=(note + " Read as the loss against the noiseless target E[ỹ]: the loss SGD sees, "
-              "against the noisy ỹ, cannot fall below the noise's variance per logit.").strip(),
-        condition="needs more epochs at the small learning rates (see the per-kind cases)")
-
-
-def distill_claims(res: DistillResults, *, scope_note: str = "") -> list[Claim]:
-    """The six claims of Figures 1 and 2, one case per data set (and per student or kind).
-    ``scope_note`` (see :func:`scope_note`) goes into every claim's note."""
-    claims = (_gradnorm_claims(res, scope_note) + [_below_teacher_claim(res, scope_note)]
-              + _accuracy_claims(res, scope_note) + [_train_loss_claim(res, scope_note)])
-    for c in claims:
-        if c.verdict != "refuted":
-            c.condition = ""
-    return claims
+        n_classes = _teacher(res.grid, d, res.grid.seeds[0]).num_classes
+        log_ref = np.log(res.noiseless(d).final["gradnorm"])
+        for cell in res.noisy(d, "symmetric"):
+            ratio = {k: float(np.exp((np.log(c.final["gradnorm"]) - log_ref).mean()))
+                     for k, c in (("swap", cell), ("control", res.control(cell)))}
+            rows.append(dict(dataset=d, p=cell.level, kappa2=shrinkage(cell.level, n_classes) ** 2,
+                             swap=ratio["swap"], control=ratio["control"]))
+    return rows

@@ -1,22 +1,30 @@
 """Figures of the ``sec5_distillation`` chapter (figures layer): Figure 1 (gradient norm,
-validation and test accuracy against the noise level) and Figure 2 (losses per epoch).
+validation and test accuracy against the noise level, with the swap's controls), G per epoch
+against each student's control, Figure 2 (losses per epoch), and the table of the swap's
+shrinkage ``kappa^2`` beside the measured G ratios.
 
 Figure 1's points are means over seeds with the ledger's 99 % Student-t intervals over seeds
 (:func:`dsmlib.figures.common.error_bars`); Figure 2 draws every seed's curve and their mean.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from ..chapters.sec5_distillation import KINDS, DistillResults, selected_levels
+from ..chapters.sec5_distillation import (CONTROL, KINDS, DistillResults, selected_levels,
+                                          shrinkage_rows)
 from .common import error_bars
 
-__all__ = ["KIND_COLORS", "figure1", "figure2"]
+__all__ = ["KIND_COLORS", "CONTROL_NAME", "figure1", "gradnorm_epochs", "figure2",
+           "shrinkage_table"]
 
 KIND_COLORS = {"gaussian": "#1f77b4", "symmetric": "#d62728", "none": "#2ca02c",
-               "teacher": "#555555"}
+               "teacher": "#555555", CONTROL: "#ff9896"}
+CONTROL_NAME = "swap control (no noise, target E[ỹ] = M_p y)"
 _ROWS1 = (("gradnorm", "G(θ) (log scale)"), ("val_acc", "validation accuracy"),
           ("test_acc", "test accuracy"))
 
@@ -32,7 +40,8 @@ def _titles(res: DistillResults) -> list[str]:
 
 def figure1(res: DistillResults) -> go.Figure:
     """Figure 1: per data set (columns), G(θ), validation and test accuracy (rows) along the
-    noise grid, both noise kinds; the teacher (dashed) and the noiseless student (dotted) as
+    noise grid, both noise kinds and the swap's controls (dashed, light red: trained without
+    noise on the swap's mean target); the teacher (dashed) and the noiseless student (dotted) as
     reference lines. Grid position 0 is the noiseless student (σ² = p = 0)."""
     ds = res.grid.datasets
     fig = make_subplots(rows=3, cols=len(ds), column_titles=_titles(res), shared_xaxes=True,
@@ -46,7 +55,8 @@ def figure1(res: DistillResults) -> go.Figure:
     for j, d in enumerate(ds, start=1):
         for i, (metric, _) in enumerate(_ROWS1, start=1):
             first = i == 1 and j == 1
-            for kind, sym in KINDS.items():
+            for kind, label in [(k, f"{k} noise ({sym})") for k, sym in KINDS.items()] + [
+                    (CONTROL, CONTROL_NAME)]:
                 cells = [res.noiseless(d)] + res.noisy(d, kind)
                 if len(cells) < 2:
                     continue
@@ -54,8 +64,9 @@ def figure1(res: DistillResults) -> go.Figure:
                 mean, se = _mean_se(v)
                 fig.add_trace(go.Scatter(
                     x=list(range(len(cells))), y=mean, mode="lines+markers",
-                    error_y=error_bars(se, dof), name=f"{kind} noise ({sym})", legendgroup=kind,
-                    showlegend=first, line=dict(color=KIND_COLORS[kind]),
+                    error_y=error_bars(se, dof), name=label, legendgroup=kind,
+                    showlegend=first, line=dict(color=KIND_COLORS[kind],
+                                                dash="dash" if kind == CONTROL else "solid"),
                     text=[c.name for c in cells],
                     hovertemplate="%{text}: %{y:.4g}<extra>" + kind + "</extra>"), row=i, col=j)
             for cell, dash, key in ((res.teacher(d), "dash", "teacher"),
@@ -110,3 +121,49 @@ def figure2(res: DistillResults) -> go.Figure:
     fig.update_layout(height=620, legend=dict(orientation="h", y=-0.18),
                       margin=dict(l=70, r=20, t=40, b=60))
     return fig
+
+
+def gradnorm_epochs(res: DistillResults) -> go.Figure:
+    """G(θ) per epoch (log scale; mean over seeds) of every noisy student (solid, one colour per
+    level) beside its control (dotted, same colour; for Gaussian noise the noiseless student, in
+    green): rows are the noise kinds, columns the data sets. Shaded: the second half of the
+    epochs, which ``fig1.gradnorm_below_control_over_epochs`` averages."""
+    ds = res.grid.datasets
+    fig = make_subplots(rows=len(KINDS), cols=len(ds), column_titles=_titles(res),
+                        shared_xaxes=True, vertical_spacing=0.1, horizontal_spacing=0.08)
+    for j, d in enumerate(ds, start=1):
+        none = res.noiseless(d)
+        epochs = np.arange(none.curves["gradnorm"].shape[1])
+        for i, (kind, sym) in enumerate(KINDS.items(), start=1):
+            cells = res.noisy(d, kind)
+            colors = sample_colorscale("Plasma", np.linspace(0.0, 0.8, max(len(cells), 2)).tolist())
+            pairs = [(c, res.control(c), col) for c, col in zip(cells, colors)]
+            for cell, ctrl, color in pairs:
+                for c, dash in ((cell, "solid"), (ctrl, "dot")):
+                    if c is none and cell is not cells[0]:
+                        continue
+                    g = np.exp(np.log(c.curves["gradnorm"]).mean(axis=0))
+                    fig.add_trace(go.Scatter(
+                        x=epochs, y=g, mode="lines", name=f"{c.name}", showlegend=j == 1,
+                        legendgroup=f"{kind}-{c.name}", line=dict(
+                            color=KIND_COLORS["none"] if c is none else color, dash=dash),
+                        hovertemplate=f"{c.name}, epoch %{{x}}: %{{y:.4g}}<extra>{d}</extra>"),
+                        row=i, col=j)
+            fig.add_vrect(x0=(epochs[-1]) / 2, x1=epochs[-1], fillcolor="#999999", opacity=0.12,
+                          line_width=0, row=i, col=j)
+            fig.update_yaxes(type="log", row=i, col=j,
+                             title_text=f"G(θ), {kind} noise ({sym})" if j == 1 else None)
+        fig.update_xaxes(title_text="epoch", row=len(KINDS), col=j)
+    fig.update_layout(height=640, legend=dict(orientation="h", y=-0.16),
+                      margin=dict(l=70, r=20, t=40, b=60))
+    return fig
+
+
+def shrinkage_table(res: DistillResults) -> Any:
+    """The swap's shrinkage: per data set and p, κ² beside G / G(noiseless) of the swap student
+    and of its control (geometric means over seeds), as a Markdown table."""
+    from IPython.display import Markdown
+    lines = ["| data set | p | κ² | swap student | its control |", "|---|---|---|---|---|"]
+    lines += [f"| {r['dataset']} | {r['p']:g} | {r['kappa2']:.2f} | {r['swap']:.2f} | "
+              f"{r['control']:.2f} |" for r in shrinkage_rows(res)]
+    return Markdown("\n".join(lines))

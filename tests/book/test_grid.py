@@ -69,7 +69,7 @@ def test_grid_command_line(tmp_path, capsys):
     runs_dir = str(tmp_path / "runs")
     assert main(["--root", str(ROOT), "grid", "status", "--profile", "smoke",
                  "-p", "runs_dir", runs_dir]) == 0
-    assert "smoke: 0 done, 0 partial, 8 new (of 8)" in capsys.readouterr().out
+    assert "smoke: 0 done, 0 partial, 10 new (of 10)" in capsys.readouterr().out
     assert main(["--root", str(ROOT), "grid", "launch", "--profile", "smoke",
                  "--cluster", "nowhere"]) == 2
     assert "cluster must be one of" in capsys.readouterr().err

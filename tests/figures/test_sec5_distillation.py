@@ -1,5 +1,6 @@
-"""Figures 1 and 2 of Section 5: one column per data set, every axis titled, the reference
-lines and the validation-optimal levels drawn, error bars at the ledger's level."""
+"""Figures 1 and 2 of Section 5 and G per epoch: one column per data set, every axis titled, the
+reference lines, the swap's controls and the validation-optimal levels drawn, error bars at the
+ledger's level."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +8,8 @@ import pytest
 from scipy import stats
 
 from dsmlib.chapters import sec5_distillation as distill
-from dsmlib.figures.sec5_distillation import figure1, figure2
+from dsmlib.figures.sec5_distillation import (CONTROL_NAME, figure1, figure2, gradnorm_epochs,
+                                              shrinkage_table)
 from dsmlib.models.runs import RunRecord
 
 PARAMS = dict(datasets=["digits", "svhn"], depth=8, teacher_epochs=3, student_epochs=2,
@@ -18,7 +20,7 @@ def results():
     grid = distill.grid_from_parameters(PARAMS)
     recs = []
     for c in distill.grid_runs(grid):
-        lvl = c.level if c.noise == "gaussian" else 10 * c.level
+        lvl = c.level if c.noise == "gaussian" else 10 * c.level / (1 + (c.noise == "symmetric_mean"))
         row = {m: 1.0 for m in distill.METRICS} | dict(
             gradnorm=1000 / (1 + lvl) + c.seed, val_acc=0.9 + 0.01 * c.seed, test_acc=0.9,
             train_loss=0.1, val_loss=0.2)
@@ -40,7 +42,11 @@ def test_figure1_layout_and_error_bars():
     assert ytitles == ["G(θ) (log scale)", "validation accuracy", "test accuracy"]
     assert sum(t == "noise level (grid position)" for t in titled(fig, "xaxis")) == 2
     names = {t.name for t in fig.data}
-    assert {"gaussian noise (σ²)", "symmetric noise (p)", "teacher", "noiseless student"} <= names
+    assert {"gaussian noise (σ²)", "symmetric noise (p)", "teacher", "noiseless student",
+            CONTROL_NAME} <= names
+    ctrl = next(t for t in fig.data if t.name == CONTROL_NAME and t.xaxis == "x")
+    assert list(ctrl.x) == [0, 1, 2] and ctrl.line.dash == "dash"
+    assert list(ctrl.y[1:]) == pytest.approx([1000 / 1.5 + 1, 1000 / 2.5 + 1])   # 1000/(1+5p) + mean seed
     gauss = next(t for t in fig.data if t.name == "gaussian noise (σ²)" and t.xaxis == "x")
     assert list(gauss.x) == [0, 1, 2, 3]
     seeds = np.arange(3.0)
@@ -61,3 +67,24 @@ def test_figure2_shows_each_kind_at_its_validation_optimum():
     assert all(min(t.x) >= 1 for t in fig.data)             # epoch 0 (zero loss) is off a log axis
     thin = [t for t in fig.data if t.legendgroup == "none" and not t.showlegend and t.xaxis == "x"]
     assert len(thin) == len(PARAMS["seeds"])
+
+
+def test_gradnorm_epochs_pairs_each_student_with_its_control():
+    res = results()
+    fig = gradnorm_epochs(res)
+    assert [a.text for a in fig.layout.annotations if a.text in ("digits", "svhn")] == ["digits", "svhn"]
+    assert [t for t in titled(fig, "yaxis") if t] == ["G(θ), gaussian noise (σ²)",
+                                                       "G(θ), symmetric noise (p)"]
+    assert sum(t == "epoch" for t in titled(fig, "xaxis")) == 2
+    first = [t for t in fig.data if t.xaxis == "x"]            # digits, Gaussian row
+    assert [t.name for t in first] == ["σ² = 1", "noiseless student", "σ² = 4", "σ² = 16"]
+    swap = [(t.name, t.line.dash) for t in fig.data if t.xaxis == "x3"]   # digits, swap row
+    assert swap == [("p = 0.1", "solid"), ("control of p = 0.1", "dot"), ("p = 0.3", "solid"),
+                    ("control of p = 0.3", "dot")]
+    assert list(swap and fig.data[[t.xaxis for t in fig.data].index("x3")].x) == [0, 1, 2]
+    assert len(fig.layout.shapes) == 4                          # the averaged epochs, per panel
+
+
+def test_shrinkage_table_shows_kappa_squared():
+    text = shrinkage_table(results()).data
+    assert "| digits | 0.1 | 0.79 |" in text and "| svhn | 0.3 | 0.44 |" in text
