@@ -63,7 +63,8 @@ def state_explorer(state_traces: list[list[Any]], *, slider_values: Sequence[Any
     of its entry (and ``menu_layouts[j]``, e.g. axis ranges), so the two controls compose with
     no Python running in the page. Plotly alone would reset the slider to its first position on
     a menu change; ``layout.meta.dsm_grid`` lets the site's loader (``dsm-plotly.js``) keep the
-    slider where it was. Only the first state is visible initially.
+    slider where it was. Only the first state is visible initially; every state carries its
+    own legend entries (a trace's ``showlegend`` is kept), so the legend survives any move.
     """
     ns, nm = len(slider_values), len(menu_labels)
     if len(state_traces) != ns * nm:
@@ -76,8 +77,7 @@ def state_explorer(state_traces: list[list[Any]], *, slider_values: Sequence[Any
     fig = go.Figure()
     for k, traces in enumerate(state_traces):
         for tr in traces:
-            tr.visible = k == 0
-            tr.showlegend = k == 0 and tr.showlegend is not False
+            tr.visible = k == 0   # hidden traces leave the legend: every state keeps its own
             fig.add_trace(tr)
 
     def vis(k: int) -> list[bool]:
