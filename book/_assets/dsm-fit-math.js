@@ -1,5 +1,7 @@
 // Display equations that are wider than their column are scaled down to fit it (MathJax 3
-// cannot break lines), so no equation scrolls or is clipped, on a desktop or a phone.
+// cannot break lines), so no equation scrolls or is clipped, on a desktop or a phone. An
+// inline formula wider than its paragraph is scaled down too (to 70 % at most); one still too
+// wide gets a box of its own that scrolls, instead of widening the page or being cut.
 (function () {
   "use strict";
   function fit() {
@@ -10,6 +12,17 @@
         scale = Math.max(50, Math.floor(scale * el.clientWidth / el.scrollWidth) - 1);
         el.style.fontSize = scale + "%";
       }
+    });
+    document.querySelectorAll('mjx-container:not([display="true"])').forEach(function (el) {
+      el.style.fontSize = "";
+      el.classList.remove("dsm-wide-math");
+      var box = el.parentElement && el.parentElement.closest("p, li, dd, td, th, div");
+      if (!box) { return; }
+      var room = box.clientWidth, width = el.getBoundingClientRect().width;
+      if (width <= room + 1) { return; }
+      var scale = Math.max(70, Math.floor(100 * room / width) - 1);
+      el.style.fontSize = scale + "%";
+      if (el.getBoundingClientRect().width > room + 1) { el.classList.add("dsm-wide-math"); }
     });
   }
   function whenTypeset() {

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from ..foundation.claims import CONFIDENCE
 
 __all__ = ["BADGES", "fmt_number", "fmt_interval", "fmt_band", "math_html", "claims_html",
-           "claims_table", "cases_table", "verdict_summary"]
+           "claims_table", "cases_table", "data_table", "ident_html", "verdict_summary"]
 
 BADGES = {"confirmed": "✔ confirmed", "refuted": "✘ refuted", "inconclusive": "? inconclusive"}
 SCOPE_TEXT = {"assumptions": "wrong (or right) even under the paper's own assumptions",
@@ -61,6 +61,23 @@ def math_html(text: str) -> str:
     return "".join(parts)
 
 
+def ident_html(name: str) -> str:
+    """A dotted or snake_case identifier, escaped, that may wrap after its '.' and '_' only."""
+    return re.sub(r"([._])", r"\1<wbr>", html.escape(name))
+
+
+def data_table(head: list[str], rows: list[list[str]], labels: list[str] | None = None) -> str:
+    """An HTML table of numbers (cells already formatted) that becomes one card per row on a
+    phone, each cell after its column's label (``labels``: plain text; ``head`` by default)."""
+    labels = labels or [re.sub(r"<[^>]+>", "", h) for h in head]
+    if len(labels) != len(head) or any(len(r) != len(head) for r in rows):
+        raise ValueError(f"every row and labels must have {len(head)} cells, like head")
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td data-label='{html.escape(lab, quote=True)}'>{v}</td>"
+                                     for lab, v in zip(labels, r)) + "</tr>" for r in rows)
+    return f"<table class='cases cards'><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def _as_dict(c: Any) -> dict[str, Any]:
     return asdict(c) if is_dataclass(c) else dict(c)
 
@@ -76,7 +93,8 @@ def _cases_html(details: list[dict[str, Any]]) -> str:
         f"<td>{BADGES[r['verdict']]}</td><td>{fmt_number(r.get('exact'))}</td>"
         f"<td>{fmt_number(r['measured'])} {fmt_interval(r['interval'])}</td>"
         f"<td>{fmt_band(r['band'])}</td></tr>" for r in rows)
-    return f"<table class='cases'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (f"<table class='cases case-verdicts'><thead><tr>{head}</tr></thead><tbody>{body}"
+            "</tbody></table>")
 
 
 def _details_html(c: dict[str, Any]) -> str:
@@ -103,7 +121,7 @@ def claims_html(claims: Iterable[Any]) -> str:
         rows.append(
             f"<tr class='claim v-{c['verdict']}'>"
             f"<td class='c-verdict'><span class='badge {c['verdict']}'>{BADGES[c['verdict']]}</span></td>"
-            f"<td class='c-claim'><code>{html.escape(c['id'])}</code>{tag}"
+            f"<td class='c-claim'><code>{ident_html(c['id'])}</code>{tag}"
             f"<div class='stmt'>{math_html(c['statement'])}</div></td>"
             f"<td class='c-paper'>{fmt_number(c['paper'])}</td>"
             f"<td class='c-exact'>{fmt_number(c.get('exact'))}</td>"
@@ -123,7 +141,7 @@ def claims_table(claims) -> Any:
 def cases_table(claims) -> Any:
     """The per-case verdicts of claims that must hold in every case, for display."""
     from IPython.display import HTML
-    parts = [f"<p><code>{html.escape(c['id'])}</code>: {math_html(c['statement'])}</p>"
+    parts = [f"<p><code>{ident_html(c['id'])}</code>: {math_html(c['statement'])}</p>"
              + _cases_html(c.get("details", [])) for c in map(_as_dict, claims)]
     return HTML("<div class='cases-block'>" + "".join(parts) + "</div>")
 
