@@ -28,7 +28,8 @@ def test_cases_table_and_summary():
     cl = _claims()
     html = tables.cases_table(cl).data
     assert html.count("<tr class='v-") == 2                       # x.b's two cases
-    assert "<td>two</td>" in html and "[0.9, ∞]" in html
+    assert "<td data-label='Case'>two</td>" in html and "[0.9, ∞]" in html
+    assert "class='cases case-verdicts cards'" in html
     md = tables.verdict_summary(cl).data
     line = md.splitlines()[2]
     assert line.startswith("- **✘ refuted** *(the book's correction)*: A correction.")
