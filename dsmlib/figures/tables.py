@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from ..foundation.claims import CONFIDENCE
 
 __all__ = ["BADGES", "fmt_number", "fmt_interval", "fmt_band", "math_html", "claims_html",
-           "claims_table", "cases_table", "data_table", "ident_html", "verdict_summary"]
+           "claims_table", "cases_table", "data_table", "verdict_summary"]
 
 BADGES = {"confirmed": "✔ confirmed", "refuted": "✘ refuted", "inconclusive": "? inconclusive"}
 SCOPE_TEXT = {"assumptions": "wrong (or right) even under the paper's own assumptions",
@@ -59,11 +59,6 @@ def math_html(text: str) -> str:
         last = m.end()
     parts.append(html.escape(text[last:]))
     return "".join(parts)
-
-
-def ident_html(name: str) -> str:
-    """A dotted or snake_case identifier, escaped, that may wrap after its '.' and '_' only."""
-    return re.sub(r"([._])", r"\1<wbr>", html.escape(name))
 
 
 def data_table(head: list[str], rows: list[list[str]], labels: list[str] | None = None, *,
@@ -124,7 +119,7 @@ def claims_html(claims: Iterable[Any]) -> str:
         rows.append(
             f"<tr class='claim v-{c['verdict']}'>"
             f"<td class='c-verdict'><span class='badge {c['verdict']}'>{BADGES[c['verdict']]}</span></td>"
-            f"<td class='c-claim'><code>{ident_html(c['id'])}</code>{tag}"
+            f"<td class='c-claim'><code>{html.escape(c['id'])}</code>{tag}"
             f"<div class='stmt'>{math_html(c['statement'])}</div></td>"
             f"<td class='c-paper'>{fmt_number(c['paper'])}</td>"
             f"<td class='c-exact'>{fmt_number(c.get('exact'))}</td>"
@@ -144,7 +139,7 @@ def claims_table(claims) -> Any:
 def cases_table(claims) -> Any:
     """The per-case verdicts of claims that must hold in every case, for display."""
     from IPython.display import HTML
-    parts = [f"<p><code>{ident_html(c['id'])}</code>: {math_html(c['statement'])}</p>"
+    parts = [f"<p><code>{html.escape(c['id'])}</code>: {math_html(c['statement'])}</p>"
              + _cases_html(c.get("details", [])) for c in map(_as_dict, claims)]
     return HTML("<div class='cases-block'>" + "".join(parts) + "</div>")
 
