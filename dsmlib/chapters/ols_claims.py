@@ -129,17 +129,27 @@ _SPANS = [  # (suffix, panels in increasing x, x of a panel, x's symbol, scope o
     ("sigma2", "abcd", lambda r: r.problem.sigma2, "σ²"),
     ("trace", "ebf", lambda r: float(np.trace(r.problem.sample_cov)), "tr Σ̄_N"),
 ]
-_SPAN_TEXT = {  # (grows, proportional, condition for "grows")
+_SPAN_TEXT = {  # (grows, proportional, condition for "grows", condition and note for "proportional")
     "sigma2": ("The span of the cloud grows with $\\sigma^2$ (panels a–d).",
                "The covariance is proportional to $\\sigma^2$ (Eq. 30): "
                "$\\operatorname{tr}C/\\sigma^2$ is the same in panels a–d.",
-               "The exact covariance is linear in $\\sigma^2$, so this holds at every stable $\\eta$."),
+               "The exact covariance is linear in $\\sigma^2$, so this holds at every stable $\\eta$.",
+               "A constant $\\operatorname{tr}C/\\sigma^2$ needs $C \\propto \\sigma^2$, which "
+               "the exact stationary covariance is when the panels share their inputs and "
+               "standardised noise, as here.",
+               "Proportionality means the ratios are 1. With the panels' common inputs and "
+               "standardised noise, the exact covariance is exactly linear in σ²."),
     "trace": ("The span of the cloud grows with $\\operatorname{tr}\\Sigma$ (panels e, b, f).",
               "The covariance is proportional to $\\bar\\Sigma_N$ (Eq. 30): "
               "$\\operatorname{tr}C/\\operatorname{tr}\\bar\\Sigma_N$ is the same in panels e, b, f.",
               "To first order in $\\eta$ the span does not depend on $\\Sigma$ at all; it "
               "grows only through the $O(\\eta^2)$ terms, i.e. where $\\eta$ is a sizeable "
-              "fraction of $\\eta_{\\max}$."),
+              "fraction of $\\eta_{\\max}$.",
+              "A constant $\\operatorname{tr}C/\\operatorname{tr}\\bar\\Sigma_N$ needs "
+              "$C \\propto \\bar\\Sigma_N$; to first order the stationary covariance is "
+              "$\\frac{\\eta\\sigma^2}{2B}I$, independent of $\\bar\\Sigma_N$.",
+              "Proportionality means the ratios are 1. To first order in η the exact "
+              "covariance does not depend on Σ̄_N at all."),
 }
 
 
@@ -158,18 +168,14 @@ def span_claims(results: list[PanelResult]) -> list[Claim]:
         rate = {f"{k} vs {keys[0]}": _ratio_case(by[k], first, x_of(by[k]), x_of(first),
                                                  RATIO_BAND, f"(tr C/{x_name}) / (tr C/{x_name}) "
                                                  f"of panel {keys[0]}") for k in keys[1:]}
-        grow_text, rate_text, grow_condition = _SPAN_TEXT[suffix]
+        grow_text, rate_text, grow_condition, rate_condition, rate_note = _SPAN_TEXT[suffix]
         claims.append(every_case(f"ols.span_vs_{suffix}", grow_text, grows, scope="setting",
                                  condition=grow_condition,
                                  note="Qualitative claim: every ratio of consecutive traces "
                                       "above 1 confirms it."))
         claims.append(every_case(
             f"ols.span_vs_{suffix}_rate", rate_text, rate, scope="assumptions",
-            condition="A constant $\\operatorname{tr}C/x$ needs $C \\propto x$; to first order "
-                      "the stationary covariance is $\\frac{\\eta\\sigma^2}{2B}I$, linear in "
-                      "$\\sigma^2$ but independent of $\\bar\\Sigma_N$.",
-            note="Proportionality means the ratios are 1. With the panels' common inputs "
-                 "and standardised noise, the exact covariance is exactly linear in σ²."))
+            condition=rate_condition, note=rate_note))
     return claims
 
 

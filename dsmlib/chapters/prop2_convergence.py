@@ -226,7 +226,7 @@ def prop2_claims(strong: list[StrongSweep], weak: list[WeakComparison]) -> list[
     return [
         every_case("prop2.strong_order",
                    "The discrete doubly stochastic model (Eq. 17) is an order-1 strong "
-                   "approximation of the SDE (Eq. 16): E‖Θ(kη) − θ̄_k‖² ≤ Cη² (Prop. 2, Eq. 18).",
+                   "approximation of the SDE (Eq. 16): E‖Θ(kη) − θ̄ₖ‖² ≤ Cη² (Prop. 2, Eq. 18).",
                    main, scope="setting",
                    note="Slope of the mean-square error at T in η, at least 2 (band: ≥ 1.8). "
                         "Assumption A1 (bounded gradients) holds on the region the paths "

@@ -63,7 +63,8 @@ def state_explorer(state_traces: list[list[Any]], *, slider_values: Sequence[Any
     of its entry (and ``menu_layouts[j]``, e.g. axis ranges), so the two controls compose with
     no Python running in the page. Plotly alone would reset the slider to its first position on
     a menu change; ``layout.meta.dsm_grid`` lets the site's loader (``dsm-plotly.js``) keep the
-    slider where it was. Only the first state is visible initially.
+    slider where it was. Only the first state is visible initially; every state carries its
+    own legend entries (a trace's ``showlegend`` is kept), so the legend survives any move.
     """
     ns, nm = len(slider_values), len(menu_labels)
     if len(state_traces) != ns * nm:
@@ -76,8 +77,7 @@ def state_explorer(state_traces: list[list[Any]], *, slider_values: Sequence[Any
     fig = go.Figure()
     for k, traces in enumerate(state_traces):
         for tr in traces:
-            tr.visible = k == 0
-            tr.showlegend = k == 0 and tr.showlegend is not False
+            tr.visible = k == 0   # hidden traces leave the legend: every state keeps its own
             fig.add_trace(tr)
 
     def vis(k: int) -> list[bool]:
@@ -92,16 +92,20 @@ def state_explorer(state_traces: list[list[Any]], *, slider_values: Sequence[Any
                                 method="restyle", args=[{"visible": vis(j * ns + i)}])
                            for i, v in enumerate(slider_values)])
 
+    # The drop-down sits top left, below the row plotly's modebar takes on hover (top right,
+    # as wide as the figure on a phone); the legend goes under the slider, where it may wrap
+    # into several rows without covering a control.
     fig.update_layout(
         sliders=[slider(0)],
-        updatemenus=[dict(type="dropdown", x=1.0, y=1.16, xanchor="right", yanchor="bottom",
-                          showactive=True,
+        updatemenus=[dict(type="dropdown", x=0.0, y=1.0, xanchor="left", yanchor="bottom",
+                          pad=dict(b=12), showactive=True,
                           buttons=[dict(label=lab, method="update",
                                         args=[{"visible": vis(j * ns)},
                                               {"sliders": [slider(j)], **menu_layouts[j]}])
                                    for j, lab in enumerate(menu_labels)])],
-        legend=dict(orientation="h", x=0.0, y=1.02, yanchor="bottom", xanchor="left"),
-        margin=dict(l=50, r=20, t=110, b=40),
+        legend=dict(orientation="h", x=0.0, xanchor="left", y=0.0, yanchor="bottom",
+                    yref="container", itemsizing="constant"),
+        margin=dict(l=50, r=20, t=80, b=40),
         meta=dict(dsm_grid=dict(n_slider=ns, n_menu=nm, n_traces=n_tr)))
     fig.update_layout(**{k.replace(".", "_"): v for k, v in menu_layouts[0].items()})
     return fig

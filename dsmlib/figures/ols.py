@@ -10,6 +10,7 @@ from plotly.subplots import make_subplots
 from ..chapters.ols import PanelResult
 from ..foundation.stats import thin
 from .common import COLORS, ellipse_xy, square_axes, square_layout, state_explorer
+from .tables import data_table, fmt_number
 
 __all__ = ["figure3", "figure3_zoom", "cloud_explorer", "panel_table"]
 
@@ -169,15 +170,11 @@ def panel_table(results) -> Any:
     """Per panel: the traces of the measured, exact and paper's covariances, their ratio, the
     offset of β̂ from β*, and the two stability limits (an HTML table for the notebook)."""
     from IPython.display import HTML
-    rows = "".join(
-        f"<tr><td>({r.panel.key}) {r.panel.title}</td>"
-        f"<td>{np.trace(r.empirical_cov):.3e}</td><td>{np.trace(r.exact_cov):.3e}</td>"
-        f"<td>{np.trace(r.paper_cov):.3e}</td>"
-        f"<td>{np.trace(r.paper_cov) / np.trace(r.exact_cov):.1f}</td>"
-        f"<td>{np.linalg.norm(r.problem.beta_hat - r.problem.beta_star):.4f}</td>"
-        f"<td>{r.eta_max:.4f}</td><td>{r.eta_4:.4f}</td></tr>" for r in results)
-    head = "".join(f"<th>{h}</th>" for h in [
-        "panel", "tr C measured", "tr C exact", "tr C paper", "paper / exact", "‖β̂ − β*‖",
-        "η_max", "η₄"])
-    return HTML(f"<table class='cases'><thead><tr>{head}</tr></thead><tbody>{rows}"
-                "</tbody></table>")
+    rows = [[f"({r.panel.key}) {r.panel.title}",
+             *(fmt_number(float(np.trace(c))) for c in (r.empirical_cov, r.exact_cov, r.paper_cov)),
+             f"{np.trace(r.paper_cov) / np.trace(r.exact_cov):.1f}",
+             f"{np.linalg.norm(r.problem.beta_hat - r.problem.beta_star):.4f}",
+             f"{r.eta_max:.4f}", f"{r.eta_4:.4f}"] for r in results]
+    head = ["panel", "tr C measured", "tr C exact", "tr C paper", "paper / exact", "‖β̂ − β*‖",
+            "η<sub>max</sub>", "η₄"]
+    return HTML(data_table(head, rows))

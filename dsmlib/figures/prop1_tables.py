@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from ..foundation.stats import covariance
-from .tables import math_html
+from .tables import data_table, math_html
 
 __all__ = ["scheme_table"]
 
@@ -20,15 +20,14 @@ def scheme_table(results) -> Any:
         p = r.predicted
         tr = lambda a: float(np.trace(covariance(a)))  # noqa: E731
         rms = np.sqrt((r.xi_uln ** 2).sum(1).mean())
-        rows.append(
-            f"<tr><td>{r.setting}</td><td>{'with' if r.replacement else 'without'}</td>"
-            f"<td>{r.noise_mode}</td><td>{p['c_sgd']:.4f}</td>"
-            f"<td>{tr(r.xi_star) / np.trace(p['cov_star_paper']):.4f}</td>"
-            f"<td>{p['c_uln']:.4f}</td><td>{tr(r.xi_uln) / np.trace(p['cov_uln_paper']):.4f}</td>"
-            f"<td>{np.linalg.norm(r.xi_uln.mean(0)) / rms:.4f}</td></tr>")
-    head = "".join(f"<th>{math_html(h)}</th>" for h in [
+        rows.append([r.setting, "with" if r.replacement else "without", r.noise_mode,
+                     f"{p['c_sgd']:.4f}", f"{tr(r.xi_star) / np.trace(p['cov_star_paper']):.4f}",
+                     f"{p['c_uln']:.4f}", f"{tr(r.xi_uln) / np.trace(p['cov_uln_paper']):.4f}",
+                     f"{np.linalg.norm(r.xi_uln.mean(0)) / rms:.4f}"])
+    head = [math_html(h) for h in [
         "model", "replacement", "noise", "exact factor, $\\xi^*$", "measured / Prop. 1, $\\xi^*$",
         "exact factor, $\\xi^{\\mathrm{ULN}}$", "measured / Prop. 1, $\\xi^{\\mathrm{ULN}}$",
-        "$\\|$mean $\\xi^{\\mathrm{ULN}}\\|$ / RMS"])
-    return HTML(f"<table class='cases'><thead><tr>{head}</tr></thead><tbody>"
-                + "".join(rows) + "</tbody></table>")
+        "$\\|$mean $\\xi^{\\mathrm{ULN}}\\|$ / RMS"]]
+    labels = ["model", "replacement", "noise", "exact factor, ξ*", "measured / Prop. 1, ξ*",
+              "exact factor, ξᵁᴸᴺ", "measured / Prop. 1, ξᵁᴸᴺ", "‖mean ξᵁᴸᴺ‖ / RMS"]
+    return HTML(data_table(head, rows, labels))

@@ -30,8 +30,9 @@ def strength_loglog(cases) -> go.Figure:
     lof = f"lack of fit p = {fit.p_value:.2g}" if fit.dof else "2 points"
     lo, hi = pred.min() / 1.5, pred.max() * 1.5
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(dash="dot", color="#555"),
-                             name=f"Eq. 22 (slope 1); fitted slope {fit.slope:.4f} "
-                                  f"[{fit.slope - half:.4f}, {fit.slope + half:.4f}] (99 %), {lof}"))
+                             name=f"Eq. 22 (slope 1);<br>fitted slope {fit.slope:.4f} "
+                                  f"[{fit.slope - half:.4f}, {fit.slope + half:.4f}] (99 %),"
+                                  f"<br>{lof}"))
     fig.update_layout(xaxis=dict(type="log", title="predicted (ησ²/(bN))·Σ‖∇θ f‖²"),
                       yaxis=dict(type="log", title="measured E‖ξᵁᴸᴺ‖² (99% CI)"),
                       height=480, legend=dict(orientation="h", y=-0.25),

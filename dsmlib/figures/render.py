@@ -20,7 +20,7 @@ import numpy as np
 import plotly.io as pio
 from plotly.io._base_renderers import MimetypeRenderer, PlotlyRenderer
 
-__all__ = ["RENDERER", "BookRenderer", "setup", "slim", "figure_html"]
+__all__ = ["RENDERER", "BookRenderer", "book_template", "setup", "slim", "figure_html"]
 
 RENDERER = "dsm_book"
 _COUNTER = itertools.count()
@@ -67,8 +67,18 @@ class BookRenderer(MimetypeRenderer):
         return bundle
 
 
+def book_template() -> Any:
+    """The book's conventions on top of ``plotly_white``: tick labels of large and small
+    numbers as powers of ten (10⁻⁴, not plotly's SI "100µ", which reads as a unit on a
+    dimensionless axis), on every x and y axis."""
+    import plotly.graph_objects as go
+    axis = dict(exponentformat="power", showexponent="all")
+    return go.layout.Template(layout=dict(xaxis=axis, yaxis=axis))
+
+
 def setup() -> None:
-    """Make :data:`RENDERER` plotly's default renderer and use a clean template."""
+    """Make :data:`RENDERER` plotly's default renderer and use the book's template."""
     pio.renderers[RENDERER] = BookRenderer()
     pio.renderers.default = RENDERER
-    pio.templates.default = "plotly_white"
+    pio.templates[RENDERER] = book_template()
+    pio.templates.default = f"plotly_white+{RENDERER}"

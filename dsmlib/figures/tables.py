@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from ..foundation.claims import CONFIDENCE
 
 __all__ = ["BADGES", "fmt_number", "fmt_interval", "fmt_band", "math_html", "claims_html",
-           "claims_table", "cases_table", "verdict_summary"]
+           "claims_table", "cases_table", "data_table", "verdict_summary"]
 
 BADGES = {"confirmed": "✔ confirmed", "refuted": "✘ refuted", "inconclusive": "? inconclusive"}
 SCOPE_TEXT = {"assumptions": "wrong (or right) even under the paper's own assumptions",
@@ -61,6 +61,24 @@ def math_html(text: str) -> str:
     return "".join(parts)
 
 
+def data_table(head: list[str], rows: list[list[str]], labels: list[str] | None = None, *,
+               row_classes: list[str] | None = None, table_class: str = "cases cards") -> str:
+    """An HTML table of numbers (cells already formatted) that becomes one card per row on a
+    phone, each cell after its column's label (``labels``: plain text; ``head`` by default)."""
+    labels = labels or [re.sub(r"<[^>]+>", "", h) for h in head]
+    row_classes = row_classes or [""] * len(rows)
+    if len(labels) != len(head) or any(len(r) != len(head) for r in rows):
+        raise ValueError(f"every row and labels must have {len(head)} cells, like head")
+    if len(row_classes) != len(rows):
+        raise ValueError(f"row_classes must have one entry per row ({len(rows)})")
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join((f"<tr class='{c}'>" if c else "<tr>")
+                   + "".join(f"<td data-label='{html.escape(lab, quote=True)}'>{v}</td>"
+                             for lab, v in zip(labels, r)) + "</tr>"
+                   for c, r in zip(row_classes, rows))
+    return f"<table class='{table_class}'><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def _as_dict(c: Any) -> dict[str, Any]:
     return asdict(c) if is_dataclass(c) else dict(c)
 
@@ -69,14 +87,12 @@ def _cases_html(details: list[dict[str, Any]]) -> str:
     rows = [r for r in details if "verdict" in r and "interval" in r]
     if not rows:
         return ""
-    head = "".join(f"<th>{h}</th>" for h in ["Case", "Verdict", "Exact",
-                                             f"Measured [{LEVEL}]", "Band"])
-    body = "".join(
-        f"<tr class='v-{r['verdict']}'><td>{math_html(str(r['case']))}</td>"
-        f"<td>{BADGES[r['verdict']]}</td><td>{fmt_number(r.get('exact'))}</td>"
-        f"<td>{fmt_number(r['measured'])} {fmt_interval(r['interval'])}</td>"
-        f"<td>{fmt_band(r['band'])}</td></tr>" for r in rows)
-    return f"<table class='cases'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return data_table(
+        ["Case", "Verdict", "Exact", f"Measured [{LEVEL}]", "Band"],
+        [[math_html(str(r["case"])), BADGES[r["verdict"]], fmt_number(r.get("exact")),
+          f"{fmt_number(r['measured'])} {fmt_interval(r['interval'])}", fmt_band(r["band"])]
+         for r in rows],
+        row_classes=[f"v-{r['verdict']}" for r in rows], table_class="cases case-verdicts cards")
 
 
 def _details_html(c: dict[str, Any]) -> str:

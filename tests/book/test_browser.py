@@ -97,7 +97,7 @@ def open_page(browser, base: str, path: str, width: int = 1400):
 OVERFLOW_JS = """(phone) => {
   const main = document.querySelector('main') || document.body;
   const right = main.getBoundingClientRect().right;
-  const sel = phone ? 'table.verdicts, table.cases'
+  const sel = phone ? 'table.verdicts, table.cards'
                     : 'mjx-container[display="true"], table, div.highlight pre';
   return [...document.querySelectorAll(sel)].filter(el => el.offsetParent !== null)
     .filter(el => el.scrollWidth > el.clientWidth + 2 || el.getBoundingClientRect().right > right + 2)
@@ -221,3 +221,176 @@ def test_internal_links_resolve(smoke_book):
                 if f'id="{url.fragment}"' not in target.read_text():
                     broken.append((page.name, ref))
     assert broken == []
+
+
+# --------------------------------------------------------------------------- issue 18
+# What a reader stumbles on: legends that vanish, figure intervals that disagree with their
+# claims, and pages cut or overlapping at phone width (390 px).
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.md") if p.stem != "README")
+PAGES = ["book/intro.html", "book/ledger.html", "book/errata.html", "book/reproducibility.html",
+         *(f"book/chapters/{c}.html" for c in CHAPTERS)]
+PHONE = 390
+REMARK3 = "book/chapters/remark3_valley.html"
+
+LEGEND_JS = "gd => gd._fullLayout.showlegend ? gd.querySelectorAll('.legend .traces').length : 0"
+
+
+def _explorers(page) -> list:
+    """The figures of a page with a slider or a drop-down."""
+    return [gd for gd in page.query_selector_all(".js-plotly-plot")
+            if page.evaluate("gd => (gd.layout.sliders || []).length"
+                             " + (gd.layout.updatemenus || []).length > 0", gd)]
+
+
+def _move_slider(page, gd, frac: float) -> None:
+    rail = gd.query_selector(".slider-rail-rect").bounding_box()
+    grip = gd.query_selector(".slider-grip-rect").bounding_box()
+    page.mouse.click(rail["x"] + rail["width"] * frac, grip["y"] + grip["height"] / 2)
+    page.wait_for_timeout(400)
+
+
+def _pick_menu_entry(page, gd, k: int = 1) -> None:
+    gd.query_selector(".updatemenu-header-group").click()
+    page.wait_for_timeout(300)
+    buttons = gd.query_selector_all(".updatemenu-dropdown-button")
+    buttons[min(k, len(buttons) - 1)].click()
+    page.wait_for_timeout(600)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_static_explorers_keep_their_legend_after_a_control_moves(browser, site, chapter):
+    """Issue 18, item 1: an explorer's legend explains its colours in every state, not only
+    the first one (each state carries its own legend entries)."""
+    _, base = site
+    page, _, _ = open_page(browser, base, f"book/chapters/{chapter}.html")
+    lost = {}
+    for k, gd in enumerate(_explorers(page)):
+        gd.scroll_into_view_if_needed()
+        counts = [page.evaluate(LEGEND_JS, gd)]
+        if gd.query_selector(".slider-rail-rect"):
+            _move_slider(page, gd, 0.99)
+            counts.append(page.evaluate(LEGEND_JS, gd))
+        if gd.query_selector(".updatemenu-header-group"):
+            _pick_menu_entry(page, gd)
+            counts.append(page.evaluate(LEGEND_JS, gd))
+        if counts[0] == 0 or min(counts) < counts[0]:
+            lost[k] = counts
+    page.close()
+    assert lost == {}, f"legend entries (first state, after slider, after menu): {lost}"
+
+
+NUM = r"[−-]?\d+(?:\.\d+)?(?:e[−+-]?\d+)?"
+BRACKETS = re.compile(rf"\[\s*({NUM}),\s*({NUM})\s*\]")
+PLUS_MINUS = re.compile(rf"({NUM})\s*±\s*({NUM})")
+
+
+def _num(s: str) -> float:
+    return float(s.replace("−", "-"))
+
+
+def _half_unit(s: str) -> float:
+    """Half a unit in the last digit shown by the number string ``s``."""
+    mant, _, exp = s.replace("−", "-").partition("e")
+    decimals = len(mant.partition(".")[2])
+    return 0.5 * 10.0 ** (-decimals + (int(exp) if exp else 0))
+
+
+def figure_intervals(names: list[str]) -> list[tuple[float, float, float, str]]:
+    """(lo, hi, tolerance from rounding, text) of every interval shown in legend entries."""
+    out = []
+    for name in names:
+        for a, b in BRACKETS.findall(name):
+            out.append((_num(a), _num(b), max(_half_unit(a), _half_unit(b)), name))
+        for m, h in PLUS_MINUS.findall(name):
+            tol = _half_unit(m) + _half_unit(h)
+            out.append((_num(m) - _num(h), _num(m) + _num(h), tol, name))
+    return out
+
+
+def test_figure_intervals_are_read_from_legends():
+    got = figure_intervals(["fit: slope 2.79 ± 0.11 (99 %)", "slope 1.0003 [0.9912, 1.009]",
+                            "no interval (2σ)", "range [−1.5e−02, 3]"])
+    assert [(round(lo, 4), round(hi, 4)) for lo, hi, _, _ in got] == \
+        [(2.68, 2.9), (0.9912, 1.009), (-0.015, 3.0)]
+    assert got[0][2] == pytest.approx(0.01)
+
+
+TABLE_INTERVALS_JS = """() => [...document.querySelectorAll('table.verdicts .iv, table.cases td')]
+  .map(e => e.textContent)"""
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_figure_intervals_equal_their_claims(browser, site, chapter):
+    """Issue 18, item 2: an interval a figure's legend shows is one its claims table shows
+    (the same level, quantile and widening), up to the rounding of the two displays."""
+    _, base = site
+    page, _, _ = open_page(browser, base, f"book/chapters/{chapter}.html")
+    names = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].flatMap("
+                          "gd => gd._fullData.map(t => t.name || ''))")
+    shown = figure_intervals(names)
+    table = [(_num(a), _num(b), max(_half_unit(a), _half_unit(b)))
+             for text in page.evaluate(TABLE_INTERVALS_JS) for a, b in BRACKETS.findall(text)]
+    page.close()
+    unmatched = [text for lo, hi, tol, text in shown
+                 if not any(abs(lo - a) <= tol + t and abs(hi - b) <= tol + t for a, b, t in table)]
+    assert unmatched == [], f"legend intervals that no claim of the page shows: {unmatched}"
+
+
+PHONE_JS = """() => {
+  const main = document.querySelector('main') || document.body;
+  const col = main.getBoundingClientRect();
+  const out = {scroll: document.documentElement.scrollWidth, math: [], figures: []};
+  const label = e => (e.textContent || '').slice(0, 40);
+  document.querySelectorAll('mjx-container').forEach(m => {
+    if (m.offsetParent === null) return;
+    const r = m.getBoundingClientRect();
+    const display = m.getAttribute('display') === 'true';
+    const clipped = display && m.scrollWidth > m.clientWidth + 1
+                    && getComputedStyle(m).overflowX !== 'auto';   // scrolls, is not cut
+    let scroller = m.parentElement;     // a table or formula box that scrolls on its own
+    while (scroller && scroller !== main && !['auto', 'scroll'].includes(
+             getComputedStyle(scroller).overflowX)) scroller = scroller.parentElement;
+    const own = scroller && scroller !== main;
+    if ((!own && (r.left < col.left - 2 || r.right > col.right + 2)) || clipped)
+      out.math.push(label(m));
+  });
+  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  document.querySelectorAll('.js-plotly-plot').forEach((gd, k) => {
+    const g = box(gd), parts = [];
+    gd.querySelectorAll('.updatemenu-header-group').forEach(e => parts.push(['menu', box(e)]));
+    gd.querySelectorAll('.slider-group').forEach(e => parts.push(['slider', box(e)]));
+    gd.querySelectorAll('.legend > .bg').forEach(e => parts.push(['legend', box(e)]));
+    gd.querySelectorAll('.modebar').forEach(e => parts.push(['modebar', box(e)]));
+    const bad = [];
+    parts.forEach(([n, b]) => { if (b[0] < g[0] - 1 || b[2] > g[2] + 1) bad.push(n + ' cut'); });
+    for (let i = 0; i < parts.length; i++) for (let j = i + 1; j < parts.length; j++) {
+      const a = parts[i][1], b = parts[j][1];
+      const w = Math.min(a[2], b[2]) - Math.max(a[0], b[0]);
+      const h = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
+      if (w > 2 && h > 2) bad.push(parts[i][0] + ' over ' + parts[j][0]);
+    }
+    if (bad.length) out.figures.push([k, bad]);
+  });
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, marks=pytest.mark.xfail(
+        strict=False, reason="issue 18 item 5: the Remark 3 inline formula, its figures' legends"
+                             " and the valley explorer's drop-downs (another branch)"))
+    if p == REMARK3 else
+    p for p in PAGES])
+def test_every_page_fits_a_phone(browser, site, path):
+    """Issue 18, item 5, at 390 px: the page does not scroll sideways, no formula (display
+    or inline) is cut or runs out of the column, and no figure's controls (drop-downs,
+    sliders, legend, modebar) overlap one another or leave the figure."""
+    html, base = site
+    assert set(PAGES) == set(site_pages(html))
+    page, _, _ = open_page(browser, base, path, width=PHONE)
+    page.wait_for_timeout(400)       # the resize-driven fitting of formulas
+    got = page.evaluate(PHONE_JS)
+    page.close()
+    assert got == {"scroll": PHONE, "math": [], "figures": []}

@@ -108,5 +108,14 @@ def test_live_explorer_slider_changes_the_figure(lab):
         assert status.inner_text() != text_before
         assert "σ² = 1" in plot.evaluate("gd => gd.layout.annotations.map(a => a.text).join(' ')")
         assert x_after != x_before, "the figure did not change when the slider moved"
+        # eta: the second slider, to its end (0.1), beyond the stability limit: the message
+        # alone, no figure left from the previous setting (issue 18, item 6)
+        eta = widget.locator(".widget-slider .noUi-handle").nth(1)
+        eta.focus()
+        eta.press("End")
+        page.wait_for_function("el => el.innerText.includes('beyond the mean-square stability')",
+                               arg=status.element_handle(), timeout=120_000)
+        page.wait_for_timeout(1000)
+        assert widget.locator(".js-plotly-plot").count() == 0, "a refused η left a figure"
         assert errors == [], errors
         browser.close()

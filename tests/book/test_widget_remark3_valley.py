@@ -1,6 +1,8 @@
 """The live valley explorer, driven without a browser: moving a control re-runs SGD."""
 from __future__ import annotations
 
+import html
+
 import pytest
 
 pytest.importorskip("ipywidgets")
@@ -18,4 +20,5 @@ def test_valley_explorer_updates_and_refuses_unstable_eta():
     assert "final G / G_min" in box.status.value
     box.controls["start"].value = 4.0
     box.controls["eta"].value = 0.2                  # beyond 2 / sharpness = 0.125 at θ = (4, 1/4)
-    assert "eta must be < 2/sharpness" in box.status.value
+    assert "eta must be < 2/sharpness" in html.unescape(box.status.value)   # escaped HTML
+    assert box.output.outputs == ()                   # the message alone (issue 18, item 6)

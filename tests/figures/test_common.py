@@ -51,6 +51,18 @@ def test_state_explorer_maps_menu_j_and_slider_i_to_state_j_times_len_slider_plu
                [{j * ns + i} for i in range(ns)]
 
 
+def test_every_state_of_an_explorer_keeps_its_legend_entries():
+    """Hidden traces leave plotly's legend, so each state must carry its own entries; a trace
+    that opts out (``showlegend=False``) stays out in every state (issue 18, item 1)."""
+    states = _states(3)
+    for traces in states:
+        traces[2].showlegend = False
+    fig = common.state_explorer(states, slider_values=SLIDER, menu_labels=MENU, slider_prefix="")
+    for k in range(len(states)):
+        shown = [tr for tr in fig.data if tr.name.startswith(f"{k}:")]
+        assert [tr.showlegend is not False for tr in shown] == [True, True, False], k
+
+
 def test_state_explorer_rejects_mismatched_states():
     with pytest.raises(ValueError, match="state_traces must have"):
         common.state_explorer(_states()[:5], slider_values=SLIDER, menu_labels=MENU,

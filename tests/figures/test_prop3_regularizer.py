@@ -35,7 +35,7 @@ def test_strength_loglog(cases):
                      np.array([c.measured for c in cases]), np.array([c.se for c in cases]))
     half = quantile(fit.dof_interval) * fit.se_widened
     assert (f"fitted slope {fit.slope:.4f} [{fit.slope - half:.4f}, {fit.slope + half:.4f}] "
-            "(99 %), lack of fit p =") in fig.data[-1].name
+            "(99 %),<br>lack of fit p =") in fig.data[-1].name
 
 
 def test_perturbation_plot():

@@ -28,10 +28,22 @@ def test_cases_table_and_summary():
     cl = _claims()
     html = tables.cases_table(cl).data
     assert html.count("<tr class='v-") == 2                       # x.b's two cases
-    assert "<td>two</td>" in html and "[0.9, ∞]" in html
+    assert "<td data-label='Case'>two</td>" in html and "[0.9, ∞]" in html
+    assert "class='cases case-verdicts cards'" in html
     md = tables.verdict_summary(cl).data
     line = md.splitlines()[2]
     assert line.startswith("- **✘ refuted** *(the book's correction)*: A correction.")
     for text in ("Measured 0.5", "99% CI [0.4742, 0.5258]", "band [−∞, 0.1]", "paper 0",
                  "`x.c`"):
         assert text in line, text
+
+
+def test_data_table_labels_every_cell_for_the_phone_cards():
+    html = tables.data_table(["panel", "η<sub>max</sub>"], [["(a)", "0.0698"], ["(b)", "1.2e−03"]])
+    assert "class='cases cards'" in html and "<th>η<sub>max</sub></th>" in html
+    assert html.count("data-label='ηmax'") == 2 and "<td data-label='panel'>(a)</td>" in html
+    html = tables.data_table(["$x$"], [["1"]], labels=["x"])
+    assert "data-label='x'" in html
+    import pytest
+    with pytest.raises(ValueError, match="^every row and labels must have 1 cells"):
+        tables.data_table(["a"], [["1", "2"]])

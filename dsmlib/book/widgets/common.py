@@ -4,7 +4,26 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["assemble"]
+__all__ = ["assemble", "show", "refuse"]
+
+
+def show(out: Any, fig: Any) -> None:
+    """Replace whatever ``out`` shows with the plotly figure ``fig``, in one step.
+
+    Setting ``out.outputs`` works in a kernel and outside one (tests), unlike ``with out:
+    display(fig)``, which captures nothing without a kernel and, with ``clear_output(wait=True)``,
+    leaves the old figure standing when nothing new is displayed."""
+    data = fig._repr_mimebundle_()      # the default renderer's bundle (the book's, after setup)
+    data.setdefault("text/plain", repr(fig.layout.title.text or "plotly figure"))
+    out.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
+
+
+def refuse(out: Any, status: Any, err: Exception) -> None:
+    """Refused input: the message alone, with no figure left from an earlier setting."""
+    import html
+
+    out.outputs = ()
+    status.value = f"<b style='color:#d62728'>{html.escape(str(err))}</b>"
 
 
 def assemble(controls: dict[str, Any], rows: Sequence[Sequence[str]], status: Any, out: Any,

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ...chapters.ols import COVARIANCES, Panel, run_panel
+from ...chapters.ols import BETA_STAR, COVARIANCES, Panel, run_panel
 from ...theory import least_squares as ols
-from .common import assemble
+from .common import assemble, refuse, show
 
 
 def ols_explorer(*, steps: int = 100_000, n: int = 100, seed: int = 0,
@@ -24,7 +24,6 @@ def ols_explorer(*, steps: int = 100_000, n: int = 100, seed: int = 0,
     limit shows that limit instead of a plot.
     """
     import ipywidgets as W
-    from IPython.display import display
 
     from ...figures.ols import figure3
 
@@ -39,23 +38,31 @@ def ols_explorer(*, steps: int = 100_000, n: int = 100, seed: int = 0,
 
     def update(*_: Any) -> None:
         title = f"{cov.value}, σ² = {sigma2.value:.3g}, η = {eta.value:.4g}, B = {batch.value}"
+        problem = ols.make_problem(n, COVARIANCES[cov.value], BETA_STAR, float(sigma2.value),
+                                   seed=seed)
+        limit = ols.stability_limit(problem, int(batch.value), replace=replace)
+        if eta.value >= limit:      # no stationary cloud to draw: say why, plot nothing
+            refuse(out, status, ValueError(
+                f"η = {eta.value:.4g} is at or beyond the mean-square stability limit "
+                f"η_max = {limit:.4g} for {cov.value}, B = {batch.value}: the iterates' second "
+                f"moment grows without bound and there is no stationary cloud. "
+                f"Choose η < {limit:.4g}."))
+            return
         panel = Panel("live", title, COVARIANCES[cov.value], float(sigma2.value), title)
-        out.clear_output(wait=True)
         try:
             r = run_panel(panel, eta=float(eta.value), batch_size=int(batch.value), steps=steps,
                           n=n, data_seed=seed, sgd_seed=seed, replace=replace)
-        except ValueError as err:   # e.g. eta beyond the stability limit: say so, plot nothing
-            status.value = f"<b style='color:#d62728'>{err}</b>"
+        except ValueError as err:   # e.g. too few steps for the burn-in at this η
+            refuse(out, status, err)
             return
         tr_emp, tr_exact = np.trace(r.empirical_cov), np.trace(r.exact_cov)
-        limit = ols.stability_limit(r.problem, int(batch.value), replace=replace)
         status.value = (f"tr Cov: empirical {tr_emp:.3g}, exact {tr_exact:.3g}, paper "
                         f"{np.trace(r.paper_cov):.3g} &nbsp;|&nbsp; stability limit η_max = "
                         f"{limit:.4g}")
         fig = figure3([r])
         fig.update_layout(height=520, width=560, title=None)
-        with out:
-            display(fig)
+        fig.update_annotations(text=title)      # the panel's title, without a panel letter
+        show(out, fig)
 
     controls = dict(sigma2=sigma2, eta=eta, batch_size=batch, cov=cov)
     return assemble(controls, [["sigma2", "eta"], ["batch_size", "cov"]], status, out, update)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...foundation.stats import covariance, thin
-from .common import assemble
+from .common import assemble, refuse, show
 
 __all__ = ["noise_explorer"]
 
@@ -23,7 +23,6 @@ def noise_explorer(*, n_samples: int = 4000, max_points: int = 800, seed: int = 
     traces in the status line use all of them).
     """
     import ipywidgets as W
-    from IPython.display import display
 
     from ...chapters.prop1_noise import sample_noise_terms
     from ...figures.prop1_noise import noise_explorer as figure
@@ -40,13 +39,12 @@ def noise_explorer(*, n_samples: int = 4000, max_points: int = 800, seed: int = 
     out = W.Output()
 
     def update(*_: Any) -> None:
-        out.clear_output(wait=True)
         try:
             r = sample_noise_terms(setting, sigma2=float(sigma2.value), batch_size=int(batch.value),
                                    eta=float(eta.value), n_samples=n_samples,
                                    replacement=bool(replace.value), n_real_steps=0, seed=seed)
         except ValueError as err:
-            status.value = f"<b style='color:#d62728'>{err}</b>"
+            refuse(out, status, err)
             return
         tr = lambda a: float(np.trace(covariance(a)))  # noqa: E731
         status.value = (f"tr Cov ξ*: measured {tr(r.xi_star):.3g}, Prop. 1 "
@@ -58,8 +56,7 @@ def noise_explorer(*, n_samples: int = 4000, max_points: int = 800, seed: int = 
                      cov_star=r.predicted["cov_star"], cov_uln=r.predicted["cov_uln"])
         fig = figure([state], [int(batch.value)], [f"σ² = {sigma2.value:.3g}"])
         fig.update_layout(sliders=[], updatemenus=[], height=520, width=560)
-        with out:
-            display(fig)
+        show(out, fig)
 
     controls = dict(sigma2=sigma2, batch_size=batch, eta=eta, replace=replace)
     return assemble(controls, [["sigma2", "batch_size"], ["eta", "replace"]], status, out, update)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import assemble
+from .common import assemble, refuse, show
 
 __all__ = ["paths_explorer"]
 
@@ -23,7 +23,6 @@ def paths_explorer(*, horizon: float = 0.5, n_paths: int = 3, refine: int = 8,
     """
     import ipywidgets as W
     import numpy as np
-    from IPython.display import display
 
     from ...chapters.prop2_convergence import coupled_paths, prop2_problems
     from ...figures.prop2_convergence import path_explorer as figure
@@ -39,21 +38,19 @@ def paths_explorer(*, horizon: float = 0.5, n_paths: int = 3, refine: int = 8,
     out = W.Output()
 
     def update(*_: Any) -> None:
-        out.clear_output(wait=True)
         try:
             st = coupled_paths(problem, eta=float(eta.value), horizon=horizon,
                                batch_size=int(batch.value), sigma2=float(sigma2.value),
                                n_paths=n_paths, refine=refine, seed=int(path_seed.value))
         except ValueError as err:
-            status.value = f"<b style='color:#d62728'>{err}</b>"
+            refuse(out, status, err)
             return
         gap = float(np.linalg.norm(st["dsm"][-1] - st["sde"][-1], axis=1).max())
-        status.value = (f"largest ‖Θ(T) − θ̄_K‖ over the {n_paths} paths: {gap:.3g} "
+        status.value = (f"largest ‖Θ(T) − θ̄<sub>K</sub>‖ over the {n_paths} paths: {gap:.3g} "
                         f"(η = {eta.value:g}, {round(horizon / eta.value)} steps)")
         fig = figure([st], [float(eta.value)], [f"σ² = {sigma2.value:.3g}"])
         fig.update_layout(sliders=[], updatemenus=[], height=520, width=620)
-        with out:
-            display(fig)
+        show(out, fig)
 
     controls = dict(eta=eta, sigma2=sigma2, batch_size=batch, seed=path_seed)
     return assemble(controls, [["eta", "sigma2"], ["batch_size", "seed"]], status, out, update)

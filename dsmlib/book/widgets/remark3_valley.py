@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import assemble
+from .common import assemble, refuse, show
 
 __all__ = ["valley_explorer"]
 
@@ -23,7 +23,6 @@ def valley_explorer(*, steps: int = 5000, n_runs: int = 8, n: int = 64, seed: in
     """
     import ipywidgets as W
     import plotly.graph_objects as go
-    from IPython.display import display
 
     from ...figures.remark3_valley import landscape_traces
     from ...theory import valley as V
@@ -44,7 +43,6 @@ def valley_explorer(*, steps: int = 5000, n_runs: int = 8, n: int = 64, seed: in
     out = W.Output()
 
     def update(*_: Any) -> None:
-        out.clear_output(wait=True)
         u0, v0 = V.scalar_start(1.0, float(start.value))      # (θ₁, 1/θ₁) on θ₁θ₂ = 1
         try:
             r = run_valley_sgd(problem, u0, v0, eta=float(eta.value), sigma2=float(sigma2.value),
@@ -52,7 +50,7 @@ def valley_explorer(*, steps: int = 5000, n_runs: int = 8, n: int = 64, seed: in
                                noise_mode=mode.value, record_every=max(1, int(n_steps.value) // 300),
                                seed=seed)
         except ValueError as err:
-            status.value = f"<b style='color:#d62728'>{err}</b>"
+            refuse(out, status, err)
             return
         theory = V.imbalance_decay_rate(float(eta.value), float(sigma2.value), int(batch.value))
         drift = r.imbalance_rate()[:, 0]
@@ -69,8 +67,7 @@ def valley_explorer(*, steps: int = 5000, n_runs: int = 8, n: int = 64, seed: in
         fig.update_layout(height=560, width=640, xaxis=dict(title="θ₁", range=list(lim)),
                           yaxis=dict(title="θ₂", range=list(lim), scaleanchor="x", scaleratio=1),
                           legend=dict(orientation="h", y=-0.15))
-        with out:
-            display(fig)
+        show(out, fig)
 
     controls = dict(sigma2=sigma2, eta=eta, batch_size=batch, start=start, noise_mode=mode,
                     steps=n_steps)
