@@ -159,7 +159,8 @@ def weak_figures(weaks: Sequence[Any], *, alpha: float = 0.01) -> go.Figure:
             is_fit = tr.name.startswith("fit")
             tr.update(showlegend=is_fit or row == 1,
                       legendgroup=f"fit {row}" if is_fit else tr.name,
-                      name=f"{weaks[row - 1].name}, {tr.name}" if is_fit else tr.name)
+                      name=(f"{weaks[row - 1].name}, fit:<br>  "
+                            f"{case_label(weaks[row - 1].case(), 'rate')}" if is_fit else tr.name))
             fig.add_trace(tr, row=row, col=1)
         fig.update_xaxes(type="log", exponentformat="power", row=row, col=1,
                          title_text="step size η" if row == len(weaks) else None)
