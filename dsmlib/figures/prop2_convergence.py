@@ -101,12 +101,12 @@ def strong_error_figure(sweeps: Sequence[Any], *, alpha: float = 0.01) -> go.Fig
         fig.add_trace(go.Scatter(
             x=s.etas, y=r, mode="lines+markers", marker=dict(color=color, size=8),
             line=dict(color=color, dash="dash" if s.fixed_diffusion else "solid"),
-            error_y=error_bars(se), legendgroup=f"{s.label}{kind}",
+            error_y=error_bars(se), legendgroup=s.name, legendgrouptitle_text=s.name,
             name=f"{noise}, {kind}<br>  {case_label(s.case(), 'last local slope')}"),
             row=row, col=1)
         if s.exact_peak is not None:
             fig.add_trace(go.Scatter(
-                x=s.etas, y=s.exact_peak / s.etas ** 2, mode="lines", legendgroup=f"{s.label}{kind}",
+                x=s.etas, y=s.exact_peak / s.etas ** 2, mode="lines", legendgroup=s.name,
                 line=dict(color=color, dash="dot", width=1.5), showlegend=False,
                 name=f"{noise}, {kind}: exact"), row=row, col=1)
     for row in range(1, len(names) + 1):
@@ -114,9 +114,10 @@ def strong_error_figure(sweeps: Sequence[Any], *, alpha: float = 0.01) -> go.Fig
                          title_text="step size η (control: h)" if row == len(names) else None)
         fig.update_yaxes(type="log", row=row, col=1, exponentformat="power",
                          title_text="max<sub>k</sub> MSE / η²")
-    fig.update_layout(height=380 * len(names) + 220,
+    fig.update_layout(height=360 * len(names) + 60 * len(sweeps),
                       legend=dict(orientation="v", y=-0.08, x=0, yanchor="top",
-                                  font=dict(size=11)),
+                                  font=dict(size=11), tracegroupgap=12,
+                                  groupclick="toggleitem"),
                       margin=dict(l=60, r=10, t=40, b=20))
     return fig
 
@@ -173,21 +174,22 @@ def weak_figures(weaks: Sequence[Any], *, alpha: float = 0.01) -> go.Figure:
 
 
 def moments_figures(weaks: Sequence[Any]) -> go.Figure:
-    """:func:`moments_figure` for each model: one row per model, means and covariances."""
-    fig = make_subplots(len(weaks), 2, vertical_spacing=0.18, horizontal_spacing=0.18,
-                        subplot_titles=[t for w in weaks for t in
-                                        (f"{w.name}: mean gap", f"{w.name}: cov. ratio")])
-    for row, w in enumerate(weaks, start=1):
-        for col, tr in enumerate(moments_figure(w).data, start=1):
-            fig.add_trace(tr, row=row, col=col)
-        fig.add_hline(y=0.0, line=dict(color="#111111", dash="dash"), row=row, col=1)
-        fig.add_hline(y=1.0, line=dict(color="#111111", dash="dash"), row=row, col=2)
-        for col in (1, 2):
-            fig.update_xaxes(type="log", exponentformat="power", row=row, col=col,
-                             title_text="step size η" if row == len(weaks) else None)
-        fig.update_yaxes(title_text="gap / √tr C", row=row, col=1)
-        fig.update_yaxes(title_text="tr C_SGD / tr C_DSM", row=row, col=2)
-    fig.update_layout(height=300 * len(weaks) + 60, margin=dict(l=60, r=10, t=40, b=40))
+    """:func:`moments_figure` for each model, one panel per model and moment, stacked (so the
+    figure fits a phone): the mean gap, then the covariance ratio."""
+    titles = [t for w in weaks for t in (f"{w.name}: gap of the means",
+                                         f"{w.name}: ratio of the covariance traces")]
+    n = 2 * len(weaks)
+    fig = make_subplots(n, 1, vertical_spacing=0.35 / n, subplot_titles=titles)
+    for k, w in enumerate(weaks):
+        for j, tr in enumerate(moments_figure(w).data):
+            row = 2 * k + j + 1
+            fig.add_trace(tr, row=row, col=1)
+            fig.add_hline(y=float(j), line=dict(color="#111111", dash="dash"), row=row, col=1)
+            fig.update_yaxes(title_text="gap / √tr C" if j == 0 else "tr C_SGD / tr C_DSM",
+                             row=row, col=1)
+            fig.update_xaxes(type="log", exponentformat="power", row=row, col=1,
+                             title_text="step size η" if row == n else None)
+    fig.update_layout(height=230 * n + 60, margin=dict(l=60, r=10, t=40, b=40))
     return fig
 
 

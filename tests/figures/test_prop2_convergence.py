@@ -78,7 +78,7 @@ def test_weak_and_moments_figures(runs):
     assert both.layout.yaxis2.title.text and both.layout.xaxis2.title.text
     assert max(map(len, _legend_lines(both))) <= PHONE_CHARS
     mm = figs.moments_figures(weak)
-    assert len(mm.data) == 4 and mm.layout.xaxis4.title.text
+    assert len(mm.data) == 4 and mm.layout.xaxis4.title.text and mm.layout.xaxis.title.text is None
 
 
 def test_constant_table_and_text(runs):
