@@ -80,8 +80,9 @@ def constant_growth_text(sweeps: Sequence[Any]) -> str:
     first, last = sweeps[0], sweeps[-1]
     grow = last.ratio[0][-1] / first.ratio[0][-1]
     proof = (4 + 2 * last.sigma2) / (4 + 2 * first.sigma2)
-    return (f"From σ² = {first.sigma2:g} to {last.sigma2:g} the measured C grew by a factor "
-            f"{grow:.3g}; the proof's constant grows by {proof:.3g}.")
+    return (f"From σ² = {first.sigma2:g} to {last.sigma2:g} the measured C at η = "
+            f"{first.etas[-1]:g} grew by a factor {grow:.3g}; the proof's factor (4 + 2σ²), "
+            f"which its constant tends to as η → 0, grows by {proof:.3g}.")
 
 
 def strong_error_figure(sweeps: Sequence[Any], *, alpha: float = 0.01) -> go.Figure:
