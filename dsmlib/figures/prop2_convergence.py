@@ -1,6 +1,8 @@
-"""Figures of the ``prop2_convergence`` chapter (figures layer): the strong error against the
-step size with its fitted slopes, the weak comparison of SGD with Eq. (17), and the explorer of
-sample paths of the three processes."""
+"""Figures of the ``prop2_convergence`` chapter (figures layer): the constant of Eq. (18) against
+the step size with each claim's local slope, the constant against sigma^2, the weak comparison of
+SGD with Eq. (17), and the explorer of sample paths of the three processes. Every interval in a
+legend is its claim's (read from the :class:`~dsmlib.foundation.claims.Case`, or built by
+:func:`~dsmlib.foundation.claims.interval`)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -9,11 +11,12 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..foundation.claims import quantile
+from ..foundation.claims import interval
 from .common import error_bars, state_explorer
 
-__all__ = ["fit_label", "local_slopes_table", "strong_error_figure", "weak_figure", "moments_figure",
-           "path_explorer"]
+__all__ = ["fit_label", "case_label", "local_slopes_table", "constant_table",
+           "constant_growth_text", "strong_error_figure", "weak_figure", "weak_figures",
+           "moments_figure", "moments_figures", "path_explorer"]
 
 PROCESS_STYLE = {"sgd": ("(a) SGD with label noise", "#1f77b4", "dot"),
                  "dsm": ("(b) Eq. (17), step η", "#d62728", "solid"),
@@ -23,15 +26,24 @@ SWEEP_COLORS = {(False, True): "#d62728", (False, False): "#ff7f0e",
 
 
 def fit_label(fit: Any, se: float, alpha: float) -> str:
-    """``slope ± 99 % half-width, lack of fit p`` (and the widening factor when applied)."""
-    text = f"slope {fit.slope:.2f} ± {quantile() * se:.2f}, lack of fit p = {fit.p_value:.2g}"
-    if fit.p_value < alpha and fit.inflation > 1:
+    """``slope [99 % interval], lack of fit p`` (and the widening factor when applied); the
+    interval is :func:`~dsmlib.foundation.claims.interval` with the fit's Student-t dof."""
+    widened = fit.p_value is not None and fit.p_value < alpha and fit.inflation > 1
+    lo, hi = interval(fit.slope, se, dof=fit.dof_interval if widened else np.inf)
+    text = f"slope {fit.slope:.2f} [{lo:.2f}, {hi:.2f}], lack of fit p = {fit.p_value:.2g}"
+    if widened:
         text += f" (interval ×{fit.inflation:.1f})"
     return text
 
 
+def case_label(c: Any, what: str = "slope") -> str:
+    """``what value [lo, hi]``, the numbers of a claim's case as its table shows them."""
+    return f"{what} {c.measured:.3g} [{c.interval[0]:.3g}, {c.interval[1]:.3g}]"
+
+
 def local_slopes_table(sweeps: Sequence[Any]) -> Any:
-    """An HTML table of the slopes between successive step sizes, one row per sweep."""
+    """An HTML table of the slopes of the peak error between successive step sizes, one row
+    per sweep."""
     from IPython.display import HTML
     etas = sweeps[0].etas
     head = "".join(f"<th>{a:g} → {b:g}</th>" for a, b in zip(etas[:-1], etas[1:]))
@@ -42,32 +54,72 @@ def local_slopes_table(sweeps: Sequence[Any]) -> Any:
                 f"{head}</tr></thead><tbody>{rows}</tbody></table>")
 
 
-def strong_error_figure(sweeps: Sequence[Any], *, alpha: float) -> go.Figure:
-    """One log-log panel per model: ``E||Theta(T) - theta_bar_K||^2`` against the step, with
-    99 % error bars and the fitted power law of each sweep (Eq. 18 and the control)."""
-    names = list(dict.fromkeys(s.name for s in sweeps))
-    fig = make_subplots(1, len(names), subplot_titles=names, horizontal_spacing=0.08)
+def constant_table(sweeps: Sequence[Any]) -> Any:
+    """An HTML table of ``C = max_k E||.||^2 / eta^2`` at the smallest step (99 % interval)
+    and the last local slope, one row per sigma^2, beside the factor ``(4 + 2 sigma^2)`` by
+    which the proof's constant grows, relative to the first row."""
+    from IPython.display import HTML
+    rows = []
     for s in sweeps:
-        col = names.index(s.name) + 1
+        r, se = s.ratio
+        lo, hi = interval(r[-1], se[-1])
+        c = s.case()
+        rows.append(f"<tr><td>{s.sigma2:g}</td><td>{r[-1]:.4g} [{lo:.4g}, {hi:.4g}]</td>"
+                    f"<td>{r[-1] / sweeps[0].ratio[0][-1]:.3g}</td>"
+                    f"<td>{(4 + 2 * s.sigma2) / (4 + 2 * sweeps[0].sigma2):.3g}</td>"
+                    f"<td>{c.measured:.2f} [{c.interval[0]:.2f}, {c.interval[1]:.2f}]</td></tr>")
+    return HTML("<table class='claims-table'><thead><tr><th>σ²</th>"
+                f"<th>C at η = {sweeps[0].etas[-1]:g}</th><th>C / C(first σ²)</th>"
+                "<th>proof's (4 + 2σ²), relative</th><th>last local slope</th></tr></thead>"
+                f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def constant_growth_text(sweeps: Sequence[Any]) -> str:
+    """One sentence: how much ``C`` grew from the smallest to the largest ``sigma^2``, against
+    the proof's factor ``(4 + 2 sigma^2)``."""
+    first, last = sweeps[0], sweeps[-1]
+    grow = last.ratio[0][-1] / first.ratio[0][-1]
+    proof = (4 + 2 * last.sigma2) / (4 + 2 * first.sigma2)
+    return (f"From σ² = {first.sigma2:g} to {last.sigma2:g} the measured C at η = "
+            f"{first.etas[-1]:g} grew by a factor {grow:.3g}; the proof's factor (4 + 2σ²), "
+            f"which its constant tends to as η → 0, grows by {proof:.3g}.")
+
+
+def strong_error_figure(sweeps: Sequence[Any], *, alpha: float = 0.01) -> go.Figure:
+    """One log-log panel per model (stacked, so the figure fits a phone): the constant
+    ``max_k E||Theta(k eta) - theta_bar_k||^2 / eta^2`` against the step, with 99 % error bars,
+    for Eq. (16) and the control; the exact value where theory gives it (dotted). Each legend
+    entry gives the claim's local slope between the two smallest steps with its interval.
+    ``alpha`` is kept for callers of the earlier signature."""
+    names = list(dict.fromkeys(s.name for s in sweeps))
+    fig = make_subplots(len(names), 1, subplot_titles=names, vertical_spacing=0.12)
+    for s in sweeps:
+        row = names.index(s.name) + 1
         color = SWEEP_COLORS[(s.fixed_diffusion, s.sgd_noise)]
-        kind = "fixed diffusion (control)" if s.fixed_diffusion else "√η inside (Eq. 16)"
-        noise = "" if s.sgd_noise else ", label noise only"
+        kind = "control: fixed diffusion" if s.fixed_diffusion else "Eq. 16"
+        noise = "SGD + label noise" if s.sgd_noise else "label noise only"
+        r, se = s.ratio
         fig.add_trace(go.Scatter(
-            x=s.etas, y=s.mean, mode="markers", marker=dict(color=color, size=8),
-            error_y=error_bars(np.sqrt(np.diag(s.cov))), legendgroup=f"{s.label}{kind}",
-            name=f"{s.name}{noise}, {kind}"), row=1, col=col)
-        grid = np.geomspace(s.etas.min(), s.etas.max(), 50)
-        fig.add_trace(go.Scatter(
-            x=grid, y=np.exp(s.fit.intercept) * grid ** s.fit.slope, mode="lines",
+            x=s.etas, y=r, mode="lines+markers", marker=dict(color=color, size=8),
             line=dict(color=color, dash="dash" if s.fixed_diffusion else "solid"),
-            legendgroup=f"{s.label}{kind}", name="   fit: " + fit_label(s.fit, s.se, alpha)),
-            row=1, col=col)
-    for col in range(1, len(names) + 1):
-        fig.update_xaxes(type="log", title_text="step size η (the control: h)", row=1, col=col)
-        fig.update_yaxes(type="log", row=1, col=col,
-                         title_text="E‖Θ(T) − θ̄_K‖²" if col == 1 else None)
-    fig.update_layout(height=620, legend=dict(orientation="h", y=-0.2, x=0, yanchor="top"),
-                      margin=dict(l=60, r=20, t=40, b=40))
+            error_y=error_bars(se), legendgroup=s.name, legendgrouptitle_text=s.name,
+            name=f"{noise}, {kind}<br>  {case_label(s.case(), 'last local slope')}"),
+            row=row, col=1)
+        if s.exact_peak is not None:
+            fig.add_trace(go.Scatter(
+                x=s.etas, y=s.exact_peak / s.etas ** 2, mode="lines", legendgroup=s.name,
+                line=dict(color=color, dash="dot", width=1.5), showlegend=False,
+                name=f"{noise}, {kind}: exact"), row=row, col=1)
+    for row in range(1, len(names) + 1):
+        fig.update_xaxes(type="log", row=row, col=1, exponentformat="power",
+                         title_text="step size η (control: h)" if row == len(names) else None)
+        fig.update_yaxes(type="log", row=row, col=1, exponentformat="power",
+                         title_text="max<sub>k</sub> MSE / η²")
+    fig.update_layout(height=360 * len(names) + 60 * len(sweeps),
+                      legend=dict(orientation="v", y=-0.08, x=0, yanchor="top",
+                                  font=dict(size=11), tracegroupgap=12,
+                                  groupclick="toggleitem"),
+                      margin=dict(l=60, r=10, t=40, b=20))
     return fig
 
 
@@ -91,12 +143,54 @@ def weak_figure(weak: Any, *, alpha: float) -> go.Figure:
         grid = np.geomspace(weak.etas.min(), weak.etas.max(), 50)
         fig.add_trace(go.Scatter(x=grid, y=np.exp(weak.fit.intercept) * grid ** weak.fit.slope,
                                  mode="lines", line=dict(color="#1f77b4"),
-                                 name="fit: " + fit_label(weak.fit,
-                                                          weak.fit.widened_se(alpha), alpha)))
+                                 name="fit: " + case_label(weak.case(), "rate")))
     fig.update_xaxes(type="log", title_text="step size η")
     fig.update_yaxes(type="log", title_text="energy coefficient H = D² / (2 E|X − Y|)")
     fig.update_layout(height=480, legend=dict(orientation="h", y=-0.25, x=0, yanchor="top"),
                       margin=dict(l=60, r=20, t=30, b=40))
+    return fig
+
+
+def weak_figures(weaks: Sequence[Any], *, alpha: float = 0.01) -> go.Figure:
+    """:func:`weak_figure` for each model, stacked (one panel per model)."""
+    figs = [weak_figure(w, alpha=alpha) for w in weaks]
+    fig = make_subplots(len(weaks), 1, subplot_titles=[w.name for w in weaks],
+                        vertical_spacing=0.14)
+    for row, f in enumerate(figs, start=1):
+        for tr in f.data:
+            is_fit = tr.name.startswith("fit")
+            tr.update(showlegend=is_fit or row == 1,
+                      legendgroup=f"fit {row}" if is_fit else tr.name,
+                      name=(f"{weaks[row - 1].name}, fit:<br>  "
+                            f"{case_label(weaks[row - 1].case(), 'rate')}" if is_fit else tr.name))
+            fig.add_trace(tr, row=row, col=1)
+        fig.update_xaxes(type="log", exponentformat="power", row=row, col=1,
+                         title_text="step size η" if row == len(weaks) else None)
+        fig.update_yaxes(type="log", exponentformat="power", row=row, col=1,
+                         title_text="energy coefficient H")
+    fig.update_layout(height=340 * len(weaks) + 200, margin=dict(l=60, r=10, t=40, b=20),
+                      legend=dict(orientation="v", y=-0.08, x=0, yanchor="top",
+                                  font=dict(size=11)))
+    return fig
+
+
+def moments_figures(weaks: Sequence[Any]) -> go.Figure:
+    """:func:`moments_figure` for each model, one panel per model and moment, stacked (so the
+    figure fits a phone): the mean gap, then the covariance ratio."""
+    titles = [t for w in weaks for t in (f"{w.name}: gap of the means",
+                                         f"{w.name}: ratio of the covariance traces")]
+    n = 2 * len(weaks)
+    fig = make_subplots(n, 1, vertical_spacing=0.35 / n, subplot_titles=titles)
+    for k, w in enumerate(weaks):
+        for j, tr in enumerate(moments_figure(w).data):
+            row = 2 * k + j + 1
+            fig.add_trace(tr, row=row, col=1)
+            fig.add_hline(y=float(j), line=dict(color="#111111", dash="dash"), row=row, col=1)
+            fig.update_yaxes(title_text="gap / √tr C" if j == 0 else "tr C_SGD / tr C_DSM",
+                             row=row, col=1)
+            fig.update_xaxes(type="log", exponentformat="power", row=row, col=1,
+                             title_text="step size η" if row == n else None)
+    fig.update_layout(height=230 * n + 60, margin=dict(l=60, r=10, t=40, b=40))
     return fig
 
 

@@ -78,6 +78,14 @@ def quantile(dof: float = math.inf, level: float = CONFIDENCE) -> float:
     return t_quantile(level, dof if math.isfinite(dof) else 1e9)
 
 
+def interval(measured: float, se: float, *, dof: float = math.inf,
+             level: float = CONFIDENCE) -> list[float]:
+    """``measured +- t se`` (Student-t with ``dof``, normal if infinite, at ``level``): every
+    claim's interval (:func:`case`); figures use it too, so a legend shows its claim's numbers."""
+    q = quantile(dof, level)
+    return [measured - q * se, measured + q * se]
+
+
 def joint_level(n_coordinates: int) -> float:
     """Per-coordinate level of a joint (Bonferroni) box at the ledger's :data:`CONFIDENCE`."""
     if n_coordinates < 1:
@@ -140,11 +148,10 @@ def case(*, paper: float, measured: float, se: float, band: Sequence[float | Non
     if se < 0:
         raise ValueError(f"se must be >= 0, got {se}")
     check_choice("source", source, ["paper", "book"])
-    q = quantile(dof, level)
-    interval = [measured - q * se, measured + q * se]
-    return Case(paper=float(paper), measured=measured, interval=interval,
+    iv = interval(measured, se, dof=dof, level=level)
+    return Case(paper=float(paper), measured=measured, interval=iv,
                 band=[None if math.isinf(b) else b for b in parse_band(band)],
-                verdict="inconclusive" if caveat else verdict(interval, band),
+                verdict="inconclusive" if caveat else verdict(iv, band),
                 quantity=quantity, source=source, se=se,
                 exact=None if exact is None else float(exact), caveat=caveat)
 
@@ -189,12 +196,6 @@ def joint_case(estimates: Sequence[float], ses: Sequence[float], *, paper: float
     return max(matching, key=lambda c: max(abs(c.interval[0]), abs(c.interval[1])))
 
 
-def _check_scope(scope: str | None, source: str) -> str | None:
-    if scope is not None:
-        check_choice("scope", scope, SCOPES)
-    return scope
-
-
 def from_case(id: str, statement: str, c: Case, *, note: str = "",
               details: list[dict[str, Any]] | None = None, scope: str | None = None,
               condition: str = "") -> Claim:
@@ -205,7 +206,8 @@ def from_case(id: str, statement: str, c: Case, *, note: str = "",
                  interval=list(c.interval), band=list(c.band), verdict=c.verdict,
                  quantity=c.quantity, source=c.source, se=c.se, note=note,
                  details=list(details or []), exact=c.exact,
-                 scope=_check_scope(scope, c.source), condition=condition)
+                 scope=None if scope is None else check_choice("scope", scope, SCOPES),
+                 condition=condition)
 
 
 def measure(id: str, statement: str, *, paper: float, measured: float, se: float,
@@ -226,20 +228,44 @@ def band_gap(c: Case | Claim) -> float:
     return max(lo - c.interval[1], c.interval[0] - hi)
 
 
+def verdict_margin(c: Case | Claim) -> float:
+    """How far the interval must move (in the quantity's units) to change the verdict: to the
+    nearer band edge (confirmed), to the band (refuted), the smaller of overlap and overhang
+    (inconclusive); 0 with a caveat, which pins a case to inconclusive."""
+    if getattr(c, "caveat", ""):
+        return 0.0
+    lo, hi = parse_band(c.band)
+    ilo, ihi = c.interval
+    if c.verdict == "confirmed":
+        return min(ilo - lo, hi - ihi)
+    gap = band_gap(c)
+    if c.verdict == "refuted":
+        return gap
+    return min(-gap, max(lo - ilo, ihi - hi))
+
+
+def deciding_case(cases: dict[str, Case | Claim]) -> tuple[str, Case | Claim]:
+    """``(key, case)`` deciding an every-case verdict: the refuted case furthest from its band,
+    else the case nearest to changing the verdict (:func:`verdict_margin`; first on a tie)."""
+    overall = combine_all(c.verdict for c in cases.values())
+    matching = [(k, c) for k, c in cases.items() if c.verdict == overall]
+    if overall == "refuted":
+        return max(matching, key=lambda kc: band_gap(kc[1]))
+    return min(matching, key=lambda kc: verdict_margin(kc[1]))
+
+
 def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note: str = "",
                scope: str | None = None, condition: str = "") -> Claim:
     """A claim that must hold in every case (e.g. every panel of a figure).
 
     The verdict is :func:`combine_all` of the cases'. The headline numbers are those of the
-    deciding case: the refuted case whose interval lies furthest from its band, else the first
-    inconclusive case, else the first case. Every case is kept in ``details``.
+    deciding case (:func:`deciding_case`): the refuted case whose interval lies furthest from
+    its band, else the case nearest to changing the verdict. Every case is kept in ``details``.
     """
     if not cases:
         raise ValueError("cases must not be empty")
     overall = combine_all(c.verdict for c in cases.values())
-    matching = [(k, c) for k, c in cases.items() if c.verdict == overall]
-    key, head = (max(matching, key=lambda kc: band_gap(kc[1])) if overall == "refuted"
-                 else matching[0])
+    key, head = deciding_case(cases)
     details = []
     for k, c in cases.items():
         row = {"case": k, "paper": c.paper, "measured": c.measured, "interval": c.interval,

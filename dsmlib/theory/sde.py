@@ -33,7 +33,7 @@ from ..foundation.checks import check_choice, check_int, check_positive
 from .brownian import BrownianIncrements, coarsen
 
 __all__ = ["NOISE_TYPES", "SDE", "EulerMaruyama", "Milstein", "SOLVERS", "declared_order",
-           "solve", "strong_errors"]
+           "solve", "strong_error_paths", "strong_errors"]
 
 NOISE_TYPES = ("general", "diagonal", "additive")
 
@@ -155,19 +155,12 @@ def solve(sde: SDE, x0: Tensor, dW: Tensor, dt: float, *, method: str = "euler",
     return torch.stack(path) if save else x
 
 
-def strong_errors(sdes: Sequence[SDE], x0: Tensor, steps: Sequence[float], *, horizon: float,
-                  refine: int, seed: Any, method: str = "euler",
-                  progress: bool = False) -> Tensor:
-    """Mean-square strong errors on coupled Brownian paths, one column per step size.
-
-    Level ``j`` solves ``sdes[j]`` (the SDE may depend on the step, as Eq. (16) does through
-    its ``eta``) from ``x0`` to ``horizon`` twice on the same Brownian path: with step
-    ``steps[j]`` and with the reference step ``steps[j] / refine``. Returns the per-path
-    ``||X_h(T) - X_{h/refine}(T)||^2`` as a ``(P, len(steps))`` tensor. For an error
-    ``~ C h^(2p)`` this is ``~ C (1 - refine^-p)^2 h^(2p)`` up to cross terms, so its log-log
-    slope in ``h`` is that of the true error. Every step must divide the largest one, which
-    must divide ``horizon``; the Brownian increments are drawn one largest step at a time.
-    """
+def strong_error_paths(sdes: Sequence[SDE], x0: Tensor, steps: Sequence[float], *,
+                       horizon: float, refine: int, seed: Any, method: str = "euler",
+                       progress: bool = False) -> list[Tensor]:
+    """As :func:`strong_errors`, but at every step of each coarse grid: entry ``j`` is the
+    ``(P, horizon / steps[j])`` tensor of ``||X_h(kh) - X_{h/refine}(kh)||^2`` for
+    ``k = 1, ..., horizon / h`` (Eq. 18 bounds the error at every ``k <= T / eta``)."""
     refine = check_int("refine", refine, minimum=1)
     steps = [check_positive("steps", h) for h in steps]
     if not steps or len(sdes) != len(steps):
@@ -181,6 +174,7 @@ def strong_errors(sdes: Sequence[SDE], x0: Tensor, steps: Sequence[float], *, ho
                             device=x0.device, dtype=x0.dtype)
     factors = [(bm.factor(h), bm.factor(h / refine)) for h in steps]
     coarse, fine = [x0] * len(steps), [x0] * len(steps)
+    errors: list[list[Tensor]] = [[] for _ in steps]
     blocks = range(bm.n_blocks)
     if progress:
         from tqdm.auto import tqdm
@@ -189,7 +183,27 @@ def strong_errors(sdes: Sequence[SDE], x0: Tensor, steps: Sequence[float], *, ho
         dW = bm.fine_block(k)
         for j, (sde, h) in enumerate(zip(sdes, steps)):
             fc, ff = factors[j]
-            coarse[j] = solve(sde, coarse[j], coarsen(dW, fc), h, method=method)
-            fine[j] = solve(sde, fine[j], coarsen(dW, ff), h / refine, method=method)
-    return torch.stack([(c - f).pow(2).sum(dim=1) for c, f in zip(coarse, fine)], dim=1)
+            pc = solve(sde, coarse[j], coarsen(dW, fc), h, method=method, save=True)[1:]
+            pf = solve(sde, fine[j], coarsen(dW, ff), h / refine, method=method,
+                       save=True)[refine::refine]
+            errors[j].append((pc - pf).pow(2).sum(dim=2))
+            coarse[j], fine[j] = pc[-1], pf[-1]
+    return [torch.cat(e).T for e in errors]
 
+
+def strong_errors(sdes: Sequence[SDE], x0: Tensor, steps: Sequence[float], *, horizon: float,
+                  refine: int, seed: Any, method: str = "euler",
+                  progress: bool = False) -> Tensor:
+    """Mean-square strong errors on coupled Brownian paths, one column per step size.
+
+    Level ``j`` solves ``sdes[j]`` (the SDE may depend on the step, as Eq. (16) does through
+    its ``eta``) from ``x0`` to ``horizon`` twice on the same Brownian path: with step
+    ``steps[j]`` and with the reference step ``steps[j] / refine``. Returns the per-path
+    ``||X_h(T) - X_{h/refine}(T)||^2`` as a ``(P, len(steps))`` tensor. For an error
+    ``~ C h^(2p)`` this is ``~ C (1 - refine^-p)^2 h^(2p)`` up to cross terms, so its log-log
+    slope in ``h`` is that of the true error. Every step must divide the largest one, which
+    must divide ``horizon``; the Brownian increments are drawn one largest step at a time.
+    """
+    paths = strong_error_paths(sdes, x0, steps, horizon=horizon, refine=refine, seed=seed,
+                               method=method, progress=progress)
+    return torch.stack([e[:, -1] for e in paths], dim=1)

@@ -1,4 +1,7 @@
-"""Tests of dsmlib.chapters.prop2_convergence (small, seeded runs)."""
+"""Tests of dsmlib.chapters.prop2_convergence (small, seeded runs).
+
+Pinned values come from seeded float64 runs on the CPU (deterministic); the tolerance
+``PIN = 1e-6`` (relative) allows for a different BLAS, not for a changed statistic."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,11 +10,21 @@ import pytest
 from dsmlib.chapters import prop2_convergence as p2
 
 ETAS = [0.125, 0.0625, 0.03125]
+PIN = 1e-6
+SMALL = dict(etas=ETAS, horizon=0.25, refine=2, batch_size=1, sigma2=1.0)
 
 
 @pytest.fixture(scope="module")
 def problems():
     return p2.prop2_problems()
+
+
+@pytest.fixture(scope="module")
+def ls_sweeps(problems):
+    """Least squares, 400 paths: (sgd_noise, fixed_diffusion) -> sweep."""
+    return {(sg, f): p2.strong_sweep(problems["least squares"], "least squares", n_paths=400,
+                                     fixed_diffusion=f, sgd_noise=sg, seed=0, **SMALL)
+            for sg in (True, False) for f in (False, True)}
 
 
 def test_problems_and_steps(problems):
@@ -23,18 +36,73 @@ def test_problems_and_steps(problems):
         p2.step_sizes(0.0, 3)
 
 
-@pytest.mark.parametrize("fixed, sgd_noise, predicted, band", [
-    (False, True, 2.0, p2.STRONG_BAND), (True, True, 1.0, p2.CONTROL_BANDS[1.0]),
-    (True, False, 2.0, p2.CONTROL_BANDS[2.0])])
-def test_strong_sweep(problems, fixed, sgd_noise, predicted, band):
-    s = p2.strong_sweep(problems["least squares"], "least squares", etas=ETAS, horizon=0.25,
-                        refine=2, n_paths=50, batch_size=1, sigma2=1.0, fixed_diffusion=fixed,
-                        sgd_noise=sgd_noise, seed=0)
+# (sgd_noise, fixed) -> (last local slope, C at the smallest step, verdict)
+PINNED = {(True, False): (3.1451062198400184, 0.0053050299463541385, "confirmed"),
+          (True, True): (1.315332058352653, 0.06378420695261401, "inconclusive"),
+          (False, False): (2.4934901045213995, 0.0010955633465480972, "confirmed"),
+          (False, True): (1.8867559074535278, 0.0027429440113511143, "confirmed")}
+
+
+@pytest.mark.parametrize("key", list(PINNED))
+def test_strong_sweep_pinned(ls_sweeps, key):
+    s = ls_sweeps[key]
+    sgd_noise, fixed = key
     assert s.mean.shape == (3,) and s.cov.shape == (3, 3) and np.all(s.mean > 0)
-    assert s.predicted == predicted and s.local_slopes.shape == (2,)
+    assert s.peak.shape == (3,) and s.peak_cov.shape == (3, 3) and s.local_slopes.shape == (2,)
+    assert np.all(s.peak >= s.mean - 1e-15) and np.all(s.peak_time <= 0.25 + 1e-12)
     c = s.case()
-    assert c.band == [None if b is None else b for b in band]
-    assert c.source == ("book" if fixed else "paper") and c.se >= s.fit.se
+    band = (p2.CONTROL_BANDS[s.predicted] if fixed else p2.STRONG_BAND)
+    assert c.band == list(band)
+    assert c.source == ("book" if fixed else "paper")
+    assert c.measured == pytest.approx(s.last_slope[0]) and c.se == pytest.approx(s.last_slope[1])
+    slope, C, verdict = PINNED[key]
+    assert c.measured == pytest.approx(slope, rel=PIN)
+    assert s.ratio[0][-1] == pytest.approx(C, rel=PIN)
+    assert c.verdict == verdict
+
+
+def test_local_slope_and_its_delta_method_se():
+    etas = np.array([0.5, 0.25, 0.125])
+    v = 3.0 * etas ** 2
+    cov = np.diag([1e-4, 4e-6, 1e-6])
+    s, se = p2.local_slope(etas, v, cov)
+    assert s == pytest.approx(2.0, abs=1e-12)
+    g = np.array([-1 / v[1], 1 / v[2]]) / np.log(0.5)
+    assert se == pytest.approx(np.sqrt(g @ cov[1:, 1:] @ g), rel=1e-12)
+    with pytest.raises(ValueError, match="values must be positive"):
+        p2.local_slope(etas, np.array([1.0, 0.0, 1.0]), cov)
+
+
+def test_exact_theory_beside_the_measurement(ls_sweeps):
+    """Least squares with the label-noise term only is linear with additive noise: the sweep
+    carries the exact expected peak, and the measured peaks lie within 5 SEs of it (seeded;
+    false-failure rate < 1e-5 per value)."""
+    for fixed in (False, True):
+        s = ls_sweeps[(False, fixed)]
+        assert s.exact_peak is not None and s.case().exact is not None
+        se = np.sqrt(np.diag(s.peak_cov))
+        assert np.all(np.abs(s.peak - s.exact_peak) <= 5 * se), (s.peak, s.exact_peak, se)
+    assert ls_sweeps[(True, False)].exact_peak is None
+
+
+def test_intervals_cover_neither_too_narrow_nor_too_wide(problems):
+    """Seeded coverage by simulation against exact theory (least squares, label noise only):
+    60 independent sweeps of 200 paths. The z-scores of the last local slope and of C at the
+    smallest step, (measured - exact) / SE, must have a root mean square near 1: an SE half as
+    large gives ~2, twice as large ~0.5. With 60 replicates the RMS of standard normals has
+    SD ~ 0.09; the band [0.6, 1.45] lies more than 4 SD away on either side (false-failure rate
+    < 1e-4, allowing for the slightly heavy tails of a ratio of means)."""
+    zs, zc = [], []
+    for seed in range(60):
+        s = p2.strong_sweep(problems["least squares"], "least squares", n_paths=200,
+                            sgd_noise=False, seed=1000 + seed, **SMALL)
+        slope, se = s.last_slope
+        zs.append((slope - s.case().exact) / se)
+        r, rse = s.ratio
+        zc.append((r[-1] - s.exact_peak[-1] / ETAS[-1] ** 2) / rse[-1])
+    for z in (np.array(zs), np.array(zc)):
+        rms = float(np.sqrt(np.mean(z ** 2)))
+        assert 0.6 <= rms <= 1.45, rms
 
 
 def test_strong_sweep_bad_input(problems):
@@ -42,8 +110,20 @@ def test_strong_sweep_bad_input(problems):
         p2.strong_sweep(problems["least squares"], "ls", etas=[0.3, 0.15, 0.075], horizon=1.0,
                         refine=2, n_paths=10, batch_size=1, sigma2=1.0)
     with pytest.raises(ValueError, match="n_paths must be >= 3"):
-        p2.strong_sweep(problems["least squares"], "ls", etas=ETAS, horizon=0.25, refine=2,
-                        n_paths=1, batch_size=1, sigma2=1.0)
+        p2.strong_sweep(problems["least squares"], "ls", n_paths=1, **SMALL)
+    with pytest.raises(ValueError, match="etas must hold at least two"):
+        p2.strong_sweep(problems["least squares"], "ls", etas=[0.125], horizon=0.25,
+                        refine=2, n_paths=10, batch_size=1, sigma2=1.0)
+
+
+def test_sigma2_sweeps(problems):
+    sw = p2.sigma2_sweeps(problems["least squares"], "least squares", sigma2s=[0.5, 8.0],
+                          etas=ETAS[1:], horizon=0.25, refine=2, n_paths=100, batch_size=1)
+    assert [s.sigma2 for s in sw] == [0.5, 8.0] and all(not s.fixed_diffusion for s in sw)
+    assert sw[1].ratio[0][-1] > sw[0].ratio[0][-1]      # more label noise, a larger C here
+    with pytest.raises(ValueError, match="sigma2s must be > 0"):
+        p2.sigma2_sweeps(problems["least squares"], "ls", sigma2s=[0.0], etas=ETAS[1:],
+                         horizon=0.25, refine=2, n_paths=10, batch_size=1)
 
 
 def test_power_fit_keeps_values_at_or_below_zero():
@@ -54,6 +134,24 @@ def test_power_fit_keeps_values_at_or_below_zero():
     assert f is not None and 1.2 < f.slope < 1.8 and f.dof == 2
     exact = p2.power_fit(x, 2 * x ** 1.5, np.full(4, 1e-3))
     assert exact.slope == pytest.approx(1.5, abs=1e-6) and exact.chi2 < 1e-6
+
+
+def _synthetic_weak(rate: float) -> p2.WeakComparison:
+    etas = np.array([0.125, 0.0625, 0.03125, 0.015625])
+    H = 0.05 * etas ** rate
+    se = 0.02 * H
+    z = np.zeros(4)
+    return p2.WeakComparison("synthetic", etas, H, se, H + 0.01, z, z + 0.01, z + 1, z + 0.01,
+                             1000, p2.power_fit(etas, H, se))
+
+
+@pytest.mark.parametrize("rate, verdict", [(1.0, "confirmed"), (2.0, "refuted"),
+                                           (0.2, "refuted")])
+def test_weak_claim_tests_a_rate_not_only_a_sign(rate, verdict):
+    """H falling like eta^2 or eta^0.2 falls with eta, yet is not the rate 1: refuted."""
+    c = _synthetic_weak(rate).case()
+    assert c.paper == p2.WEAK_RATE and c.band == list(p2.WEAK_BAND) and c.source == "book"
+    assert c.measured == pytest.approx(rate, abs=1e-6) and c.verdict == verdict
 
 
 def test_weak_comparison_least_squares_moments_agree(problems):
@@ -70,21 +168,36 @@ def test_weak_comparison_least_squares_moments_agree(problems):
     assert np.all(np.abs(w.cov_ratio - 1) <= 5 * w.cov_ratio_se)
 
 
-def test_claims(problems):
-    sweeps = [p2.strong_sweep(problems["least squares"], "least squares", etas=ETAS,
-                              horizon=0.25, refine=2, n_paths=20, batch_size=1, sigma2=1.0,
-                              fixed_diffusion=f, seed=0) for f in (False, True)]
-    w = p2.weak_comparison(problems["least squares"], "least squares", etas=ETAS,
-                           horizon=0.25, n_paths=40, batch_size=1, sigma2=1.0, n_directions=2,
-                           n_groups=4, seed=0)
-    claims = p2.prop2_claims(sweeps, [w])
+@pytest.fixture(scope="module")
+def claims(problems, ls_sweeps):
+    mlp = [p2.strong_sweep(problems["tanh MLP"], "tanh MLP", n_paths=100, fixed_diffusion=f,
+                           seed=0, **SMALL) for f in (False, True)]
+    weak = [p2.weak_comparison(problems[n], n, etas=ETAS, horizon=0.25, n_paths=200,
+                               batch_size=1, sigma2=1.0, n_directions=4, n_groups=10, seed=k)
+            for k, n in enumerate(["least squares", "tanh MLP"])]
+    return p2.prop2_claims([*ls_sweeps.values(), *mlp], weak)
+
+
+def test_claims(claims):
     assert [c.id for c in claims] == ["prop2.strong_order", "prop2.fixed_diffusion_control",
                                       "prop2.weak_sgd_vs_dsm"]
     by_id = {c.id: c for c in claims}
-    assert by_id["prop2.strong_order"].scope == "setting"
-    assert by_id["prop2.weak_sgd_vs_dsm"].scope == "reading"
-    assert by_id["prop2.fixed_diffusion_control"].source == "book"
-    assert all("Lack of fit" in c.note for c in claims)
+    strong, ctrl, weak = (by_id[k] for k in ("prop2.strong_order",
+                                             "prop2.fixed_diffusion_control",
+                                             "prop2.weak_sgd_vs_dsm"))
+    assert strong.scope == "setting" and strong.source == "paper"
+    assert ctrl.source == "book" and weak.source == "book" and weak.scope is None
+    assert [d["case"] for d in weak.details] == ["least squares", "tanh MLP"]
+    assert [d["case"] for d in strong.details] == [
+        "least squares, SGD + label noise", "least squares, label noise only",
+        "tanh MLP, SGD + label noise"]
+    assert "C = max_k" in strong.note and "Lack of fit" in weak.note
+    assert [c.verdict for c in claims] == ["confirmed", "inconclusive", "inconclusive"]
+    assert [c.measured for c in claims] == pytest.approx(
+        [2.4934901045213995, 1.1480636970764053, 2.185021021477401], rel=PIN)
+    # The headline is the case nearest to changing the verdict, not the first case.
+    assert "deciding case: least squares, label noise only" in strong.quantity
+    assert "deciding case: tanh MLP" in ctrl.quantity
 
 
 def test_coupled_paths(problems):

@@ -127,3 +127,40 @@ def test_measure_rejects_nan_and_negative_se():
         C.case(paper=1.0, measured=1.0, se=0.1, band=(0, 2), source="blog")
     with pytest.raises(ValueError, match="scope"):
         C.measure("x", "s", paper=1.0, measured=1.0, se=0.1, band=(0, 2), scope="vibes")
+
+
+def test_interval_is_the_cases_interval():
+    """One function builds every interval: Student-t with the given dof, normal if infinite."""
+    from scipy import stats as st
+    assert C.interval(2.0, 0.1) == pytest.approx([2.0 - Z99 * 0.1, 2.0 + Z99 * 0.1], rel=1e-7)
+    t4 = st.t.ppf(0.995, 4)
+    assert C.interval(2.0, 0.1, dof=4) == pytest.approx([2.0 - t4 * 0.1, 2.0 + t4 * 0.1])
+    c = C.case(paper=2.0, measured=2.0, se=0.1, band=(1.8, None), dof=4)
+    assert c.interval == C.interval(2.0, 0.1, dof=4)
+
+
+def test_every_case_headlines_the_case_nearest_to_changing_the_verdict():
+    """Issue 18: all confirmed -> the case whose interval lies nearest a band edge (not the
+    first case); inconclusive -> the inconclusive case nearest to either side; refuted -> the
+    refuted case furthest from its band (the verdict changes only when it does)."""
+    band = (1.8, None)
+    first = C.case(paper=2, measured=2.787, se=0.078, band=band)     # far inside the band
+    near = C.case(paper=2, measured=2.309, se=0.129, band=band)      # 0.18 inside the band
+    claim = C.every_case("id", "st", {"first": first, "near": near})
+    assert claim.verdict == "confirmed" and claim.measured == near.measured
+    assert "deciding case: near" in claim.quantity
+    assert C.verdict_margin(near) == pytest.approx(near.interval[0] - 1.8)
+    # Inconclusive: overlap 0.05 (nearly refuted) beats overhang 0.3.
+    a = C.case(paper=1, measured=0.9, se=0.3 / Z99, band=(0.8, 1.2))     # [0.6, 1.2]: 0.2 out
+    b = C.case(paper=1, measured=1.25, se=0.2 / Z99, band=(0.8, 1.2))    # [1.05, 1.45]
+    assert (a.verdict, b.verdict) == ("inconclusive", "inconclusive")
+    assert C.verdict_margin(a) == pytest.approx(0.2) and C.verdict_margin(b) == pytest.approx(0.15)
+    assert C.every_case("id", "st", {"a": a, "b": b}).measured == b.measured
+    # Refuted: the furthest refuted case, as before.
+    r1 = C.case(paper=1, measured=0.5, se=0.01, band=(0.8, 1.2))
+    r2 = C.case(paper=1, measured=0.1, se=0.01, band=(0.8, 1.2))
+    assert C.every_case("id", "st", {"r1": r1, "r2": r2, "ok": first}).measured == 0.1
+    assert C.deciding_case({"r1": r1, "r2": r2})[0] == "r2"
+    # A caveat pins a case to inconclusive: it decides an inconclusive claim.
+    cav = C.case(paper=1, measured=1.0, se=0.001, band=(0.8, 1.2), caveat="heavy tails")
+    assert C.every_case("id", "st", {"a": a, "cav": cav}).measured == cav.measured

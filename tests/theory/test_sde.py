@@ -130,3 +130,23 @@ def test_bad_input(call, match):
     dW = torch.zeros(3, 4, 3, dtype=torch.float64)
     with pytest.raises(ValueError, match=match):
         call(sde, x0, dW)
+
+
+def test_strong_error_paths_record_every_coarse_step(device):
+    """The errors at every coarse step equal those computed by hand from the same increments
+    (the reference's state taken every ``refine`` fine steps); the last column is
+    ``strong_errors``."""
+    from dsmlib.theory.sde import strong_error_paths
+    sde, _, _ = ou(device)
+    x0 = torch.ones(16, 2, dtype=torch.float64, device=device)
+    steps = [0.25, 0.125]
+    paths = strong_error_paths([sde, sde], x0, steps, horizon=0.5, refine=2, seed=5)
+    assert [tuple(p.shape) for p in paths] == [(16, 2), (16, 4)]
+    bm = BrownianIncrements(horizon=0.5, fine_dt=0.125 / 2, block_dt=0.25, n_paths=16, dim=3,
+                            seed=5, device=device)
+    for j, h in enumerate(steps):
+        c = solve(sde, x0, bm.increments(h), h, save=True)[1:]
+        f = solve(sde, x0, bm.increments(h / 2), h / 2, save=True)[2::2]
+        torch.testing.assert_close(paths[j], (c - f).pow(2).sum(2).T, rtol=1e-12, atol=1e-14)
+    E = strong_errors([sde, sde], x0, steps, horizon=0.5, refine=2, seed=5)
+    torch.testing.assert_close(E, torch.stack([p[:, -1] for p in paths], 1))
