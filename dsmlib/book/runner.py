@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import subprocess
@@ -179,9 +180,26 @@ def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick
             with gpu_lock if run.spec.gpu else contextlib.nullcontext():
                 return run_notebook(root, run, profile, timeout, progress and jobs == 1)
 
-        with kernel_threads(threads), ThreadPoolExecutor(max_workers=jobs) as pool:
+        with kernel_threads(threads), quiet_seal(), ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(one, run) for run in todo]
             return [f.result() for f in futures]
+
+
+class _SealFilter(logging.Filter):
+    """Drops papermill's "Passed unknown parameter: dsmlib_run" (the seal is meant to be one)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return SEAL not in record.getMessage()
+
+
+@contextlib.contextmanager
+def quiet_seal() -> Iterator[None]:
+    log, f = logging.getLogger("papermill"), _SealFilter()
+    log.addFilter(f)
+    try:
+        yield
+    finally:
+        log.removeFilter(f)
 
 
 @contextlib.contextmanager
