@@ -49,5 +49,5 @@ def test_first_page_load_has_a_local_favicon_and_no_console_error(base_url, path
         status = page.evaluate("h => fetch(h).then(r => r.status)", href) if href else None
         browser.close()
     assert href.startswith(base_url) and href.endswith(".svg"), href   # served locally
-    assert status == 200, href
+    assert status == 200 and root_icon == 200, (href, status, root_icon)
     assert errors == [] and failed == [], (errors, failed)
