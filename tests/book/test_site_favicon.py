@@ -47,6 +47,7 @@ def test_first_page_load_has_a_local_favicon_and_no_console_error(base_url, path
         page.wait_for_timeout(1000)
         href = page.evaluate("(document.querySelector('link[rel~=\"icon\"]') || {}).href || ''")
         status = page.evaluate("h => fetch(h).then(r => r.status)", href) if href else None
+        root_icon = page.evaluate("fetch('/favicon.ico').then(r => r.status)")
         browser.close()
     assert href.startswith(base_url) and href.endswith(".svg"), href   # served locally
     assert status == 200 and root_icon == 200, (href, status, root_icon)
