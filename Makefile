@@ -1,14 +1,17 @@
 # Two commands do everything on a fresh machine:
 #   make book   -> install, execute every notebook (PROFILE=quick), build _build/html
 #   make test   -> install (+ test deps, Chromium), run pytest
-# and `make bench` runs the benchmarks.
+# `make bench` runs the benchmarks (`make bench ARGS=--load`: idle and beside a busy process),
+# and `make lab NB=ols` opens one chapter live in JupyterLab.
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PROFILE ?= quick
 PYTEST_ARGS ?=
+ARGS ?=
+NB ?= ols
 
-.PHONY: book test bench execute site clean browser-deps
+.PHONY: book test bench execute site clean browser-deps lab
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -17,9 +20,17 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	@touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt requirements-lab.txt
 	$(PY) -m pip install -q -r requirements-test.txt
 	@touch $@
+
+$(VENV)/.installed-lab: $(VENV)/.installed requirements-lab.txt
+	$(PY) -m pip install -q -r requirements-lab.txt
+	@touch $@
+
+# One chapter live in JupyterLab, parameterised for PROFILE; its results go to results/custom/.
+lab: $(VENV)/.installed-lab
+	$(PY) -m dsmlib lab $(NB) --profile $(PROFILE)
 
 book: $(VENV)/.installed
 	$(PY) -m dsmlib book --profile $(PROFILE)
@@ -41,7 +52,7 @@ test: $(VENV)/.installed-test browser-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py $(ARGS)
 
 clean:
-	rm -rf _build book/chapters book/_generated book/_static book/ledger.md results
+	rm -rf _build book/chapters book/_generated book/_static book/ledger.md book/errata.md results

@@ -1,4 +1,4 @@
-"""Command line (book layer): ``python -m dsmlib {list,execute,build,book}``.
+"""Command line (book layer): ``python -m dsmlib {list,execute,build,book,lab,grid}``.
 
 Examples::
 
@@ -7,6 +7,7 @@ Examples::
     python -m dsmlib execute ols --profile smoke -p steps 50000
     python -m dsmlib build --profile quick        # site from already-executed notebooks
     python -m dsmlib book --profile paper         # execute everything, then build
+    python -m dsmlib lab ols --profile smoke      # one chapter live in JupyterLab
     python -m dsmlib grid launch --profile paper --cluster slurm   # Section 5's training runs
 """
 from __future__ import annotations
@@ -15,7 +16,9 @@ import argparse
 import sys
 
 from .grid import add_grid_parser, grid_command
-from .profiles import DEFAULT_PROFILE, PROFILES, load_specs, parse_value
+from .lab import launch_lab, prepare_lab
+from .profiles import DEFAULT_PROFILE, PROFILES, check_profile, load_specs, parse_value
+from .store import BookBusy
 from .runner import (CELL_TIMEOUT_S, NotebookFailed, build, declared_parameters, execute,
                      find_root, source_notebook)
 
@@ -47,6 +50,16 @@ def _parser() -> argparse.ArgumentParser:
                        help=f"one of {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
         if name != "build":
             add_exec_args(p)
+    lab = sub.add_parser("lab", help="open one chapter live in JupyterLab (results go to "
+                                     "results/custom/)")
+    lab.add_argument("notebook", help="notebook name, e.g. ols")
+    lab.add_argument("--profile", default=DEFAULT_PROFILE,
+                     help=f"one of {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
+    lab.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                     metavar=("NAME", "VALUE"), help="override one parameter (YAML value)")
+    lab.add_argument("--port", type=int, default=None, help="JupyterLab's port")
+    lab.add_argument("--prepare-only", action="store_true",
+                     help="write _build/lab/<name>.ipynb and print its path; start nothing")
     add_grid_parser(sub)
     return ap
 
@@ -65,6 +78,12 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "grid":
             return grid_command(root, args)
+        if args.command == "lab":
+            check_profile(args.profile)
+            overrides = {k: parse_value(v) for k, v in args.parameter}
+            nb = prepare_lab(root, args.notebook, args.profile, overrides)
+            print(nb)
+            return 0 if args.prepare_only else launch_lab(root, nb, port=args.port)
         if args.command in ("execute", "book"):
             overrides = {k: parse_value(v) for k, v in args.parameter}
             if args.jobs is not None and args.jobs < 1:
@@ -76,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
             index = build(root, profile=args.profile)
             print(f"[dsmlib] built {index}", file=sys.stderr)
         return 0
+    except BookBusy as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 3
     except NotebookFailed as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -7,8 +7,26 @@ from typing import Any, Sequence
 from ..figures.tables import BADGES, claims_html, fmt_number
 from ..foundation.claims import CONFIDENCE, SCOPES, VERDICTS
 
-__all__ = ["PAPER_ITEMS", "ledger_markdown", "summary_markdown", "coverage_markdown",
-           "errata_markdown"]
+__all__ = ["PAPER_ITEMS", "MACHINERY_PROFILES", "machinery_notice", "plural",
+           "ledger_markdown", "summary_markdown", "coverage_markdown", "errata_markdown"]
+
+#: Profiles that exist to test the book's machinery: their runs are too short to be evidence
+#: about the paper, so their builds say so on every page and list no errata.
+MACHINERY_PROFILES = ("smoke",)
+
+
+def plural(n: int, word: str) -> str:
+    """``1 claim``, ``2 claims``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def machinery_notice(profile: str) -> str:
+    """The sentence every page of a machinery profile's build carries ("" otherwise)."""
+    if profile not in MACHINERY_PROFILES:
+        return ""
+    return (f"This site was built under the {profile} profile, which tests the book's "
+            "machinery: its runs last seconds, so its verdicts are not evidence about the "
+            "paper. Build with the quick or paper profile for the reproduction.")
 
 
 def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, str],
@@ -48,7 +66,8 @@ def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str) -> str:
     scopes = {s: sum(c["verdict"] == "refuted" and c.get("scope") == s for c in paper)
               for s in SCOPES}
     by_scope = ", ".join(f"{n} under *{s}*" for s, n in scopes.items() if n)
-    return (f"Under the `{profile}` profile the book checks **{len(claims)} claims**: "
+    notice = f"**{machinery_notice(profile)}** " if machinery_notice(profile) else ""
+    return (f"{notice}Under the `{profile}` profile the book checks **{plural(len(claims), 'claim')}**: "
             f"{counts['confirmed']} confirmed, {counts['refuted']} refuted and "
             f"{counts['inconclusive']} inconclusive. Of the paper's own claims, "
             f"{pc['confirmed']} are confirmed, {pc['refuted']} refuted"
@@ -81,7 +100,7 @@ def coverage_markdown(docs: Sequence[dict[str, Any]], *, profile: str) -> str:
             lines.append(f"- {item}: **not measured yet**.")
             continue
         counts = {v: sum(c["verdict"] == v for c in mine) for v in VERDICTS}
-        lines.append(f"- {item}: {len(mine)} claims ({counts['confirmed']} confirmed, "
+        lines.append(f"- {item}: {plural(len(mine), 'claim')} ({counts['confirmed']} confirmed, "
                      f"{counts['refuted']} refuted, {counts['inconclusive']} inconclusive).")
     return "\n".join(lines) + "\n"
 
@@ -100,6 +119,10 @@ def errata_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
              "describes it, right under another averaging; *reading*: wrong under one reading "
              "of an ambiguous text). This page is generated from the "
              "{doc}`claims ledger <ledger>`.", ""]
+    if machinery_notice(profile):
+        return "\n".join(lines[:2] + [
+            f"**No errata under the `{profile}` profile.** {machinery_notice(profile)}",
+            ""]) + "\n"
     n = 0
     for doc in docs:
         nb = doc["notebook"]

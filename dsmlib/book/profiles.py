@@ -88,8 +88,9 @@ def resolve(spec: NotebookSpec, profile: str, overrides: dict[str, Any],
     params.update(overrides)
     bad = [k for k in params if k not in declared]
     if bad:
+        valid = sorted(k for k in declared if k not in RUNNER_PARAMETERS)
         raise ValueError(f"unknown parameter(s) {bad} for notebook {spec.name!r}; valid "
-                         f"parameters: {', '.join(sorted(declared))}")
+                         f"parameters: {', '.join(valid)}")
     missing = [k for k in RUNNER_PARAMETERS if k not in declared]
     if missing:
         raise ValueError(f"notebook {spec.name!r} must declare {missing} in its parameters cell")

@@ -30,7 +30,7 @@ __all__ = ["PACKAGES", "code_key", "hardware", "git_commit", "versions", "proven
 
 PACKAGES = ("numpy", "scipy", "numba", "torch", "plotly", "papermill", "jupyter-book")
 #: Parameters the runner sets; they describe the run, not the experiment.
-HIDDEN_PARAMETERS = ("results_dir", "live_widgets")
+HIDDEN_PARAMETERS = ("results_dir", "live_widgets", "dsmlib_run")
 
 
 def _sha(*parts: bytes) -> str:
@@ -44,13 +44,16 @@ def _sha(*parts: bytes) -> str:
 #: outputs, so they are left out of the content key (a site-only change rebuilds in seconds).
 OUTSIDE_KERNEL = ("__main__.py", "book/cli.py", "book/runner.py", "book/ledger.py",
                   "book/provenance.py", "book/profiles.py", "book/sphinx_ext.py",
-                  "book/mystnb_plugin.py")
+                  "book/mystnb_plugin.py", "book/store.py", "book/pages.py", "book/kernel.py",
+                  "book/lab.py")
 
 
-def code_key(root: Path, source: Path, params: dict[str, Any], profile: str) -> str:
+def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,
+             pkg_dir: Path | None = None) -> str:
     """Content hash of a notebook's source, parameters, profile and the ``dsmlib`` code the
-    kernel runs (wherever the package is installed), not of the machine."""
-    pkg_dir = Path(__file__).resolve().parents[1]
+    kernel runs (``pkg_dir``, default wherever the package is installed), not of the
+    machine."""
+    pkg_dir = pkg_dir or Path(__file__).resolve().parents[1]
     pkg = sorted(p for p in pkg_dir.rglob("*.py") if "__pycache__" not in p.parts
                  and p.relative_to(pkg_dir).as_posix() not in OUTSIDE_KERNEL)
     return _sha(source.read_bytes(), json.dumps(params, sort_keys=True, default=str).encode(),
@@ -102,10 +105,14 @@ def versions() -> dict[str, str]:
     return out
 
 
-def provenance(root: Path, profile: str, params: dict[str, Any], wall_s: float) -> dict[str, Any]:
-    """Everything a reader needs to say where a chapter's numbers came from."""
+def provenance(root: Path, profile: str, params: dict[str, Any], wall_s: float,
+               set_by: dict[str, str] | None = None) -> dict[str, Any]:
+    """Everything a reader needs to say where a chapter's numbers came from: ``params`` are
+    every value the chapter ran with, ``set_by`` names those that differ from the
+    notebook's parameters cell and what set them ("profile smoke", "command line")."""
     shown = {k: v for k, v in params.items() if k not in HIDDEN_PARAMETERS}
-    return {"profile": profile, "parameters": shown, "wall_s": round(wall_s, 1),
+    return {"profile": profile, "parameters": shown, "set_by": dict(set_by or {}),
+            "wall_s": round(wall_s, 1),
             "hardware": hardware(), "versions": versions(), "commit": git_commit(root),
             "executable": sys.executable and Path(sys.executable).name}
 
@@ -132,13 +139,23 @@ def provenance_line(p: dict[str, Any]) -> str:
             f"<code>{p['commit']}</code>.")
 
 
-def parameters_html(params: dict[str, Any]) -> str:
-    rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td>"
-                   f"<td><code>{html.escape(repr(v))}</code></td></tr>"
+def parameters_html(params: dict[str, Any], set_by: dict[str, str] | None = None) -> str:
+    """Every parameter value, the overrides (of the notebook's parameters cell) marked."""
+    set_by = set_by or {}
+
+    def origin(k: str) -> str:
+        return (f"<strong>{html.escape(set_by[k])}</strong>" if k in set_by
+                else "notebook default")
+    mark = {k: " class='override'" for k in set_by}
+    rows = "".join(f"<tr{mark.get(k, '')}>"
+                   f"<td><code>{html.escape(k)}</code></td>"
+                   f"<td><code>{html.escape(repr(v))}</code></td><td>{origin(k)}</td></tr>"
                    for k, v in params.items())
-    return ("<details><summary>Parameters used</summary><table class='params'>"
-            f"<thead><tr><th>name</th><th>value</th></tr></thead><tbody>{rows}</tbody>"
-            "</table></details>")
+    n = len(set_by)
+    note = f", {n} overridden" if n else ""
+    return (f"<details><summary>Parameters used ({len(params)} values{note})</summary>"
+            "<table class='params'><thead><tr><th>name</th><th>value</th><th>set by</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table></details>")
 
 
 def decorate(nb: dict[str, Any], p: dict[str, Any], key: str, gpu_notice: str = "") -> None:
@@ -153,7 +170,7 @@ def decorate(nb: dict[str, Any], p: dict[str, Any], key: str, gpu_notice: str = 
                   and "".join(c["source"]).lstrip().startswith("# ")), -1)
     notice = f"<div class='gpu-notice'>{gpu_notice}</div>\n\n" if gpu_notice else ""
     body = (f"{notice}<div class='provenance'>{provenance_line(p)}\n"
-            f"{parameters_html(p['parameters'])}</div>\n")
+            f"{parameters_html(p['parameters'], p.get('set_by'))}</div>\n")
     cell = {"cell_type": "markdown", "id": "dsmlib-provenance",
             "metadata": {"tags": ["dsmlib-provenance"]}, "source": body}
     # A title cell may hold more than the title: split it so provenance sits right below.

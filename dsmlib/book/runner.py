@@ -9,21 +9,30 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..foundation.results import load_results
-from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
+from ..foundation.results import (RUN_ONLY, SEAL, atomic_write_text, notebook_parameters,
+                                  same_parameters)
+from .kernel import QuietKernelManager
+from .pages import copy_assets, write_generated_pages
 from .profiles import RUNNER_PARAMETERS, check_profile, load_specs, resolve, select
-from .provenance import code_key, decorate, is_fresh, provenance, provenance_table
+from .provenance import code_key, decorate, is_fresh, provenance
+from .store import (book_lock, clear_stage, custom_paths, executed_path, keep_failed, publish,
+                    results_mismatch, results_path, stage_dir, stage_site_copy)
+
+__all__ = ["NotebookFailed", "find_root", "source_notebook", "declared_parameters", "plan",
+           "execute", "build", "write_generated_pages", "copy_assets"]
 
 CELL_TIMEOUT_S = 1800
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -61,24 +70,91 @@ def declared_parameters(source_ipynb: Path) -> dict[str, Any]:
     return {k: v.get("default") for k, v in info.items()}
 
 
+def notebook_defaults(source_ipynb: Path) -> dict[str, Any]:
+    """The values of the notebook's ``parameters`` cell (its literals), read the same way the
+    kernel reads them (:func:`dsmlib.foundation.results.notebook_parameters`)."""
+    import nbformat
+    nb = nbformat.read(source_ipynb, as_version=4)
+    cells = [c.source for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    return {k: v for k, v in notebook_parameters({}, cells).items() if k not in RUN_ONLY}
+
+
+@dataclass
+class Run:
+    """One planned execution: what papermill gets, what it is keyed by, where it lands."""
+    spec: Any
+    src: Path
+    inject: dict[str, Any]          # what papermill injects (overrides and runner parameters)
+    params: dict[str, Any]          # every value the chapter runs with
+    set_by: dict[str, str]          # name -> "profile <p>" or "command line", for overrides
+    key: str
+    custom: bool
+    out: Path
+    results: Path
+
+
+def plan(root: Path, spec, profile: str, overrides: dict[str, Any]) -> Run:
+    """Resolve a notebook's parameters under ``profile`` plus ``overrides`` (names checked),
+    its content key, and whether the run is exactly the profile's (else it is *custom*)."""
+    src = source_notebook(spec, root)
+    declared = declared_parameters(src)
+    defaults = notebook_defaults(src)
+    prof = resolve(spec, profile, {}, declared)
+    mine = resolve(spec, profile, overrides, declared)
+    params = {**defaults, **mine, "profile": profile}
+    custom = not same_parameters(params, {**defaults, **prof, "profile": profile})
+    set_by = {k: f"profile {profile}" for k in prof if prof[k] != defaults.get(k)}
+    set_by |= {k: "command line" for k in overrides}
+    if profile != defaults.get("profile"):
+        set_by["profile"] = "--profile"
+    key = code_key(root, spec.source, params, profile)
+    out, res = (custom_paths(root, spec.name, params) if custom else
+                (executed_path(root, profile, spec.name), results_path(root, profile, spec.name)))
+    inject = {**mine, "profile": profile, "results_dir": str(root / "results"),
+              "live_widgets": False}
+    return Run(spec, src, inject, params, set_by, key, custom, out, res)
+
+
+def is_up_to_date(run: Run, profile: str) -> bool:
+    return is_fresh(run.out, run.key) and not results_mismatch(
+        run.results, run.key, run.params, profile, custom=run.custom)
+
+
+def ensure_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def notice_results(nb: dict[str, Any], results: Path) -> None:
+    """Say, at the top of a custom run's executed notebook, where its results went."""
+    nb["cells"].insert(0, {"cell_type": "markdown", "id": "dsmlib-custom-run",
+                           "metadata": {"tags": ["dsmlib-custom-run"]},
+                           "source": f"**Custom run.** These parameters are not exactly a "
+                                     f"profile's: the results are in `{results}`, and the "
+                                     "profile's own results and chapter are unchanged."})
+
+
 def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick",
             overrides: dict[str, Any] | None = None, timeout: int = CELL_TIMEOUT_S,
             progress: bool = True, threads: int | None = None, jobs: int | None = None,
             force: bool = False) -> list[Path]:
     """Execute notebooks under a profile; raise :class:`NotebookFailed` on the first error.
 
-    A notebook whose content key (:func:`dsmlib.book.provenance.code_key`: source,
-    parameters, profile, the ``dsmlib`` code) matches its executed copy is skipped unless
-    ``force``. Independent notebooks run ``jobs`` at a time (default: one per two cores, at
-    most the number of notebooks); notebooks marked ``gpu: true`` in ``profiles.yml`` never run
-    two at once. Each kernel gets ``threads`` threads (default: the cores divided among the
-    jobs); nothing in a notebook or in the library sets threads.
+    A notebook whose content key (:func:`dsmlib.book.provenance.code_key`: source, every
+    parameter value, profile, the ``dsmlib`` code) matches its executed copy and its results
+    is skipped unless ``force``. Runs with exactly the profile's parameters land in
+    ``book/chapters/<profile>/`` and ``results/<profile>/``; any other run (``overrides``
+    that change a value) in ``book/chapters/custom/`` and ``results/custom/`` (see
+    :mod:`dsmlib.book.store`). Each run executes into ``_build/stage/`` and is moved into
+    place only when it succeeded. Independent notebooks run ``jobs`` at a time (default: one
+    per two cores); notebooks marked ``gpu: true`` never run two at once. Each kernel gets
+    ``threads`` threads (default: the cores divided among the jobs).
     """
     check_profile(profile)
     if timeout < 1:
         raise ValueError(f"timeout must be >= 1 second, got {timeout}")
     overrides = dict(overrides or {})
-    owned = [k for k in overrides if k in RUNNER_PARAMETERS]
+    owned = [k for k in overrides if k in RUNNER_PARAMETERS or k == SEAL]
     if owned:
         raise ValueError(f"parameter(s) {owned} are set by the runner and cannot be overridden: "
                          "profile comes from --profile, results go to results/<profile>/ under "
@@ -86,41 +162,55 @@ def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick
                          "in executed notebooks")
     specs = load_specs(root / "notebooks")
     chosen = select(specs, names)
-    todo = []
-    for spec in chosen:  # validate everything before running anything
-        src = source_notebook(spec, root)
-        p = resolve(spec, profile, overrides, declared_parameters(src))
-        p.update(profile=profile, results_dir=str(root / "results"), live_widgets=False)
-        key = code_key(root, spec.source, {k: v for k, v in p.items() if k != "results_dir"},
-                       profile)
-        out = root / "book" / "chapters" / f"{spec.name}.ipynb"
-        if not force and is_fresh(out, key) and (root / "results" / profile /
-                                                  f"{spec.name}.json").exists():
-            print(f"[dsmlib] {spec.name}: up to date (profile {profile}), not re-executed",
-                  file=sys.stderr, flush=True)
-            continue
-        todo.append((spec, src, p, key))
-    cores = os.cpu_count() or 1
-    jobs = max(1, min(jobs or max(1, cores // 2), len(todo) or 1))
-    threads = threads or max(1, cores // jobs)
-    gpu_lock = threading.Lock()
+    with book_lock(root, "execute"):
+        runs = [plan(root, spec, profile, overrides) for spec in chosen]  # validate all first
+        todo = []
+        for run in runs:
+            if not force and is_up_to_date(run, profile):
+                print(f"[dsmlib] {run.spec.name}: up to date (profile {profile}), not "
+                      "re-executed", file=sys.stderr, flush=True)
+                continue
+            todo.append(run)
+        cores = os.cpu_count() or 1
+        jobs = max(1, min(jobs or max(1, cores // 2), len(todo) or 1))
+        threads = threads or max(1, cores // jobs)
+        gpu_lock = threading.Lock()
 
-    def one(item) -> Path:
-        spec, src, p, key = item
-        with gpu_lock if spec.gpu else contextlib.nullcontext():
-            return run_notebook(root, spec, src, p, profile, timeout, progress and jobs == 1, key)
+        def one(run: Run) -> Path:
+            with gpu_lock if run.spec.gpu else contextlib.nullcontext():
+                return run_notebook(root, run, profile, timeout, progress and jobs == 1)
 
-    with kernel_threads(threads), ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(one, item) for item in todo]
-        return [f.result() for f in futures]
+        with kernel_threads(threads), quiet_seal(), ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(one, run) for run in todo]
+            return [f.result() for f in futures]
+
+
+class _SealFilter(logging.Filter):
+    """Drops papermill's "Passed unknown parameter: dsmlib_run" (the seal is meant to be one)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return SEAL not in record.getMessage()
+
+
+@contextlib.contextmanager
+def quiet_seal() -> Iterator[None]:
+    log, f = logging.getLogger("papermill"), _SealFilter()
+    log.addFilter(f)
+    try:
+        yield
+    finally:
+        log.removeFilter(f)
 
 
 @contextlib.contextmanager
 def kernel_threads(threads: int | None) -> Iterator[None]:
-    """Set the thread count of the kernels started inside (OMP/MKL env), then restore it."""
-    keys = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    """Set the thread count of the kernels started inside (OMP/MKL env), with a passive
+    OpenMP wait policy (idle threads sleep instead of spinning on cores other jobs need),
+    then restore the environment."""
+    keys = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")
     old = {k: os.environ.get(k) for k in keys}
-    os.environ.update({k: str(threads or os.cpu_count() or 1) for k in keys})
+    n = str(threads or os.cpu_count() or 1)
+    os.environ.update({"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OMP_WAIT_POLICY": "PASSIVE"})
     try:
         yield
     finally:
@@ -131,101 +221,81 @@ def kernel_threads(threads: int | None) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def run_notebook(root: Path, spec, src: Path, params: dict[str, Any], profile: str,
-                 timeout: int, progress: bool, key: str = "") -> Path:
-    """Execute one notebook into ``book/chapters/`` and decorate it with its provenance;
-    raise :class:`NotebookFailed` with the failing cell's source and traceback."""
+def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: bool) -> Path:
+    """Execute one notebook into the staging folder, decorate it with its provenance, and
+    move it and its results into place; on failure keep the partial notebook in
+    ``book/chapters/failed/`` and raise :class:`NotebookFailed` with the failing cell's
+    source and traceback. Nothing in place is touched unless the run succeeded."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
-    out = root / "book" / "chapters" / f"{spec.name}.ipynb"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    print(f"[dsmlib] executing {spec.name} (profile {profile}) -> {out.relative_to(root)}",
-          file=sys.stderr, flush=True)
+    name = run.spec.name
+    stage = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=ensure_dir(stage_dir(root))))
+    partial, staged_results = stage / f"{name}.ipynb", stage / f"{name}.json"
+    seal = {"profile": profile, "parameters": run.params, "key": run.key, "custom": run.custom,
+            "stage": str(staged_results)}
+    where = run.out.relative_to(root)
+    print(f"[dsmlib] executing {name} (profile {profile}"
+          f"{', custom parameters' if run.custom else ''}) -> {where}", file=sys.stderr,
+          flush=True)
     start = time.perf_counter()
     try:
-        papermill.execute_notebook(str(src), str(out), parameters=params, kernel_name="python3",
-                                   execution_timeout=timeout, progress_bar=progress,
-                                   cwd=str(root), log_output=False)
-    except PapermillExecutionError as err:
-        tb = _ANSI.sub("", "\n".join(err.traceback or []))
-        raise NotebookFailed(
-            f"notebook {spec.name!r} failed in cell {err.exec_count} "
-            f"(index {err.cell_index}): {err.ename}: {err.evalue}\n"
-            f"--- cell source ---\n{err.source}\n--- traceback ---\n{tb}\n"
-            f"(the partly executed notebook is at {out})") from None
-    nb = json.loads(out.read_text())
-    decorate(nb, provenance(root, profile, params, time.perf_counter() - start), key,
-             spec.gpu_notice)
-    out.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
-    return out
-
-
-def _executed_profile(path: Path) -> str | None:
-    nb = json.loads(path.read_text())
-    return nb.get("metadata", {}).get("papermill", {}).get("parameters", {}).get("profile")
-
-
-def write_generated_pages(root: Path, profile: str) -> None:
-    """The ledger, the errata, and the introduction's summary and coverage statement (from
-    ``results/<profile>``), and the reproducibility page's table (from the executed notebooks)."""
-    specs = load_specs(root / "notebooks")
-    docs = load_results(root / "results", profile)
-    missing = [n for n in specs if n not in {d["notebook"] for d in docs}]
-    if missing:
-        raise ValueError(f"no results for notebook(s) {missing} under profile {profile!r}: "
-                         f"run `python -m dsmlib execute --profile {profile}` first")
-    order = list(specs)
-    docs = sorted((d for d in docs if d["notebook"] in specs), key=lambda d: order.index(d["notebook"]))
-    paths = {n: f"chapters/{n}" for n in specs}
-    (root / "book" / "ledger.md").write_text(
-        ledger_markdown(docs, chapter_paths=paths, profile=profile))
-    (root / "book" / "errata.md").write_text(
-        errata_markdown(docs, chapter_paths=paths, profile=profile))
-    gen = root / "book" / "_generated"
-    gen.mkdir(parents=True, exist_ok=True)
-    (gen / "summary.md").write_text(summary_markdown(docs, profile=profile))
-    (gen / "coverage.md").write_text(coverage_markdown(docs, profile=profile))
-    runs = {n: json.loads((root / "book" / "chapters" / f"{n}.ipynb").read_text())
-            .get("metadata", {}).get("dsmlib", {}).get("provenance") for n in specs}
-    (gen / "provenance.md").write_text(provenance_table(runs, paths))
-
-
-def copy_assets(root: Path) -> None:
-    """Serve plotly.js and MathJax from the site itself, matching the installed versions."""
-    import mathjax  # django-static-mathjax
-    import plotly
-    static = root / "book" / "_static"
-    static.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js",
-                 static / "plotly.min.js")
-    src = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
-    dst = static / "mathjax"
-    if not (dst / "tex-mml-chtml.js").exists():
-        shutil.copytree(src, dst, dirs_exist_ok=True)
+        try:
+            papermill.execute_notebook(
+                str(run.src), str(partial), parameters={**run.inject, SEAL: seal},
+                kernel_name="python3", execution_timeout=timeout, progress_bar=progress,
+                cwd=str(root), log_output=False, kernel_manager_class=QuietKernelManager)
+        except PapermillExecutionError as err:
+            failed = keep_failed(partial, root, name)
+            tb = _ANSI.sub("", "\n".join(err.traceback or []))
+            raise NotebookFailed(
+                f"notebook {name!r} failed in cell {err.exec_count} "
+                f"(index {err.cell_index}): {err.ename}: {err.evalue}\n"
+                f"--- cell source ---\n{err.source}\n--- traceback ---\n{tb}\n"
+                f"(the partly executed notebook is at {failed}; {where} and its results "
+                "are unchanged)") from None
+        except BaseException:
+            keep_failed(partial, root, name)
+            raise
+        if not staged_results.exists():
+            failed = keep_failed(partial, root, name)
+            raise NotebookFailed(f"notebook {name!r} ran but wrote no results through "
+                                 f"write_results (the executed notebook is at {failed})")
+        nb = json.loads(partial.read_text())
+        decorate(nb, provenance(root, profile, run.params, time.perf_counter() - start,
+                                run.set_by), run.key, run.spec.gpu_notice)
+        if run.custom:
+            notice_results(nb, run.results.relative_to(root))
+        atomic_write_text(partial, json.dumps(nb, indent=1, ensure_ascii=False))
+        publish(staged_results, run.results)   # results first: a chapter is fresh only
+        publish(partial, run.out)              # when its results match it
+    finally:
+        clear_stage(stage)
+    if run.custom:
+        print(f"[dsmlib] {name}: parameters differ from profile {profile!r} "
+              f"({', '.join(f'{k}={run.params[k]!r}' for k in run.set_by if run.set_by[k] == 'command line')}): "
+              f"executed notebook {where}, results {run.results.relative_to(root)}",
+              file=sys.stderr, flush=True)
+    return run.out
 
 
 def build(root: Path, *, profile: str = "quick") -> Path:
-    """Build ``_build/html`` from executed notebooks; warnings and broken links fail it."""
+    """Build ``_build/html`` from ``profile``'s executed notebooks (copied to the site's
+    ``book/chapters/<name>.ipynb``); warnings and broken links fail it."""
     check_profile(profile)
-    specs = load_specs(root / "notebooks")
-    for name in specs:
-        nb = root / "book" / "chapters" / f"{name}.ipynb"
-        if not nb.exists():
-            raise ValueError(f"{nb.relative_to(root)} is missing: run `python -m dsmlib execute "
-                             f"--profile {profile}` first")
-        got = _executed_profile(nb)
-        if got != profile:
-            raise ValueError(f"{nb.relative_to(root)} was executed under profile {got!r}, not "
-                             f"{profile!r}: re-run `python -m dsmlib execute --profile {profile}`")
-    write_generated_pages(root, profile)
-    copy_assets(root)
-    jb = Path(sys.executable).with_name("jupyter-book")
-    if not jb.exists():
-        raise RuntimeError(f"jupyter-book is not installed next to {sys.executable}")
-    cmd = [str(jb), "build", str(root), "--builder", "html", "-W", "-n", "--keep-going"]
-    print("[dsmlib] " + " ".join(cmd), file=sys.stderr, flush=True)
-    proc = subprocess.run(cmd, cwd=root)
-    if proc.returncode != 0:
-        raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}); see the "
-                           "warnings above")
-    return root / "_build" / "html" / "index.html"
+    with book_lock(root, "build"):
+        specs = load_specs(root / "notebooks")
+        write_generated_pages(root, profile)      # checks chapters and results first
+        for name in specs:
+            stage_site_copy(executed_path(root, profile, name),
+                            root / "book" / "chapters" / f"{name}.ipynb")
+        copy_assets(root)
+        jb = Path(sys.executable).with_name("jupyter-book")
+        if not jb.exists():
+            raise RuntimeError(f"jupyter-book is not installed next to {sys.executable}")
+        cmd = [str(jb), "build", str(root), "--builder", "html", "-W", "-n", "--keep-going"]
+        print("[dsmlib] " + " ".join(cmd), file=sys.stderr, flush=True)
+        proc = subprocess.run(cmd, cwd=root, env={**os.environ, "DSMLIB_PROFILE": profile})
+        if proc.returncode != 0:
+            raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}); see the "
+                               "warnings above")
+        return root / "_build" / "html" / "index.html"

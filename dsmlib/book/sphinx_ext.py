@@ -6,13 +6,20 @@ added twice and throws ``Identifier 'THEBE_JS_URL' has already been declared`` o
 this extension removes the thebe scripts from every page: no console error, nothing that
 could reach for a CDN.
 
+Under a profile that only tests the machinery (``smoke``; the runner passes the profile in
+``DSMLIB_PROFILE``), every page opens with a banner saying so.
+
 It also starts loading plotly.js early, without blocking the first paint, on the pages that
 have a figure (and only there): an ``async`` script in the head, which the figure loader
 (``dsm-plotly.js``) waits for.
 """
 from __future__ import annotations
 
+import html
+import os
 from typing import Any
+
+from .ledger import machinery_notice
 
 
 def _drop_thebe(app: Any, pagename: str, templatename: str, context: dict[str, Any],
@@ -39,7 +46,17 @@ def _plotly_early(app: Any, pagename: str, templatename: str, context: dict[str,
                            + f'\n    <script async id="dsm-plotly-js" src="{src}"></script>')
 
 
+def _machinery_banner(app: Any, pagename: str, templatename: str, context: dict[str, Any],
+                      doctree: Any) -> None:
+    notice = machinery_notice(os.environ.get("DSMLIB_PROFILE", ""))
+    if notice and "body" in context:
+        context["body"] = ("<div class='admonition warning dsm-machinery-banner' role='note'>"
+                           f"<p class='admonition-title'>Machinery test build</p><p>"
+                           f"{html.escape(notice)}</p></div>\n" + context["body"])
+
+
 def setup(app: Any) -> dict[str, Any]:
+    app.connect("html-page-context", _machinery_banner, priority=900)
     app.connect("html-page-context", _drop_thebe, priority=900)
     app.connect("html-page-context", _plotly_early, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

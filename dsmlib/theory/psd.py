@@ -9,17 +9,41 @@ eigendecomposition, clips the eigenvalues that rounding pushed below zero, and r
 
 A matrix that is not symmetric, or has an eigenvalue clearly below zero (beyond a relative
 tolerance ``rtol`` of its largest entry), is an error, not something to clip silently.
+
+Small matrices (``d <= SMALL_DIM``) on the CPU are decomposed on one thread. A batch of small
+eigendecompositions gains nothing from a second thread, but its OpenMP workers spin-wait
+between the many short parallel regions: beside any other busy process they fight it for the
+cores, and the Proposition 2 sweep ran 44 times slower (issue 15; ``make bench ARGS=--load``).
 """
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 import torch
 from torch import Tensor
 
 from ..foundation.checks import check_positive
 
-__all__ = ["default_rtol", "psd_sqrt"]
+__all__ = ["SMALL_DIM", "default_rtol", "psd_sqrt", "single_threaded_if_small"]
+
+#: Largest matrix dimension decomposed on one thread (see the module docstring).
+SMALL_DIM = 64
+
+
+@contextlib.contextmanager
+def single_threaded_if_small(S: Tensor) -> Iterator[None]:
+    """Run the block on one torch thread when ``S`` holds small CPU matrices, then restore
+    the caller's thread count (the setting is the caller's; this only borrows it)."""
+    threads = torch.get_num_threads()
+    if S.device.type != "cpu" or S.shape[-1] > SMALL_DIM or threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def default_rtol(dtype: torch.dtype, dim: int) -> float:
@@ -66,11 +90,12 @@ def psd_sqrt(matrix: Any, *, rtol: float | None = None, name: str = "matrix") ->
         worst = float((asym / scale.clamp_min(torch.finfo(S.dtype).tiny))[bad].max())
         raise ValueError(f"{name} must be symmetric: the largest |S - S^T| is {worst:.3g} times "
                          f"the largest entry, above rtol={rtol:.3g}")
-    w, V = torch.linalg.eigh(0.5 * (S + S.transpose(-1, -2)))
-    neg = w[..., 0] < -rtol * scale
-    if neg.any():
-        lowest = float((w[..., 0] / scale.clamp_min(torch.finfo(S.dtype).tiny))[neg].min())
-        raise ValueError(f"{name} must be positive semi-definite: an eigenvalue is {lowest:.3g} "
-                         f"times the largest entry, below -rtol={-rtol:.3g}")
-    root = w.clamp_min(0).sqrt()
-    return (V * root.unsqueeze(-2)) @ V.transpose(-1, -2)
+    with single_threaded_if_small(S):
+        w, V = torch.linalg.eigh(0.5 * (S + S.transpose(-1, -2)))
+        neg = w[..., 0] < -rtol * scale
+        if neg.any():
+            lowest = float((w[..., 0] / scale.clamp_min(torch.finfo(S.dtype).tiny))[neg].min())
+            raise ValueError(f"{name} must be positive semi-definite: an eigenvalue is "
+                             f"{lowest:.3g} times the largest entry, below -rtol={-rtol:.3g}")
+        root = w.clamp_min(0).sqrt()
+        return (V * root.unsqueeze(-2)) @ V.transpose(-1, -2)

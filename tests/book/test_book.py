@@ -7,15 +7,37 @@ import re
 import pytest
 
 from dsmlib.book.profiles import load_specs
-from dsmlib.foundation.claims import VERDICTS, combine_all, quantile, verdict
+from dsmlib.foundation.claims import VERDICTS, combine_all, joint_level, quantile, verdict
 
 pytestmark = pytest.mark.slow
 
 
+MAX_JOINT = 64   # the largest Bonferroni box in the book has 49 coordinates
+
+
+def interval_multiplier(q: float) -> tuple[float, int] | None:
+    """``(dof, n)`` such that ``q`` is the two-sided Student-t quantile with an integer
+    ``dof`` (or the normal, ``inf``) at the per-coordinate level of an ``n``-coordinate
+    Bonferroni box, ``n <= MAX_JOINT``; None if ``q`` is no such quantile."""
+    import math
+    from scipy.optimize import brentq
+    for n in range(1, MAX_JOINT + 1):
+        level = joint_level(n)
+        if math.isclose(q, quantile(math.inf, level), rel_tol=1e-7):
+            return math.inf, n
+        if not quantile(math.inf, level) < q <= quantile(1, level) * (1 + 1e-9):
+            continue
+        dof = 1.0 if math.isclose(q, quantile(1, level), rel_tol=1e-7) else \
+            brentq(lambda d: quantile(d, level) - q, 1, 1e7)
+        if math.isclose(q, quantile(round(dof), level), rel_tol=1e-7):
+            return round(dof), n
+    return None
+
+
 def _check_interval(c: dict, where: str) -> None:
-    """The interval is ``measured +- q * se`` with q a two-sided 99 % Student-t quantile
-    (q = t_dof when the claim records ``dof``; otherwise at least the normal 2.576 and at most
-    t_1 = 63.7), and the verdict is the one the interval and band give."""
+    """The interval is ``measured +- q * se`` with q a two-sided 99 % Student-t quantile with
+    an integer number of degrees of freedom (the normal for infinitely many), or the same at
+    a joint (Bonferroni) level, and the verdict is the one the interval and band give."""
     lo, hi = c["interval"]
     expected = "inconclusive" if c.get("caveat") else verdict((lo, hi), c["band"])
     if not c.get("details"):     # a multi-case claim's verdict combines its cases (below)
@@ -28,11 +50,16 @@ def _check_interval(c: dict, where: str) -> None:
         assert lo == hi == pytest.approx(c["measured"]), where
         return
     q = (hi - lo) / (2 * se)
-    if c.get("dof") is not None:
-        assert q == pytest.approx(quantile(c["dof"]), rel=1e-9), where
-    else:
-        # the ledger's 99 % level, or a joint (Bonferroni) level up to 1 - 0.01/100
-        assert quantile() * (1 - 1e-9) <= q <= quantile(1, 1 - 0.01 / 100) * (1 + 1e-9), (where, q)
+    assert interval_multiplier(q) is not None, (where, q)
+
+
+def test_interval_multiplier_accepts_only_t_quantiles():
+    import math
+    assert interval_multiplier(quantile()) == (math.inf, 1)
+    assert interval_multiplier(quantile(49, joint_level(2))) == (49, 2)
+    assert interval_multiplier(quantile(1)) == (1, 1)
+    for q in (2.0, 2.7, 63.0, 100.0, quantile(1, joint_level(100)), 1.01 * quantile(49)):
+        assert interval_multiplier(q) is None, q
 
 
 def test_every_notebook_wrote_measured_claims(smoke_book):
@@ -98,12 +125,79 @@ def test_chapters_carry_provenance_and_hide_parameters(smoke_book):
         page = (html / "book" / "chapters" / f"{name}.html").read_text()
         assert "Executed under the <code>smoke</code> profile" in page
         assert "Parameters used" in page and str(smoke_book) not in page
+        # every value the chapter ran with, the profile's overrides marked
+        for k, v in prov["parameters"].items():
+            assert f"<code>{k}</code>" in page, (name, k)
+        for k, origin in prov["set_by"].items():
+            assert origin in ("profile smoke", "--profile"), (name, k, origin)
+        assert re.search(r"<tr class=.override.><td><code>profile</code>", page), name
+
+
+def test_ols_parameters_table_marks_the_smoke_overrides(smoke_book):
+    page = (smoke_book / "_build/html/book/chapters/ols.html").read_text()
+    row = re.search(r"<tr class=.override.><td><code>steps</code></td><td><code>(\d+)</code></td>"
+                    r"<td><strong>([^<]+)</strong>", page)
+    assert row and row.groups() == ("20000", "profile smoke")
+    assert re.search(r"<tr><td><code>eta</code></td><td><code>0.01</code></td>"
+                     r"<td>notebook default</td>", page)
+
+
+def test_smoke_site_says_it_tests_machinery_on_every_page(smoke_book):
+    html = smoke_book / "_build" / "html"
+    pages = [p for p in html.rglob("*.html") if "_static" not in p.parts
+             and p.name not in ("search.html", "genindex.html") and p != html / "index.html"]
+    assert len(pages) >= 9
+    for p in pages:
+        assert "dsm-machinery-banner" in p.read_text(), p
+    errata = (html / "book" / "errata.html").read_text()
+    assert "No errata under the" in errata and "Correction." not in errata
+
+
+def verdict_rows(page: str) -> dict[str, tuple[str, str]]:
+    """claim id -> (verdict, measured cell text) of every verdict table on a page."""
+    rows = re.findall(r"<tr class=.claim v-(\w+).>.*?<code>([^<]+)</code>.*?"
+                      r"<td class=.c-measured.>(.*?)</td>", page, flags=re.S)
+    return {i: (v, re.sub(r"\s+", " ", m).strip()) for v, i, m in rows}
+
+
+def test_ledger_matches_every_chapter_after_hand_runs(smoke_book, tmp_path):
+    """A papermill run by hand with another parameter and an `execute` with an override
+    leave results/smoke/ alone; after a rebuild, the ledger and every chapter's verdict
+    table agree number for number, and both are the results files'."""
+    import subprocess
+    import sys
+    res = smoke_book / "results" / "smoke" / "ols.json"
+    before = res.read_bytes()
+    proc = subprocess.run([sys.executable, "-m", "papermill", "book/chapters/smoke/ols.ipynb",
+                           str(tmp_path / "out.ipynb"), "-p", "steps", "10000",
+                           "-p", "explorer_steps", "2000"], cwd=smoke_book,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert res.read_bytes() == before and "results/custom/ols-" in (tmp_path / "out.ipynb").read_text()
+    run = lambda *a: subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(smoke_book),  # noqa: E731
+                                     *a, "--profile", "smoke"], capture_output=True, text=True,
+                                    timeout=1800)
+    proc = run("execute", "ols", "-p", "steps", "10000", "--no-progress")
+    assert proc.returncode == 0 and "results/custom/ols-" in proc.stderr, proc.stderr[-3000:]
+    assert res.read_bytes() == before
+    proc = run("build")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    html = smoke_book / "_build" / "html" / "book"
+    ledger = verdict_rows((html / "ledger.html").read_text())
+    chapters = {}
+    for name in load_specs(smoke_book / "notebooks"):
+        chapters |= verdict_rows((html / "chapters" / f"{name}.html").read_text())
+    ids = {c["id"] for f in (smoke_book / "results" / "smoke").glob("*.json")
+           for c in json.loads(f.read_text())["claims"]}
+    assert ledger and set(ledger) == ids
+    assert {i: chapters.get(i) for i in ledger} == ledger
 
 
 def test_unchanged_notebooks_are_not_re_executed(smoke_book):
     import subprocess
     import sys
-    before = {p: p.stat().st_mtime for p in (smoke_book / "book" / "chapters").glob("*.ipynb")}
+    before = {p: p.stat().st_mtime
+              for p in (smoke_book / "book" / "chapters" / "smoke").glob("*.ipynb")}
     proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(smoke_book), "execute",
                            "--profile", "smoke", "--no-progress"], capture_output=True, text=True,
                           timeout=600)

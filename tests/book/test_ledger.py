@@ -3,6 +3,7 @@ ledger, the errata, the summary and the coverage statement."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pytest
 
@@ -37,7 +38,7 @@ def test_results_round_trip_and_ledger(tmp_path):
     summary = ledger.summary_markdown(docs, profile="smoke")
     assert "**3 claims**: 1 confirmed, 2 refuted" in summary
     assert "1 under *assumptions*" in summary
-    errata = ledger.errata_markdown(docs, chapter_paths=paths, profile="smoke")
+    errata = ledger.errata_markdown(docs, chapter_paths=paths, profile="quick")
     assert "Refuted one" in errata and "Holds if x." in errata and "Statement" not in errata
     coverage = ledger.coverage_markdown(docs, profile="smoke")
     assert "Proposition 1" in coverage and "not measured yet" in coverage
@@ -59,3 +60,89 @@ def test_results_files_are_checked(tmp_path):
                                "claims": [{"id": "x", "verdict": "probably"}]}))
     with pytest.raises(ValueError, match="verdict 'probably'"):
         load_results(tmp_path, "smoke")
+
+
+def _fixture_docs():
+    """Two chapters whose claims cover every verdict from both sources, with known counts:
+    paper: 2 confirmed, 2 refuted (assumptions, setting), 1 inconclusive;
+    book: 1 confirmed, 1 refuted, 2 inconclusive."""
+    def m(id_, verdict, source, scope=None):
+        measured = {"confirmed": 1.0, "refuted": 3.0, "inconclusive": 1.1}[verdict]
+        se = 0.05 if verdict == "inconclusive" else 0.001
+        c = C.measure(id_, f"Claim {id_}", paper=1, measured=measured, se=se, band=(0.9, 1.1),
+                      source=source, scope=scope,
+                      condition="Holds if y." if source == "paper" and verdict == "refuted" else "")
+        assert c.verdict == verdict, (id_, c.verdict)
+        return asdict(c)
+    ols = [m("ols.p1", "confirmed", "paper", "setting"), m("ols.p2", "refuted", "paper", "assumptions"),
+           m("ols.b1", "confirmed", "book"), m("ols.b2", "inconclusive", "book")]
+    prop1 = [m("prop1.p3", "confirmed", "paper", "reading"), m("prop1.p4", "refuted", "paper", "setting"),
+             m("prop1.p5", "inconclusive", "paper", "setting"), m("prop1.b3", "refuted", "book"),
+             m("prop1.b4", "inconclusive", "book")]
+    return [{"notebook": "ols", "profile": "quick", "claims": ols},
+            {"notebook": "prop1_noise", "profile": "quick", "claims": prop1}]
+
+
+PATHS = {"ols": "chapters/ols", "prop1_noise": "chapters/prop1_noise"}
+
+
+def test_summary_counts_every_verdict_and_source():
+    s = ledger.summary_markdown(_fixture_docs(), profile="quick")
+    assert "**9 claims**: 3 confirmed, 3 refuted and 3 inconclusive" in s
+    assert "2 are confirmed, 2 refuted (1 under *assumptions*, 1 under *setting*) and " \
+           "1 inconclusive" in s
+    one = [{"notebook": "ols", "profile": "quick", "claims": _fixture_docs()[0]["claims"][:1]}]
+    assert "**1 claim**: 1 confirmed" in ledger.summary_markdown(one, profile="quick")
+
+
+def test_coverage_counts_per_item_with_singular():
+    cov = ledger.coverage_markdown(_fixture_docs(), profile="quick")
+    assert "least squares (Eq. 30): 4 claims (2 confirmed, 1 refuted, 1 inconclusive)" in cov
+    assert "(Eq. 14): 5 claims (1 confirmed, 2 refuted, 2 inconclusive)" in cov
+    one = [{"notebook": "ols", "profile": "quick", "claims": _fixture_docs()[0]["claims"][:1]}]
+    assert "1 claim (1 confirmed, 0 refuted, 0 inconclusive)" in \
+        ledger.coverage_markdown(one, profile="quick")
+    assert "1 claims" not in ledger.coverage_markdown(one, profile="quick")
+
+
+def test_errata_list_exactly_the_papers_unconfirmed_claims():
+    err = ledger.errata_markdown(_fixture_docs(), chapter_paths=PATHS, profile="quick")
+    numbered = [line for line in err.splitlines() if line.startswith("**") and ". Claim" in line]
+    assert [n.split(". Claim ")[1].split("**")[0] for n in numbered] == \
+        ["ols.p2", "prop1.p4", "prop1.p5"]                # book claims and confirmations: none
+    assert [n.split(".")[0] for n in numbered] == ["**1", "**2", "**3"]
+    assert err.count("*Correction.* Holds if y.") == 2
+
+
+def test_smoke_builds_list_no_errata_and_say_they_test_machinery():
+    err = ledger.errata_markdown(_fixture_docs(), chapter_paths=PATHS, profile="smoke")
+    assert "No errata under the `smoke` profile" in err and "Claim ols.p2" not in err
+    assert "tests the book's machinery" in err
+    assert "tests the book's machinery" in ledger.summary_markdown(_fixture_docs(), profile="smoke")
+    assert ledger.machinery_notice("quick") == "" and ledger.machinery_notice("paper") == ""
+
+
+def test_results_record_their_run_and_custom_paths(tmp_path):
+    """Outside a kernel, write_results writes to <profile>/ as before, recording the run;
+    custom paths are keyed by the parameters (run-only names ignored)."""
+    from dsmlib.foundation.results import custom_results_path, parameters_hash
+    path = write_results(_claims()[:1], notebook="ols", profile="smoke", results_dir=tmp_path,
+                         parameters={"eta": 0.01, "results_dir": "/x"})
+    run = json.loads(path.read_text())["run"]
+    assert run["profile"] == "smoke" and run["parameters"] == {"eta": 0.01}
+    assert run["key"] is None and {"python", "numpy", "torch"} <= set(run["environment"])
+    assert parameters_hash({"eta": 0.01, "results_dir": "a", "live_widgets": True}) == \
+        parameters_hash({"eta": 0.01}) != parameters_hash({"eta": 0.005})
+    assert parameters_hash({"b": [1, 2], "a": 1}) == parameters_hash({"a": 1, "b": (1, 2)})
+    assert custom_results_path(tmp_path, "ols", {"eta": 0.005}).parent == tmp_path / "custom"
+    assert not list(tmp_path.glob("**/.*.tmp"))          # the atomic write left no temp file
+
+
+def test_notebook_parameters_read_from_executed_cells():
+    from dsmlib.foundation.results import notebook_parameters
+    history = ["", 'profile = "quick"\nresults_dir = "results"\neta = 0.01\nsteps = 1_000',
+               "# Parameters\neta = 0.005\n", "eta = 99  # not a parameters cell",
+               "device = 'cpu'\nresults_dir = 'r'\n"]
+    got = notebook_parameters({"device": "cuda"}, history)
+    assert got == {"profile": "quick", "results_dir": "r", "eta": 0.005, "steps": 1000,
+                   "device": "cpu"}

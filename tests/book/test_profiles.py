@@ -23,8 +23,9 @@ def test_resolve_checks_every_name_against_the_parameters_cell():
                                  {p: {} for p in profiles.PROFILES} | {"smoke": {"steps": 10}})
     declared = {"steps": 100, "seed": 0} | {k: None for k in profiles.RUNNER_PARAMETERS}
     assert profiles.resolve(spec, "smoke", {"seed": 3}, declared) == {"steps": 10, "seed": 3}
-    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['stpes'\]"):
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['stpes'\]") as err:
         profiles.resolve(spec, "smoke", {"stpes": 1}, declared)
+    assert str(err.value).endswith("valid parameters: seed, steps")   # not the runner's
     with pytest.raises(ValueError, match="must declare"):
         profiles.resolve(spec, "smoke", {}, {"steps": 1, "seed": 0})
     with pytest.raises(ValueError, match="unknown profile 'turbo'"):

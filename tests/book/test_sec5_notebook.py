@@ -40,7 +40,7 @@ def test_notebook_executes_and_reuses_finished_runs(tmp_path):
     assert [p.stat().st_mtime_ns for p in done] == stamps          # nothing retrained
     again = json.loads((root / "results" / "smoke" / "sec5_distillation.json").read_text())
     assert again["claims"] == doc["claims"]
-    nb = json.loads((root / "book" / "chapters" / "sec5_distillation.ipynb").read_text())
+    nb = json.loads((root / "book" / "chapters" / "smoke" / "sec5_distillation.ipynb").read_text())
     text = json.dumps(nb)
     assert "needs GPUs" in text and "fig-sec5-figure1" in text and "fig-sec5-figure2" in text
     assert "fig-sec5-gradnorm-epochs" in text and "CIFAR-100 is not in this grid" in text

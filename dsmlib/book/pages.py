@@ -1,0 +1,78 @@
+"""The generated pages of a profile's site (book layer): the ledger, the errata, the
+introduction's summary and coverage statement, and the reproducibility table, from
+``results/<profile>/`` checked against ``book/chapters/<profile>/``; and the site's local
+copies of plotly.js and MathJax."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..foundation.results import atomic_write_text, load_results
+from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
+from .profiles import load_specs
+from .provenance import provenance_table
+from .store import executed_path, results_mismatch, results_path
+
+__all__ = ["checked_results", "write_generated_pages", "copy_assets"]
+
+
+def checked_results(root: Path, profile: str, specs: dict) -> list[dict[str, Any]]:
+    """``results/<profile>/*.json`` for the book's notebooks, each checked against its
+    executed chapter (``book/chapters/<profile>/``): same profile, parameters and content key.
+    Anything else is a ValueError naming the file and the command that fixes it."""
+    docs = {d["notebook"]: d for d in load_results(root / "results", profile)}
+    for name in specs:
+        nb = executed_path(root, profile, name)
+        fix = f"run `python -m dsmlib execute {name} --profile {profile} --force`"
+        if not nb.exists():
+            raise ValueError(f"{nb.relative_to(root)} is missing: run `python -m dsmlib "
+                             f"execute --profile {profile}` first")
+        meta = json.loads(nb.read_text()).get("metadata", {}).get("dsmlib", {})
+        prov = meta.get("provenance") or {}
+        if prov.get("profile") != profile:
+            raise ValueError(f"{nb.relative_to(root)} was executed under profile "
+                             f"{prov.get('profile')!r}, not {profile!r}: {fix}")
+        res = results_path(root, profile, name)
+        if name not in docs:
+            raise ValueError(f"no results for notebook {name!r} under profile {profile!r} "
+                             f"({res.relative_to(root)} is missing): {fix}")
+        why = results_mismatch(res, meta.get("key", ""), prov.get("parameters", {}), profile)
+        if why:
+            raise ValueError(f"{res.relative_to(root)} does not match the executed chapter "
+                             f"{nb.relative_to(root)}: {why}; {fix}")
+    return [docs[n] for n in specs]
+
+
+def write_generated_pages(root: Path, profile: str) -> None:
+    """The ledger, the errata, and the introduction's summary and coverage statement (from
+    ``results/<profile>``, checked against the executed chapters), and the reproducibility
+    page's table (from the executed notebooks)."""
+    specs = load_specs(root / "notebooks")
+    docs = checked_results(root, profile, specs)
+    paths = {n: f"chapters/{n}" for n in specs}
+    atomic_write_text(root / "book" / "ledger.md",
+                      ledger_markdown(docs, chapter_paths=paths, profile=profile))
+    atomic_write_text(root / "book" / "errata.md",
+                      errata_markdown(docs, chapter_paths=paths, profile=profile))
+    gen = root / "book" / "_generated"
+    atomic_write_text(gen / "summary.md", summary_markdown(docs, profile=profile))
+    atomic_write_text(gen / "coverage.md", coverage_markdown(docs, profile=profile))
+    runs = {n: json.loads(executed_path(root, profile, n).read_text())
+            .get("metadata", {}).get("dsmlib", {}).get("provenance") for n in specs}
+    atomic_write_text(gen / "provenance.md", provenance_table(runs, paths))
+
+
+def copy_assets(root: Path) -> None:
+    """Serve plotly.js and MathJax from the site itself, matching the installed versions."""
+    import mathjax  # django-static-mathjax
+    import plotly
+    static = root / "book" / "_static"
+    static.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js",
+                 static / "plotly.min.js")
+    src = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+    dst = static / "mathjax"
+    if not (dst / "tex-mml-chtml.js").exists():
+        shutil.copytree(src, dst, dirs_exist_ok=True)

@@ -1,0 +1,232 @@
+"""Re-execution never corrupts the book (issue 15), on a one-chapter book that runs in
+seconds: hand runs and overrides land in results/custom/, failed, killed and concurrent
+executions leave the good chapter and its results as they were, profiles are kept apart,
+and the ledger refuses results that do not match their chapter."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from dsmlib.book.pages import checked_results
+from dsmlib.book.profiles import load_specs
+from dsmlib.book.provenance import OUTSIDE_KERNEL, code_key
+from dsmlib.foundation.results import parameters_hash
+from helpers import copy_book
+
+pytestmark = pytest.mark.slow
+
+TINY = textwrap.dedent("""\
+    ---
+    jupytext:
+      text_representation: {extension: .md, format_name: myst}
+    kernelspec: {display_name: Python 3, language: python, name: python3}
+    ---
+    # Tiny
+
+    ```{code-cell} ipython3
+    :tags: [parameters]
+    profile = "quick"
+    results_dir = "results"
+    live_widgets = True
+    x = 1.0
+    ```
+
+    ```{code-cell} ipython3
+    import time
+    from pathlib import Path
+    from dsmlib.foundation import claims as C
+    from dsmlib.foundation.results import write_results
+    claims = [C.measure("tiny.x", "x is one", paper=1.0, measured=float(x), se=0.01,
+                        band=(0.9, 1.1), scope="setting", condition="x near one")]
+    write_results(claims, notebook="tiny", profile=profile, results_dir=results_dir)
+    ```
+
+    ```{code-cell} ipython3
+    while Path("SLEEP").exists():
+        time.sleep(0.1)
+    assert not Path("FAIL").exists(), "asked to fail"
+    ```
+    """)
+
+
+@pytest.fixture
+def tiny(tmp_path) -> Path:
+    root = copy_book(tmp_path)
+    (root / "notebooks" / "profiles.yml").write_text(
+        "notebooks:\n  tiny:\n    title: Tiny\n    profiles:\n      smoke: {x: 1.01}\n")
+    (root / "notebooks" / "tiny.md").write_text(TINY)
+    return root
+
+
+def cli(root: Path, *args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), *args,
+                           "--no-progress"], capture_output=True, text=True, timeout=600, **kw)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    files = [root / "book/chapters/smoke/tiny.ipynb", root / "results/smoke/tiny.json"]
+    return {str(p): p.read_bytes() for p in files}
+
+
+def test_hand_papermill_run_leaves_profile_results_alone(tiny):
+    proc = cli(tiny, "execute", "--profile", "smoke")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "without encryption" not in proc.stderr       # the kernel's TCP warning is gone
+    before = snapshot(tiny)
+    proc = subprocess.run([sys.executable, "-m", "papermill", "book/chapters/smoke/tiny.ipynb",
+                           "out.ipynb", "-p", "x", "2.0"], cwd=tiny, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert snapshot(tiny) == before
+    # the hand run ran with the parameters cell's profile ("quick") and x = 2.0
+    expected = tiny / "results" / "custom" / f"tiny-{parameters_hash({'profile': 'quick', 'x': 2.0})}.json"
+    doc = json.loads(expected.read_text())
+    assert doc["run"]["parameters"] == {"profile": "quick", "x": 2.0} and doc["run"]["custom"]
+    assert doc["run"]["key"] is None and doc["claims"][0]["measured"] == 2.0
+    out = (tiny / "out.ipynb").read_text()
+    assert str(expected) in out                         # it says where, in the notebook
+    proc = cli(tiny, "execute", "--profile", "smoke")
+    assert proc.returncode == 0 and "up to date" in proc.stderr, proc.stderr[-3000:]
+    assert len(checked_results(tiny, "smoke", load_specs(tiny / "notebooks"))) == 1
+
+
+def test_override_runs_are_custom_and_say_where(tiny):
+    assert cli(tiny, "execute", "--profile", "smoke").returncode == 0
+    before = snapshot(tiny)
+    proc = cli(tiny, "execute", "tiny", "--profile", "smoke", "-p", "x", "3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    h = parameters_hash({"profile": "smoke", "x": 3})
+    nb, res = f"book/chapters/custom/tiny-{h}.ipynb", f"results/custom/tiny-{h}.json"
+    assert nb in proc.stderr and res in proc.stderr
+    assert res in (tiny / nb).read_text() and (tiny / res).exists()
+    assert snapshot(tiny) == before
+    # an override equal to the profile's value is the profile's run
+    proc = cli(tiny, "execute", "tiny", "--profile", "smoke", "-p", "x", "1.01")
+    assert "up to date" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_failed_and_killed_executions_keep_the_good_chapter(tiny):
+    assert cli(tiny, "execute", "--profile", "smoke").returncode == 0
+    before = snapshot(tiny)
+    (tiny / "FAIL").touch()
+    proc = cli(tiny, "execute", "--profile", "smoke", "--force")
+    assert proc.returncode == 1 and "asked to fail" in proc.stderr
+    failed = tiny / "book" / "chapters" / "failed" / "tiny.ipynb"
+    assert str(failed) in proc.stderr and failed.exists()
+    assert snapshot(tiny) == before
+    (tiny / "FAIL").unlink()
+    (tiny / "SLEEP").touch()
+    p = subprocess.Popen([sys.executable, "-m", "dsmlib", "--root", str(tiny), "execute",
+                          "--profile", "smoke", "--force", "--no-progress"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        deadline = time.time() + 300
+        while not list((tiny / "_build" / "stage").glob("*/tiny.json")):   # results written
+            assert time.time() < deadline and p.poll() is None
+            time.sleep(0.2)
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        (tiny / "SLEEP").unlink()
+    assert snapshot(tiny) == before
+    proc = cli(tiny, "execute", "--profile", "smoke")      # the lock died with its holder
+    assert proc.returncode == 0 and "up to date" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_two_concurrent_executes_one_runs_the_other_is_told(tiny):
+    (tiny / "SLEEP").touch()
+    first = subprocess.Popen([sys.executable, "-m", "dsmlib", "--root", str(tiny), "execute",
+                              "--profile", "smoke", "--no-progress"], stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        deadline = time.time() + 300
+        while not list((tiny / "_build" / "stage").glob("*/tiny.ipynb")):
+            assert time.time() < deadline and first.poll() is None
+            time.sleep(0.2)
+        second = cli(tiny, "execute", "--profile", "smoke")
+        assert second.returncode == 3
+        assert "this book is busy" in second.stderr and f"pid {first.pid}" in second.stderr
+    finally:
+        (tiny / "SLEEP").unlink()
+    assert first.wait(300) == 0, first.stderr.read()[-3000:]
+    for path in snapshot(tiny):
+        json.loads(Path(path).read_text())                 # whole files, not torn ones
+
+
+def test_profiles_are_kept_apart(tiny):
+    assert cli(tiny, "execute", "--profile", "smoke").returncode == 0
+    before = snapshot(tiny)
+    assert cli(tiny, "execute", "--profile", "quick").returncode == 0
+    assert (tiny / "book/chapters/quick/tiny.ipynb").exists()
+    assert snapshot(tiny) == before
+    proc = cli(tiny, "execute", "--profile", "smoke")
+    assert "up to date" in proc.stderr
+    specs = load_specs(tiny / "notebooks")
+    assert checked_results(tiny, "smoke", specs)[0]["claims"][0]["measured"] == 1.01
+    assert checked_results(tiny, "quick", specs)[0]["claims"][0]["measured"] == 1.0
+
+
+def test_ledger_refuses_results_that_do_not_match_their_chapter(tiny):
+    assert cli(tiny, "execute", "--profile", "smoke").returncode == 0
+    specs = load_specs(tiny / "notebooks")
+    res = tiny / "results" / "smoke" / "tiny.json"
+    good = res.read_text()
+    fix = "python -m dsmlib execute tiny --profile smoke --force"
+    doc = json.loads(good)
+    doc["run"]["parameters"]["x"] = 0.005                 # what a stray run would leave
+    res.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="results/smoke/tiny.json") as err:
+        checked_results(tiny, "smoke", specs)
+    assert fix in str(err.value) and "x" in str(err.value)
+    doc = json.loads(good)
+    doc["run"]["key"] = "0" * 64
+    res.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="content key"):
+        checked_results(tiny, "smoke", specs)
+    del doc["run"]                                      # an old results file
+    res.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=fix):
+        checked_results(tiny, "smoke", specs)
+
+
+def test_changed_parameters_re_execute(tiny):
+    assert cli(tiny, "execute", "--profile", "smoke").returncode == 0
+    proc = cli(tiny, "execute", "--profile", "smoke")
+    assert "up to date" in proc.stderr and "executing" not in proc.stderr
+    (tiny / "notebooks" / "profiles.yml").write_text(
+        "notebooks:\n  tiny:\n    title: Tiny\n    profiles:\n      smoke: {x: 1.02}\n")
+    proc = cli(tiny, "execute", "--profile", "smoke")
+    assert proc.returncode == 0 and "executing tiny" in proc.stderr, proc.stderr[-3000:]
+    doc = json.loads((tiny / "results/smoke/tiny.json").read_text())
+    assert doc["claims"][0]["measured"] == 1.02 and doc["run"]["parameters"]["x"] == 1.02
+
+
+def test_code_key_follows_kernel_code_only(tmp_path):
+    """Changing any module the kernel runs changes the key; the runner's own modules do not."""
+    import shutil
+    import dsmlib
+    pkg = tmp_path / "dsmlib"
+    shutil.copytree(Path(dsmlib.__file__).parent, pkg,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    src = tmp_path / "nb.md"
+    src.write_text("# nb\n")
+    key = lambda **p: code_key(tmp_path, src, {"x": 1, **p}, "smoke", pkg_dir=pkg)  # noqa: E731
+    k0 = key()
+    assert key(x=2) != k0 and code_key(tmp_path, src, {"x": 1}, "quick", pkg_dir=pkg) != k0
+    with open(pkg / "theory" / "psd.py", "a") as f:
+        f.write("\n# a change\n")
+    k1 = key()
+    assert k1 != k0
+    for outside in OUTSIDE_KERNEL:
+        with open(pkg / outside, "a") as f:
+            f.write("\n# a change\n")
+    assert key() == k1

@@ -1,0 +1,54 @@
+"""The first page a browser opens on the built site: the favicon is served by the site
+itself, and nothing (no favicon 404, no other failed request) logs a console error. A fresh
+browser context each time, so nothing is cached from an earlier page."""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def base_url(smoke_book):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+    html = smoke_book / "_build" / "html"
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                          functools.partial(Quiet, directory=str(html)))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/"
+    srv.shutdown()
+
+
+@pytest.mark.parametrize("path", ["", "book/intro.html", "book/chapters/ols.html"])
+def test_first_page_load_has_a_local_favicon_and_no_console_error(base_url, path):
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI") == "true":
+            pytest.fail("Chromium is required under CI=true")
+        pytest.skip("Chromium not installed")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu"])
+        context = browser.new_context()
+        page = context.new_page()
+        errors, failed = [], []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+        page.goto(base_url + path, wait_until="load")
+        page.wait_for_timeout(1000)
+        href = page.evaluate("(document.querySelector('link[rel~=\"icon\"]') || {}).href || ''")
+        status = page.evaluate("h => fetch(h).then(r => r.status)", href) if href else None
+        root_icon = page.evaluate("fetch('/favicon.ico').then(r => r.status)")
+        browser.close()
+    assert href.startswith(base_url) and href.endswith(".svg"), href   # served locally
+    assert status == 200 and root_icon == 200, (href, status, root_icon)
+    assert errors == [] and failed == [], (errors, failed)
