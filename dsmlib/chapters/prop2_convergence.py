@@ -142,7 +142,7 @@ class StrongSweep:
         exact = (None if self.exact_peak is None
                  else local_slope(self.etas, self.exact_peak, np.zeros((2, 2)))[0])
         return case(paper=self.predicted, measured=slope, se=se, band=band, exact=exact,
-                    quantity="local slope of max over k ≤ T/η of E‖Θ(kη) − θ̄_k‖², "
+                    quantity="local slope of max over k ≤ T/η of E‖Θ(kη) − θ̄ₖ‖², "
                              f"between η = {self.etas[-2]:g} and {self.etas[-1]:g}",
                     source="book" if self.fixed_diffusion else "paper")
 
@@ -231,7 +231,7 @@ def constant_note(sweeps: list[StrongSweep]) -> str:
     for s in sweeps:
         r, se = s.ratio
         parts.append(f"{s.label}: {r[-1]:.3g} ± {se[-1]:.2g} (SE)")
-    return f"C = max_k E‖Θ(kη) − θ̄_k‖²/η² at η = {sweeps[0].etas[-1]:g}: " + "; ".join(parts) + "."
+    return f"C = maxₖ E‖Θ(kη) − θ̄ₖ‖²/η² at η = {sweeps[0].etas[-1]:g}: " + "; ".join(parts) + "."
 
 
 def prop2_claims(strong: list[StrongSweep], weak: list[WeakComparison]) -> list[Claim]:

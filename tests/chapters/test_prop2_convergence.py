@@ -191,7 +191,7 @@ def test_claims(claims):
     assert [d["case"] for d in strong.details] == [
         "least squares, SGD + label noise", "least squares, label noise only",
         "tanh MLP, SGD + label noise"]
-    assert "C = max_k" in strong.note and "Lack of fit" in weak.note
+    assert "C = maxₖ" in strong.note and "Lack of fit" in weak.note
     assert [c.verdict for c in claims] == ["confirmed", "inconclusive", "inconclusive"]
     assert [c.measured for c in claims] == pytest.approx(
         [2.4934901045213995, 1.1480636970764053, 2.185021021477401], rel=PIN)
