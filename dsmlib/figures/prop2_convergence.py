@@ -74,15 +74,16 @@ def constant_table(sweeps: Sequence[Any]) -> Any:
                 f"<tbody>{''.join(rows)}</tbody></table>")
 
 
-def constant_growth_text(sweeps: Sequence[Any]) -> str:
-    """One sentence: how much ``C`` grew from the smallest to the largest ``sigma^2``, against
-    the proof's factor ``(4 + 2 sigma^2)``."""
+def constant_growth_text(sweeps: Sequence[Any]) -> Any:
+    """One sentence (Markdown, for ``glue:md``): how much ``C`` grew from the smallest to the
+    largest ``sigma^2``, against the proof's factor ``(4 + 2 sigma^2)``."""
+    from IPython.display import Markdown
     first, last = sweeps[0], sweeps[-1]
     grow = last.ratio[0][-1] / first.ratio[0][-1]
     proof = (4 + 2 * last.sigma2) / (4 + 2 * first.sigma2)
-    return (f"From σ² = {first.sigma2:g} to {last.sigma2:g} the measured C at η = "
-            f"{first.etas[-1]:g} grew by a factor {grow:.3g}; the proof's factor (4 + 2σ²), "
-            f"which its constant tends to as η → 0, grows by {proof:.3g}.")
+    return Markdown(f"From σ² = {first.sigma2:g} to {last.sigma2:g} the measured C at η = "
+                    f"{first.etas[-1]:g} grew by a factor {grow:.3g}; the proof's factor "
+                    f"(4 + 2σ²), which its constant tends to as η → 0, grows by {proof:.3g}.")
 
 
 def strong_error_figure(sweeps: Sequence[Any], *, alpha: float = 0.01) -> go.Figure:

@@ -87,7 +87,7 @@ def test_constant_table_and_text(runs):
                           etas=ETAS[1:], horizon=0.25, refine=2, n_paths=20, batch_size=1)
     html = str(figs.constant_table(sw).data)
     assert html.count("<tr>") == 3 and "2" in html
-    text = figs.constant_growth_text(sw)
+    text = figs.constant_growth_text(sw).data   # Markdown, for glue:md
     grow = sw[1].ratio[0][-1] / sw[0].ratio[0][-1]
     assert f"{grow:.3g}" in text and "2" in text
 
