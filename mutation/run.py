@@ -60,10 +60,12 @@ def run_module(module: str, tests: list[str], work: Path, max_children: int) -> 
                          text=True).stdout
     status = dict(line.strip().rsplit(": ", 1) for line in out.splitlines() if ": " in line)
     survived = sorted(k for k, v in status.items() if v == "survived")
-    with (work / "survivors.diff").open("w") as fh:
-        for name in survived:
-            fh.write(subprocess.run(MUTMUT + ["show", name], cwd=work, capture_output=True,
-                                    text=True).stdout + "\n")
+    show = ("import sys\nfrom mutmut.__main__ import find_mutant, get_diff_for_mutant\n"
+            "for k in sys.argv[1:]:\n"
+            "    print('# ' + k); print(get_diff_for_mutant(k, path=find_mutant(k).path))\n")
+    with (work / "survivors.diff").open("w") as fh:   # one process: `mutmut show` is slow
+        subprocess.run([sys.executable, "-c", show, *survived], cwd=work, stdout=fh,
+                       stderr=subprocess.DEVNULL, check=False)
     killed = sum(v in ("killed", "timeout") for v in status.values())
     tested = killed + len(survived)
     return {"module": module, "mutants": len(status), "killed": killed,
