@@ -113,3 +113,24 @@ def test_widening_is_the_birge_ratio_even_below_two():
                               "on a line, so the interval is widened by the Birge ratio 1.87")
     # an explicit alpha decides the test
     assert not stats.LogLogFit.from_chi2(1.0, 0.0, 0.1, 14.0, 4, alpha=0.005).lack_of_fit
+
+
+@pytest.mark.parametrize("args, kw, match", [
+    (([1.0], [1.0]), {"y_se": [0.1]}, "x, y and y_se must be 1-D arrays of the same length >= 2"),
+    (([[1.0, 2.0]], [[1.0, 2.0]]), {"y_se": [[0.1, 0.1]]}, "x, y and y_se must be 1-D arrays"),
+    (([1.0, 2.0], [1.0, 2.0]), {}, "give exactly one of y_se and y_cov"),
+    (([0.0, 2.0], [1.0, 2.0]), {"y_se": [0.1, 0.1]}, "x, y and y_se must be positive"),
+    (([1.0, 2.0], [0.0, 2.0]), {"y_se": [0.1, 0.1]}, "x, y and y_se must be positive"),
+    (([1.0, 2.0], [1.0, 2.0]), {"y_cov": np.diag([0.0, 0.1])}, "x, y and y_se must be positive"),
+    (([2.0, 2.0, 2.0], [1.0, 2.0, 3.0]), {"y_se": [0.1] * 3},
+     "x must take at least two distinct values for a slope"),
+    (([1.0, 2.0], [1.0, 2.0]), {"y_cov": [[1.0, 1.0], [1.0, 1.0]]}, "y_cov must be positive definite"),
+])
+def test_loglog_fit_bad_input(args, kw, match):
+    with pytest.raises(ValueError, match="^" + match):
+        stats.loglog_fit(*args, **kw)
+
+
+def test_loglog_fit_takes_values_below_one():
+    fit = stats.loglog_fit([0.5, 1.0, 2.0], [0.25, 1.0, 4.0], [0.01, 0.04, 0.16])
+    assert fit.slope == pytest.approx(2.0) and fit.chi2 == pytest.approx(0.0, abs=1e-20)
