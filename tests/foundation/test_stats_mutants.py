@@ -134,3 +134,22 @@ def test_loglog_fit_bad_input(args, kw, match):
 def test_loglog_fit_takes_values_below_one():
     fit = stats.loglog_fit([0.5, 1.0, 2.0], [0.25, 1.0, 4.0], [0.01, 0.04, 0.16])
     assert fit.slope == pytest.approx(2.0) and fit.chi2 == pytest.approx(0.0, abs=1e-20)
+
+
+def test_t_quantile_levels_are_open_and_named():
+    assert stats.t_quantile(0.95, 10) == pytest.approx(st.t.ppf(0.975, 10), rel=1e-12)
+    for bad in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match=r"^level must lie in \(0, 1\)"):
+            stats.t_quantile(bad, 10)
+    with pytest.raises(ValueError, match="^level must be a real number"):
+        stats.t_quantile("high", 10)
+
+
+def test_loglog_fit_passes_its_alpha_on():
+    """Residuals (+-0.1 on a line, se 0.1): chi2 = 2 on 2 dof, p = 0.37: not rejected at the
+    book's 0.01, rejected at alpha = 0.5."""
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    y = x * np.exp([0.1, -0.1, -0.1, 0.1])
+    fit = stats.loglog_fit(x, y, 0.1 * y)
+    assert fit.dof == 2 and not fit.lack_of_fit
+    assert stats.loglog_fit(x, y, 0.1 * y, alpha=0.5).lack_of_fit
