@@ -11,6 +11,7 @@ import pytest
 from scipy import stats as st
 
 from dsmlib.foundation import claims as C
+from dsmlib.foundation.stats import loglog_fit
 
 Z99 = st.norm.isf(0.005)
 
@@ -138,3 +139,123 @@ def test_quantile_defaults_to_the_ledger_level_and_normal():
     assert C.quantile() == pytest.approx(Z99, rel=1e-6)
     assert C.quantile(5) == pytest.approx(st.t.ppf(0.995, 5))
     assert C.quantile(math.inf, 0.9) == pytest.approx(st.norm.isf(0.05), rel=1e-6)
+
+
+@pytest.mark.parametrize("interval, band, expected", [
+    ([0.9, 1.1], (0.9, 1.1), "confirmed"),      # touching both edges is inside
+    ([0.5, 0.9], (0.9, 1.1), "inconclusive"),   # touching the lower edge is overlap
+    ([1.1, 1.5], (0.9, 1.1), "inconclusive"),   # touching the upper edge is overlap
+    ([0.0, 0.0], (0.0, 0.0), "confirmed"),      # a degenerate band is allowed
+])
+def test_verdict_at_the_edges(interval, band, expected):
+    assert C.verdict(interval, band) == expected
+
+
+def test_bad_bands_and_intervals_name_themselves():
+    with pytest.raises(ValueError, match="^band must not contain NaN"):
+        C.parse_band((math.nan, 1.0))
+    with pytest.raises(ValueError, match="^band must not contain NaN"):
+        C.parse_band((0.0, math.nan))
+    with pytest.raises(ValueError, match="^interval must be finite"):
+        C.verdict([0.0, math.inf], (0, 1))
+    with pytest.raises(ValueError, match="^verdicts must not be empty"):
+        C.combine_all([])
+    with pytest.raises(ValueError, match="^se must be a real number"):
+        C.case(paper=1.0, measured=1.0, se="x", band=(0, 1))
+    with pytest.raises(ValueError, match=r"^source must be one of \['paper', 'book'\]"):
+        C.case(paper=1.0, measured=1.0, se=0.1, band=(0, 1), source="mine")
+
+
+def test_case_forwards_fields_and_opens_band_ends():
+    k = C.case(paper=1.0, measured=1.0, se=0.1, band=(None, 2.0), quantity="q", source="book")
+    assert (k.band, k.quantity, k.source) == ([None, 2.0], "q", "book")
+    assert C.case(paper=1.0, measured=1.0, se=0.1, band=(0.5, math.inf)).band == [0.5, None]
+    assert C.case(paper=1.0, measured=1.0, se=0.1, band=(0.5, 2)).quantity == ""
+
+
+def test_band_gap_measures_from_the_near_edge():
+    above = C.case(paper=1.0, measured=1.65, se=0.01, band=(0.9, 1.1))     # [1.62, 1.68]
+    assert C.band_gap(above) == pytest.approx(1.65 - Z99 * 0.01 - 1.1)
+    below = C.case(paper=1.0, measured=0.5, se=0.01, band=(0.9, 1.1))
+    assert C.band_gap(below) == pytest.approx(0.9 - 0.5 - Z99 * 0.01)
+    # refuted above the band: the case whose nearest point is furthest decides, not the one
+    # with the widest reach
+    near = C.case(paper=1.0, measured=1.65, se=0.3, band=(0.9, 1.1))       # [0.88, 2.4]: overlaps
+    wide = C.case(paper=1.0, measured=2.0, se=0.3, band=(0.9, 1.1))        # [1.23, 2.77]
+    far = C.case(paper=1.0, measured=1.65, se=0.01, band=(0.9, 1.1))       # [1.62, 1.68]
+    assert near.verdict == "inconclusive"
+    claim = C.every_case("x", "s", {"wide": wide, "far": far})
+    assert claim.quantity == "(deciding case: far)"
+
+
+def test_joint_case_forwards_every_field():
+    c = C.joint_case([0.1, -0.2, 0.05], [0.1, 0.1, 0.1], paper=0.0, band=(-1.0, 1.0),
+                     quantity="mean", source="book", dof=7, exact=[0.0, -0.1, 0.2],
+                     caveat="")
+    q = st.t.ppf(1 - (1 - C.CONFIDENCE) / 3 / 2, 7)
+    assert c.verdict == "confirmed" and c.source == "book"
+    # not refuted: the coordinate reaching furthest from zero is the headline
+    assert c.measured == -0.2 and c.exact == -0.1
+    assert c.interval == pytest.approx([-0.2 - q * 0.1, -0.2 + q * 0.1])
+    assert c.quantity == "mean, coordinate 2 of 3 (joint 99% box)"
+    d = C.joint_case([0.1], [0.1], paper=0.0, band=(-1.0, 1.0))
+    assert (d.source, d.exact, d.quantity) == ("paper", None, ", coordinate 1 of 1 (joint 99% box)")
+    assert d.interval == pytest.approx([0.1 - Z99 * 0.1, 0.1 + Z99 * 0.1])
+    cav = C.joint_case([0.1, 0.0], [0.1, 0.1], paper=0.0, band=(-1.0, 1.0), caveat="tails")
+    assert cav.verdict == "inconclusive" and cav.caveat == "tails"
+
+
+def test_joint_case_refuted_headline_is_the_furthest_coordinate():
+    """Refuted: the coordinate furthest outside the band decides (by band gap, not by its
+    position or by the largest endpoint)."""
+    c = C.joint_case([5.0, -1.5, 3.0], [2.0, 0.01, 0.01], paper=0.0, band=(-1.0, 1.0))
+    assert c.verdict == "refuted" and c.measured == 3.0
+    # the interval's upper end decides "furthest from zero" when nothing is refuted
+    d = C.joint_case([0.3, -0.2], [0.01, 0.2], paper=0.0, band=(-5.0, 5.0))
+    assert d.measured == -0.2
+
+
+def test_joint_case_bad_input():
+    with pytest.raises(ValueError, match="^estimates and ses must be non-empty and of the same"):
+        C.joint_case([], [], paper=0.0, band=(-1, 1))
+    with pytest.raises(ValueError, match="^estimates and ses must be non-empty and of the same"):
+        C.joint_case([1.0, 2.0], [0.1], paper=0.0, band=(-1, 1))
+    with pytest.raises(ValueError, match="^exact must have one value per coordinate"):
+        C.joint_case([1.0, 2.0], [0.1, 0.1], paper=0.0, band=(-1, 1), exact=[0.0])
+
+
+def test_slope_claim_forwards_every_field_and_widens_with_student_t():
+    x = [1.0, 2.0, 4.0, 8.0, 16.0]
+    y = [1.0, 2.6, 3.6, 9.5, 15.0]                      # not on a line at 1 % errors
+    se = [0.01 * v for v in y]
+    c = C.slope_claim("s.id", "Slope.", x, y, se, paper=1.0, band=(0.9, 1.1), quantity="q",
+                      source="book", note="N.", details=[{"case": "extra"}], exact=1.0,
+                      scope="setting", condition="cond")
+    fit = loglog_fit(x, y, se)
+    assert fit.lack_of_fit
+    assert (c.id, c.statement, c.quantity, c.source, c.exact, c.scope, c.condition) == \
+        ("s.id", "Slope.", "q", "book", 1.0, "setting", "cond")
+    assert c.note == f"N. Fit: {fit.describe()}."
+    assert c.details == [{"case": "extra"},
+                         {"case": "fit", "slope": fit.slope, "se": fit.se, "chi2": fit.chi2,
+                          "dof": 3, "p_value": fit.p_value, "se_widened": fit.se_widened}]
+    q = st.t.ppf(0.995, 3)
+    assert c.interval == pytest.approx([fit.slope - q * fit.se_widened,
+                                        fit.slope + q * fit.se_widened])
+
+
+def test_exact_verdict():
+    single = C.measure("a", "s", paper=1.0, measured=1.0, se=0.5, band=(0.9, 1.1), exact=1.05)
+    assert C.exact_verdict(single) == "confirmed"
+    assert C.exact_verdict(C.measure("a", "s", paper=1.0, measured=1.0, se=0.5,
+                                     band=(0.9, 1.1), exact=2.0)) == "refuted"
+    assert C.exact_verdict(C.measure("a", "s", paper=1.0, measured=1.0, se=0.5,
+                                     band=(0.9, 1.1))) is None
+    # detail rows without a band (e.g. a fit's numbers) are not cases
+    noted = C.measure("a", "s", paper=1.0, measured=1.0, se=0.5, band=(0.9, 1.1), exact=1.0,
+                      details=[{"case": "fit", "verdict": "confirmed"}, {"case": "b", "band": [0, 1]}])
+    assert C.exact_verdict(noted) == "confirmed"
+    multi = C.every_case("m", "s", {"a": _case(1.0, exact=1.0), "b": _case(1.0, exact=1.5)})
+    assert C.exact_verdict(multi) == "refuted"
+    assert C.exact_verdict(C.every_case("m", "s", {"a": _case(1.0, exact=1.0),
+                                                   "b": _case(1.0)})) is None
