@@ -126,3 +126,15 @@ def test_group_jackknife_is_the_documented_formula():
     # an integer-valued statistic still gives a float estimate
     full, _ = ds.group_jackknife(lambda x, y: len(x) + len(y), a, b, n_groups=5)
     assert full.dtype == np.float64 and full == 70.0
+
+
+def test_two_points_per_sample_are_enough_and_clouds_are_checked():
+    u, v = np.array([0.0, 1.0]), np.array([0.5, 3.0])
+    t = ds.energy_terms(u, v)
+    assert (t.unbiased, t.naive, t.cross) == pytest.approx(brute_force(u, v), rel=1e-12)
+    with pytest.raises(ValueError, match="^the two clouds must be"):
+        ds.sliced_energy(np.zeros(3), np.zeros((3, 2)), np.ones((1, 2)))
+    with pytest.raises(ValueError, match="^the two clouds must be"):
+        ds.sliced_energy(np.zeros((3, 2)), np.zeros(3), np.ones((1, 2)))
+    with pytest.raises(ValueError, match="^the two clouds must contain only finite numbers"):
+        ds.sliced_energy(np.zeros((3, 2)), np.full((3, 2), np.inf), np.ones((1, 2)))
