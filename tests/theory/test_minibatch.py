@@ -105,3 +105,21 @@ def test_fill_minibatch_carries_the_permutation():
     np.testing.assert_array_equal(out[0], fresh[0])
     with_repl = mb.minibatches_from_uniforms(np.array([[0.0, 0.999999]]), 6, True, np.arange(6))
     np.testing.assert_array_equal(with_repl[0], [0, 5])
+
+
+def test_check_indices_accepts_integer_indices_and_names_what_is_wrong():
+    import torch
+    idx = mb.check_indices([0, 4, 4], 5)
+    assert idx.dtype == torch.long and idx.tolist() == [0, 4, 4]
+    assert mb.check_indices(np.array([2], dtype=np.int32), 3).dtype == torch.long
+    assert mb.check_indices(torch.tensor([1], dtype=torch.int16), 2).tolist() == [1]
+    for bad in ([0.0, 1.0], [True, False], [[0, 1]], [], "ab"):
+        with pytest.raises(ValueError, match="^batch_idx must be"):
+            mb.check_indices(bad, 5)
+    with pytest.raises(ValueError, match=r"^batch_idx must be a non-empty 1-D integer tensor of "
+                                         r"sample indices, got dtype torch.float32 and shape \(2,\)"):
+        mb.check_indices(torch.tensor([0.0, 1.0]), 5)
+    for bad in ([5], [-1], [0, 5]):
+        with pytest.raises(ValueError, match=r"^batch_idx must lie in \[0, 4\] for N=5 samples"):
+            mb.check_indices(bad, 5)
+    assert mb.check_indices([4], 5).tolist() == [4] and mb.check_indices([0], 1).tolist() == [0]
