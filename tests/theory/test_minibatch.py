@@ -157,3 +157,4 @@ def test_smallest_settings_and_factors():
     assert mb.prop1_covariance_factors(4, 6, replacement=True, noise_mode="fixed") == (1.0, 2.25)
     assert mb.prop1_covariance_factors(4, 3, replacement=False, noise_mode="fixed") == (1 / 3, 1.0)
     assert mb.prop1_covariance_factors(4, 3, replacement=True, noise_mode="fresh") == (1.0, 1.0)
+    assert mb.prop1_covariance_factors(2, 1, replacement=False, noise_mode="fresh") == (1.0, 1.0)
