@@ -116,6 +116,9 @@ def test_every_case_picks_the_deciding_case():
     confirmed = {"a": _case(1.0), "b": _case(1.05, band=(0.0, 10.0))}
     assert C.every_case("x", "s", confirmed).quantity == "(deciding case: a)"
     assert C.every_case("x", "s", confirmed).band == [0.9, 1.1]
+    # not refuted: the first case decides even when another lies closer to its band's edge
+    first_wide = {"a": _case(1.05, band=(0.0, 10.0)), "b": _case(1.0)}
+    assert C.every_case("x", "s", first_wide).quantity == "(deciding case: a)"
 
 
 def test_slope_claim_defaults_and_note():
@@ -210,6 +213,9 @@ def test_joint_case_refuted_headline_is_the_furthest_coordinate():
     position or by the largest endpoint)."""
     c = C.joint_case([5.0, -1.5, 3.0], [2.0, 0.01, 0.01], paper=0.0, band=(-1.0, 1.0))
     assert c.verdict == "refuted" and c.measured == 3.0
+    # the furthest by band gap (4 +- 0.03), not the one reaching furthest (6 +- 4.7)
+    c = C.joint_case([4.0, 6.0], [0.01, 1.6], paper=0.0, band=(-1.0, 1.0))
+    assert c.verdict == "refuted" and c.measured == 4.0
     # the interval's upper end decides "furthest from zero" when nothing is refuted
     d = C.joint_case([0.3, -0.2], [0.01, 0.2], paper=0.0, band=(-5.0, 5.0))
     assert d.measured == -0.2

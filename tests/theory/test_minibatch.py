@@ -113,6 +113,9 @@ def test_check_indices_accepts_integer_indices_and_names_what_is_wrong():
     assert idx.dtype == torch.long and idx.tolist() == [0, 4, 4]
     assert mb.check_indices(np.array([2], dtype=np.int32), 3).dtype == torch.long
     assert mb.check_indices(torch.tensor([1], dtype=torch.int16), 2).tolist() == [1]
+    with pytest.raises(ValueError, match="^batch_idx must be a 1-D integer tensor of sample "
+                                         "indices$"):
+        mb.check_indices("ab", 5)
     for bad in ([0.0, 1.0], [True, False], [[0, 1]], [], "ab"):
         with pytest.raises(ValueError, match="^batch_idx must be"):
             mb.check_indices(bad, 5)
