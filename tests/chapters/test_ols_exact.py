@@ -3,6 +3,8 @@ verdicts agree with the verdicts the exact values give (issue 7, part 1)."""
 from __future__ import annotations
 
 import itertools
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +12,11 @@ import pytest
 from dsmlib.chapters.ols import run_figure3
 from dsmlib.chapters.ols_claims import figure3_claims
 from dsmlib.foundation.claims import exact_verdict, parse_band
+
+#: The sweep is seeded and deterministic: every claim's verdict, value and interval at every
+#: sweep point, recorded from one run (regenerate after a deliberate change of a claim; a
+#: change no one meant is what this catches). Keys "eta,b,replace".
+PINNED = json.loads(Path(__file__).with_name("ols_exact_pinned.json").read_text())
 
 ETAS = [0.002, 0.0075, 0.013]
 BATCHES = [5, 10]
@@ -83,3 +90,17 @@ def test_heavy_tails_are_flagged_beyond_the_fourth_moment_limit(sweep):
     assert claims["ols.stationary_cov_exact"].verdict == "inconclusive"
     rows = {r["case"]: r for r in claims["ols.stationary_cov_exact"].details}
     assert "caveat" not in rows["e"]
+
+
+def test_verdicts_and_values_are_pinned(sweep):
+    """Verdicts exactly; values and intervals to rel 1e-6 (floating-point reassociation only)."""
+    assert set(PINNED) == {f"{eta},{b},{rep}" for eta, b, rep in sweep}
+    for (eta, b, rep), claims in sweep.items():
+        pinned = PINNED[f"{eta},{b},{rep}"]
+        got = {c.id: c for c in claims}
+        assert set(got) == set(pinned), (eta, b, rep)
+        for cid, (verdict, measured, interval) in pinned.items():
+            c = got[cid]
+            assert c.verdict == verdict, (eta, b, rep, cid, c.verdict)
+            assert c.measured == pytest.approx(measured, rel=1e-6, abs=1e-12), (eta, b, rep, cid)
+            assert c.interval == pytest.approx(interval, rel=1e-6, abs=1e-12), (eta, b, rep, cid)

@@ -56,6 +56,23 @@ def test_prop3_strength_matches_eq22_and_is_confirmed(mlp):
     scaling = claims["prop3.strength_scaling"]
     assert scaling.se < 0.02 / margin
     assert scaling.verdict == "confirmed"
+    if mlp.X.device.type == "cpu":
+        # Seeded and deterministic on the CPU: the values are pinned (rel 1e-6), recorded
+        # from this run; any change of Eq. (22)'s formula or of a standard error moves them.
+        assert [c.measured for c in cases] == pytest.approx(
+            [0.024503310342540278, 0.00304489231569023, 0.3912088804156855, 0.04938077997769911],
+            rel=1e-6)
+        assert [c.se for c in cases] == pytest.approx(
+            [0.0001584955797257842, 1.6867035848431072e-05, 0.002510861046421316,
+             0.00027946422662527735], rel=1e-6)
+        assert [c.predicted for c in cases] == pytest.approx(
+            [0.024494914489693157, 0.0030618643112116446, 0.3919186318350905,
+             0.048989828979386314], rel=1e-9)
+        assert claims["prop3.strength"].measured == pytest.approx(1.0003427590184344, rel=1e-6)
+        assert claims["prop3.strength"].interval == pytest.approx(
+            [0.9836757255535215, 1.0170097924833474], rel=1e-6)
+        assert scaling.measured == pytest.approx(1.0012430127893437, rel=1e-6)
+        assert scaling.interval == pytest.approx([0.9968158794308105, 1.005670146147877], rel=1e-6)
 
 
 def test_perturbation_ratio(ls, mlp):
@@ -70,6 +87,15 @@ def test_perturbation_ratio(ls, mlp):
     assert abs(net.ratio[1] - 1) > 4.5 * net.se[1], (net.ratio, net.se)
     claims = P.remark2_claims([lin, net])
     assert [d["case"] for d in claims[0].details] == [ls.name, mlp.name]
+    if ls.X.device.type == "cpu":
+        # Seeded and deterministic on the CPU: verdict and numbers pinned (rel 1e-6),
+        # recorded from this run (both intervals, +-4.9 % and +-4.5 %, inside the band 1 +- 0.1)
+        assert [c.verdict for c in claims] == ["confirmed"]
+        assert lin.ratio.tolist() == pytest.approx([0.9955025659310957, 0.9989575626465816], rel=1e-6)
+        assert net.ratio.tolist() == pytest.approx([1.014495782849166, 2.269851363758169], rel=1e-6)
+        assert net.se.tolist() == pytest.approx([0.017306092060160993, 0.03301409693547343], rel=1e-6)
+        assert claims[0].measured == pytest.approx(0.9955025659310957, rel=1e-6)
+        assert claims[0].interval == pytest.approx([0.9467901606000159, 1.0442149712621753], rel=1e-6)
 
 
 @pytest.mark.parametrize("call, match", [

@@ -87,3 +87,54 @@ def test_group_jackknife_standard_error():
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_energy_coefficient_is_the_ratio_of_the_terms():
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((30, 2)), rng.standard_normal((25, 2)) + 0.3
+    W = ds.random_directions(2, 3, seed=2)
+    t = ds.sliced_energy(a, b, W)
+    assert ds.energy_coefficient(a, b, W) == pytest.approx(
+        (t.unbiased / (2 * t.cross), t.naive / (2 * t.cross)), rel=1e-12)
+    assert ds.random_directions(2, 1, seed=0).shape == (1, 2)
+    with pytest.raises(ValueError, match="^count must be >= 1"):
+        ds.random_directions(2, 0, seed=0)
+
+
+def _jackknife_by_hand(stat, a, b, n_groups, seed):
+    """Efron & Tibshirani's delete-a-group jackknife, with the groups drawn as documented."""
+    g = np.random.default_rng(seed)
+    ga, gb = g.permutation(len(a)) % n_groups, g.permutation(len(b)) % n_groups
+    loo = np.array([stat(a[ga != k], b[gb != k]) for k in range(n_groups)], dtype=float)
+    dev = loo - loo.mean(axis=0)
+    return np.sqrt((n_groups - 1) / n_groups * (dev ** 2).sum(axis=0))
+
+
+def test_group_jackknife_is_the_documented_formula():
+    """Exact: a two-coordinate statistic, the defaults (20 groups, seed 0) and explicit ones;
+    the estimate is the statistic of the full clouds."""
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((40, 2)), 2 * rng.standard_normal((30, 2))
+    stat = lambda x, y: np.array([x[:, 0].mean() - y[:, 0].mean(), y[:, 1].var()])  # noqa: E731
+    full, se = ds.group_jackknife(stat, a, b)
+    np.testing.assert_allclose(full, stat(a, b), rtol=1e-12)
+    np.testing.assert_allclose(se, _jackknife_by_hand(stat, a, b, 20, 0), rtol=1e-12)
+    full, se = ds.group_jackknife(stat, a, b, n_groups=2, seed=3)
+    np.testing.assert_allclose(se, _jackknife_by_hand(stat, a, b, 2, 3), rtol=1e-12)
+    with pytest.raises(ValueError, match="^n_groups must be >= 2"):
+        ds.group_jackknife(stat, a, b, n_groups=1)
+    # an integer-valued statistic still gives a float estimate
+    full, _ = ds.group_jackknife(lambda x, y: len(x) + len(y), a, b, n_groups=5)
+    assert full.dtype == np.float64 and full == 70.0
+
+
+def test_two_points_per_sample_are_enough_and_clouds_are_checked():
+    u, v = np.array([0.0, 1.0]), np.array([0.5, 3.0])
+    t = ds.energy_terms(u, v)
+    assert (t.unbiased, t.naive, t.cross) == pytest.approx(brute_force(u, v), rel=1e-12)
+    with pytest.raises(ValueError, match="^the two clouds must be"):
+        ds.sliced_energy(np.zeros(3), np.zeros((3, 2)), np.ones((1, 2)))
+    with pytest.raises(ValueError, match="^the two clouds must be"):
+        ds.sliced_energy(np.zeros((3, 2)), np.zeros(3), np.ones((1, 2)))
+    with pytest.raises(ValueError, match="^the two clouds must contain only finite numbers"):
+        ds.sliced_energy(np.zeros((3, 2)), np.full((3, 2), np.inf), np.ones((1, 2)))

@@ -63,3 +63,67 @@ def test_resolve_device():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no CUDA device"):
             rng.resolve_device("cuda")
+
+
+def test_torch_seeds_derive_from_the_numpy_seed_as_documented():
+    """Every number of a torch experiment follows from the seed through these derivations, so
+    they are pinned: a numpy Generator gives one draw from [0, 2^63 - 1); a SeedSequence its
+    first 64-bit state word shifted right by one bit; an int itself (0 included)."""
+    want = int(np.random.default_rng(1).integers(0, 2**63 - 1))
+    assert rng.as_torch_generator(np.random.default_rng(1)).initial_seed() == want
+    ss = rng.child_seed(4, 2)
+    want = int(np.random.SeedSequence([4, 2]).generate_state(2, dtype=np.uint64)[0]) >> 1
+    assert rng.as_torch_generator(ss).initial_seed() == want
+    assert rng.as_torch_generator(0).initial_seed() == 0
+    assert rng.as_torch_generator(np.int64(12)).initial_seed() == 12
+
+
+def test_seed_zero_and_zero_paths_are_valid():
+    assert rng.child_seed(0).entropy == [0]
+    assert rng.child_seed(1, 0, 0).entropy == [1, 0, 0]
+    assert rng.child_seed(np.int64(2), np.int64(3)).entropy == [2, 3]
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="^seed path entries must be non-negative integers"):
+            rng.child_seed(1, bad)
+
+
+def test_bad_seeds_give_one_line_errors():
+    for bad in ("x", 1.5, None, True):
+        with pytest.raises(ValueError, match="^seed must be an int, a numpy SeedSequence or a "
+                                             "numpy Generator, got"):
+            rng.as_generator(bad)
+    with pytest.raises(ValueError, match="^seed must be an int, a numpy SeedSequence, a numpy "
+                                         "Generator or a torch.Generator, got 'seven'"):
+        rng.as_torch_generator("seven")
+    with pytest.raises(ValueError, match="^seed must be a non-negative integer"):
+        rng.as_torch_generator(-1)
+
+
+def test_chain_streams_from_a_generator():
+    """A numpy Generator spawns one child per chain and two streams per child: as many pairs
+    as chains, reproducible from an equally seeded generator, all streams distinct, and the
+    same streams as spawning by hand."""
+    s = rng.chain_streams(np.random.default_rng(0), 3)
+    t = rng.chain_streams(np.random.default_rng(0), 3)
+    assert len(s) == 3 and all(len(pair) == 2 for pair in s)
+    draws = [(b.random(), n.random()) for b, n in s]
+    assert draws == [(b.random(), n.random()) for b, n in t]
+    assert len({x for pair in draws for x in pair}) == 6
+    by_hand = [tuple(g.spawn(2)) for g in np.random.default_rng(0).spawn(3)]
+    assert draws == [(b.random(), n.random()) for b, n in by_hand]
+    # an int and its SeedSequence give the same streams
+    a = [g.random() for pair in rng.chain_streams(7, 2) for g in pair]
+    b = [g.random() for pair in rng.chain_streams(np.random.SeedSequence(7), 2) for g in pair]
+    assert a == b
+
+
+def test_resolve_device_defaults_to_auto_and_names_what_is_allowed():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert rng.resolve_device().type == expected
+    assert rng.cuda_available() == torch.cuda.is_available()
+    with pytest.raises(ValueError, match=r"^device must be 'auto', 'cpu', 'cuda' or 'cuda:N', "
+                                         r"got 'meta'"):
+        rng.resolve_device("meta")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA device; use device='auto' or 'cpu'"):
+            rng.resolve_device("cuda:0")

@@ -176,3 +176,16 @@ def test_noise_parameter_validation():
         ln.swap_expectation_matrix(1, 0.1)
     with pytest.raises(NotImplementedError):
         ln.SymmetricSwapNoise(0.1, "literal").covariance(Y_SWAP)
+
+
+def test_sources_report_their_clean_labels_and_errors():
+    y = torch.randn(6, 3, generator=torch.Generator().manual_seed(1), dtype=DT)
+    swap = ln.SymmetricSwapNoise(0.3)
+    fixed = ln.label_noise_source(swap, y, "fixed", seed=2)
+    assert fixed.noise is swap
+    torch.testing.assert_close(fixed.y_clean, ln.symmetric_swap_expectation(y, 0.3))
+    torch.testing.assert_close(fixed.y_noisy, swap.draw(y, 2))
+    with pytest.raises(ValueError, match=r"^seed is required for mode='fixed' \(the one draw"):
+        ln.label_noise_source(swap, y, "fixed")
+    with pytest.raises(ValueError, match=r"^mode must be one of \['fixed', 'fresh'\]"):
+        ln.label_noise_source(swap, y, "sometimes", seed=0)

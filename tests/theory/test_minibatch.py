@@ -105,3 +105,59 @@ def test_fill_minibatch_carries_the_permutation():
     np.testing.assert_array_equal(out[0], fresh[0])
     with_repl = mb.minibatches_from_uniforms(np.array([[0.0, 0.999999]]), 6, True, np.arange(6))
     np.testing.assert_array_equal(with_repl[0], [0, 5])
+
+
+def test_check_indices_accepts_integer_indices_and_names_what_is_wrong():
+    import torch
+    idx = mb.check_indices([0, 4, 4], 5)
+    assert idx.dtype == torch.long and idx.tolist() == [0, 4, 4]
+    assert mb.check_indices(np.array([2], dtype=np.int32), 3).dtype == torch.long
+    assert mb.check_indices(torch.tensor([1], dtype=torch.int16), 2).tolist() == [1]
+    with pytest.raises(ValueError, match="^batch_idx must be a 1-D integer tensor of sample "
+                                         "indices$"):
+        mb.check_indices("ab", 5)
+    for bad in ([0.0, 1.0], [True, False], [[0, 1]], [], "ab"):
+        with pytest.raises(ValueError, match="^batch_idx must be"):
+            mb.check_indices(bad, 5)
+    with pytest.raises(ValueError, match=r"^batch_idx must be a non-empty 1-D integer tensor of "
+                                         r"sample indices, got dtype torch.float32 and shape \(2,\)"):
+        mb.check_indices(torch.tensor([0.0, 1.0]), 5)
+    for bad in ([5], [-1], [0, 5]):
+        with pytest.raises(ValueError, match=r"^batch_idx must lie in \[0, 4\] for N=5 samples"):
+            mb.check_indices(bad, 5)
+    assert mb.check_indices([4], 5).tolist() == [4] and mb.check_indices([0], 1).tolist() == [0]
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: mb.draw_minibatches(0, 1, 1, replace=True, seed=0), "^n must be >= 1"),
+    (lambda: mb.draw_minibatches(3, 0, 1, replace=True, seed=0), "^batch_size must be >= 1"),
+    (lambda: mb.draw_minibatches(3, 4, 1, replace=False, seed=0), "^batch_size must be <= 3"),
+    (lambda: mb.draw_minibatches(3, 1, -1, replace=True, seed=0), "^count must be >= 0"),
+    (lambda: mb.prop1_covariance_factors(0, 1, replacement=True, noise_mode="fresh"),
+     "^n must be >= 1"),
+    (lambda: mb.prop1_covariance_factors(3, 0, replacement=True, noise_mode="fresh"),
+     "^batch_size must be >= 1"),
+    (lambda: mb.prop1_covariance_factors(3, 4, replacement=False, noise_mode="fresh"),
+     "^batch_size must be <= 3"),
+    (lambda: mb.prop1_covariance_factors(3, 1, replacement=True, noise_mode="often"),
+     r"^noise_mode must be one of \['fixed', 'fresh'\]"),
+])
+def test_bad_input_names_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_smallest_settings_and_factors():
+    """N = 1 and b = 1 are valid; with replacement b may exceed N. The factors at the edges:
+    (N - b)/(N - 1) is 0 for b = N = 2 (every batch is the full set) and 1 for b = 1."""
+    assert mb.draw_minibatches(1, 1, 2, replace=False, seed=0).tolist() == [[0], [0]]
+    assert mb.draw_minibatches(2, 5, 1, replace=True, seed=0).shape == (1, 5)
+    assert mb.finite_population_factor(2, 2, replace=False) == 0.0
+    assert mb.finite_population_factor(2, 1, replace=False) == 1.0
+    assert mb.finite_population_factor(1, 1, replace=False) == 1.0
+    assert mb.prop1_covariance_factors(1, 1, replacement=False, noise_mode="fresh") == (0.0, 1.0)
+    assert mb.prop1_covariance_factors(1, 1, replacement=True, noise_mode="fixed") == (1.0, 1.0)
+    assert mb.prop1_covariance_factors(4, 6, replacement=True, noise_mode="fixed") == (1.0, 2.25)
+    assert mb.prop1_covariance_factors(4, 3, replacement=False, noise_mode="fixed") == (1 / 3, 1.0)
+    assert mb.prop1_covariance_factors(4, 3, replacement=True, noise_mode="fresh") == (1.0, 1.0)
+    assert mb.prop1_covariance_factors(2, 1, replacement=False, noise_mode="fresh") == (1.0, 1.0)
