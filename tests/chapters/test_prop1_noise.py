@@ -179,17 +179,14 @@ def test_prop1_claims_verdicts(schemes):
 #: Other devices draw other streams: there the decided verdicts are checked with their margins
 #: by ``test_prop1_claims_verdicts``.
 PINNED_PROP1 = {
-    "prop1.xi_star_mean": ("confirmed", 0.007078591078256386, (-0.00714347125511978, 0.02130065341163255)),
+    "prop1.xi_star_mean": ("confirmed", -0.006329542364917847, (-0.024013796286188945, 0.011354711556353252)),
     "prop1.xi_star_cov": ("confirmed", 0.9955218263860626, (0.9841673827890661, 1.0068762699830591)),
-    "prop1.xi_uln_mean": ("confirmed", 0.009011334470842252, (-0.005515703287838141, 0.023538372229522646)),
-    "prop1.xi_uln_cov": ("confirmed", 0.9976692170560978, (0.9863764459113505, 1.0089619882008452)),
-    "prop1.xi_star_cov_without_replacement": ("refuted", 0.6982792259507659,
-                                              (0.6918351366889638, 0.7047233152125679)),
+    "prop1.xi_uln_mean": ("confirmed", 0.008714234230863021, (-0.006330269681616863, 0.023758738143342905)),
+    "prop1.xi_uln_cov": ("confirmed", 0.9983880046977168, (0.9848247234748031, 1.0119512859206305)),
+    "prop1.xi_star_cov_without_replacement": ("refuted", 0.6982792259507659, (0.6918351366889638, 0.7047233152125679)),
     "prop1.xi_star_cov_fpc": ("confirmed", 1.003776387304226, (0.9945130089903856, 1.0130397656180665)),
-    "prop1.xi_uln_mean_fixed_draw": ("refuted", -1.0307848010061615,
-                                     (-1.0445425093862868, -1.0170270926260363)),
-    "prop1.xi_uln_drift_fixed": ("confirmed", 0.005664184644076286,
-                                 (-0.010359627735694784, 0.021687997023847355)),
+    "prop1.xi_uln_mean_fixed_draw": ("refuted", -1.0307848010061615, (-1.0445425093862868, -1.0170270926260363)),
+    "prop1.xi_uln_drift_fixed": ("confirmed", 0.005664184644076286, (-0.010359627735694784, 0.021687997023847355)),
     "prop1.real_steps": ("confirmed", 0.0, (0.0, 0.0)),
 }
 

@@ -108,7 +108,7 @@ def test_every_case_headline_is_a_claim_when_a_claim_decides():
 
 def test_every_case_picks_the_deciding_case():
     """Refuted: the case furthest outside its band (not the last key, not the first);
-    otherwise the first case with the overall verdict."""
+    otherwise the case nearest to changing the verdict (issue 18 item 7), first on a tie."""
     refuted = {"z": _case(1.3), "a": _case(2.0), "m": _case(1.5)}
     claim = C.every_case("x", "s", refuted)
     assert claim.verdict == "refuted" and claim.measured == 2.0
@@ -116,9 +116,11 @@ def test_every_case_picks_the_deciding_case():
     confirmed = {"a": _case(1.0), "b": _case(1.05, band=(0.0, 10.0))}
     assert C.every_case("x", "s", confirmed).quantity == "(deciding case: a)"
     assert C.every_case("x", "s", confirmed).band == [0.9, 1.1]
-    # not refuted: the first case decides even when another lies closer to its band's edge
+    # not refuted: the case nearest its band's edge decides, wherever it stands
     first_wide = {"a": _case(1.05, band=(0.0, 10.0)), "b": _case(1.0)}
-    assert C.every_case("x", "s", first_wide).quantity == "(deciding case: a)"
+    assert C.every_case("x", "s", first_wide).quantity == "(deciding case: b)"
+    tie = {"a": _case(1.0), "b": _case(1.0)}
+    assert C.every_case("x", "s", tie).quantity == "(deciding case: a)"
 
 
 def test_slope_claim_defaults_and_note():
