@@ -98,8 +98,8 @@ def gradnorm_over_time(experiments: Sequence[ValleyExperiment], *, max_points: i
                               row=1, col=c)
             fig.add_trace(go.Scatter(x=x, y=g.mean(axis=1), mode="lines",
                                      line=dict(color=col, dash="dot" if dsm else "solid"),
-                                     name=f"{name} (mean" + (")" if dsm else
-                                                             f"; band: central {BAND_LEVEL:.0%} of runs)"),
+                                     name=f"{name} (mean" + (")" if dsm else   # 2 lines: a phone
+                                                             f";<br>band: central {BAND_LEVEL:.0%} of runs)"),
                                      legendgroup=name, showlegend=c == 1), row=1, col=c)
         r = ex.runs["label noise"]
         if ex.problem.d == 1:
@@ -109,7 +109,7 @@ def gradnorm_over_time(experiments: Sequence[ValleyExperiment], *, max_points: i
             x = r.steps
             th = float(ex.problem.a[0]) * np.sqrt((d0 * np.exp(-rate * x)) ** 2 + 4 * w * w)
             fig.add_trace(go.Scatter(x=x, y=th / ex.minimum.G, mode="lines", name="leading-order "
-                                     "theory: |u²−v²| decays at η²σ²m₂/B per step",
+                                     "theory:<br>|u²−v²| decays at η²σ²m₂/B per step",
                                      line=dict(color="#111", dash="dash")), row=1, col=c)
         fig.update_xaxes(title_text="step k", row=1, col=c)
         fig.update_yaxes(title_text="G(θ_k) / G_min", type="log", row=1, col=c)
@@ -155,7 +155,7 @@ def drift_scaling(sw: DriftSweep) -> go.Figure:
                                                  "Eq. 17 model", "diamond-open")):
             fig.add_trace(go.Scatter(x=x, y=rate[i], error_y=error_bars(se[i]), mode="markers",
                                      marker=dict(color=COLORS[key], symbol=sym, size=8),
-                                     name=f"{label} vs {lab}: {_slope_label(fits[name])}"), row=1, col=c)
+                                     name=f"{label} vs {lab}:<br>{_slope_label(fits[name])}"), row=1, col=c)
         fig.add_trace(go.Scatter(x=x, y=sw.theory[i], mode="lines", line=dict(color="#111", dash="dash"),
                                  name="theory ησ²m₂/B (slope 1, 1, −1)", showlegend=c == 1), row=1, col=c)
         fig.update_xaxes(type="log", title_text=lab, row=1, col=c)

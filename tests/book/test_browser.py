@@ -377,12 +377,7 @@ PHONE_JS = """() => {
 }"""
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(
-        strict=False, reason="issue 18 item 5: the Remark 3 inline formula, its figures' legends"
-                             " and the valley explorer's drop-downs (another branch)"))
-    if p == REMARK3 else
-    p for p in PAGES])
+@pytest.mark.parametrize("path", PAGES)
 def test_every_page_fits_a_phone(browser, site, path):
     """Issue 18, item 5, at 390 px: the page does not scroll sideways, no formula (display
     or inline) is cut or runs out of the column, and no figure's controls (drop-downs,
