@@ -112,13 +112,12 @@ def gradient_norm_probe(model: nn.Module, X: Any, *, n_probes: int = 2, seed: An
     chunk_size = check_chunk(chunk_size)
     X = as_inputs(model, X)
     generator = as_torch_generator(seed, model_device(model))
-    params = trainable_parameters(model)
-    dtype = model_dtype(model)
-    n, n_out = X.shape[0], n_outputs(model, X)
-
     if method == "vjp":
         return _vjp_estimates(model, X, 1, n_probes, probe, generator, chunk_size, progress)[0]
 
+    params = trainable_parameters(model)
+    dtype = model_dtype(model)
+    n = X.shape[0]
     consts = model_constants(model)
     V = _probes((n_probes, sum(p.numel() for p in params.values())), probe, generator, dtype)
     e = torch.zeros(n_probes, dtype=dtype, device=X.device)
