@@ -142,3 +142,13 @@ def on_device(setting, device):
     from dsmlib.models.settings import Setting
     return Setting(setting.name, copy.deepcopy(setting.model).to(device), setting.X.to(device),
                    setting.y_clean.to(device))
+
+
+def barrier_sweep(*, steps: int, n_runs: int, seed: int):
+    """The small seeded escape sweep of the barrier tests (chapter and figures): two values of
+    each of eta, sigma^2 and B around the reference (0.01, 2, 1)."""
+    from dsmlib.chapters import remark3_barrier
+    from dsmlib.theory import barrier
+    return remark3_barrier.escape_sweep(
+        barrier.barrier_problem(16, seed=0), etas=[0.01, 0.02], sigma2s=[2.0, 4.0],
+        batch_sizes=[1, 2], reference=(0.01, 2.0, 1), steps=steps, n_runs=n_runs, seed=seed)

@@ -11,6 +11,7 @@ from scipy import stats
 from dsmlib.chapters import remark3_barrier as E
 from dsmlib.foundation.claims import SCOPES
 from dsmlib.theory import barrier as BR
+from helpers import barrier_sweep
 
 
 @pytest.mark.parametrize("n, most", [(20, 0.9972), (50, 0.9960), (200, 0.9950)])
@@ -67,9 +68,7 @@ def test_rate_ratio_interval_covers():
 
 @pytest.fixture(scope="module")
 def sweep():
-    p = BR.barrier_problem(16, seed=0)
-    return E.escape_sweep(p, etas=[0.01, 0.02], sigma2s=[2.0, 4.0], batch_sizes=[1, 2],
-                          reference=(0.01, 2.0, 1), steps=1000, n_runs=48, seed=0)
+    return barrier_sweep(steps=1000, n_runs=48, seed=0)
 
 
 def test_escape_sweep_is_seeded_and_pinned(sweep):

@@ -9,13 +9,12 @@ import pytest
 from dsmlib.chapters import remark3_barrier as E
 from dsmlib.figures import remark3_barrier as F
 from dsmlib.theory import barrier as BR
+from helpers import barrier_sweep
 
 
 @pytest.fixture(scope="module")
 def sweep():
-    p = BR.barrier_problem(16, seed=0)
-    return E.escape_sweep(p, etas=[0.01, 0.02], sigma2s=[2.0, 4.0], batch_sizes=[1, 2],
-                          reference=(0.01, 2.0, 1), steps=600, n_runs=16, seed=1)
+    return barrier_sweep(steps=600, n_runs=16, seed=1)
 
 
 def test_barrier_landscape(sweep):
