@@ -1,4 +1,4 @@
-"""Command line (book layer): ``python -m dsmlib {list,execute,build,book,lab,grid}``.
+"""Command line (book layer): ``python -m dsmlib {list,execute,build,book,reference,lab,grid}``.
 
 Examples::
 
@@ -7,6 +7,7 @@ Examples::
     python -m dsmlib execute ols --profile smoke -p steps 50000
     python -m dsmlib build --profile quick        # site from already-executed notebooks
     python -m dsmlib book --profile paper         # execute everything, then build
+    python -m dsmlib reference --profile paper    # committed reference executions (reference/)
     python -m dsmlib lab ols --profile smoke      # one chapter live in JupyterLab
     python -m dsmlib grid launch --profile paper --cluster slurm   # Section 5's training runs
 """
@@ -19,7 +20,8 @@ from .grid import add_grid_parser, grid_command
 from .lab import launch_lab, prepare_lab
 from .profiles import DEFAULT_PROFILE, PROFILES, check_profile, load_specs, parse_value
 from .store import BookBusy
-from .runner import (CELL_TIMEOUT_S, NotebookFailed, build, declared_parameters, execute,
+from .site import build
+from .runner import (CELL_TIMEOUT_S, NotebookFailed, declared_parameters, execute,
                      find_root, source_notebook)
 
 
@@ -50,6 +52,19 @@ def _parser() -> argparse.ArgumentParser:
                        help=f"one of {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
         if name != "build":
             add_exec_args(p)
+    ref = sub.add_parser("reference", help="execute chapters under a profile and store them, "
+                                           "with their provenance, in reference/<profile>/")
+    ref.add_argument("notebooks", nargs="*", help="notebook names (default: all)")
+    ref.add_argument("--profile", required=True, help=f"one of {', '.join(PROFILES)}")
+    ref.add_argument("--timeout", type=int, default=CELL_TIMEOUT_S,
+                     help=f"per-cell timeout in seconds (default {CELL_TIMEOUT_S})")
+    ref.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    ref.add_argument("--force", action="store_true",
+                     help="re-execute even chapters whose reference is up to date")
+    ref.add_argument("--allow-dirty", action="store_true",
+                     help="run with uncommitted changes (the provenance says -dirty)")
+    ref.add_argument("--allow-cpu", action="store_true",
+                     help="run a GPU chapter's paper or gpu profile without a GPU")
     lab = sub.add_parser("lab", help="open one chapter live in JupyterLab (results go to "
                                      "results/custom/)")
     lab.add_argument("notebook", help="notebook name, e.g. ols")
@@ -75,6 +90,16 @@ def main(argv: list[str] | None = None) -> int:
                 print("  parameters: " + ", ".join(f"{k}={v}" for k, v in declared.items()))
                 for prof, over in spec.profiles.items():
                     print(f"  {prof}: {over or '(defaults)'}")
+            return 0
+        if args.command == "reference":
+            from .reference_run import make_references
+            if args.timeout < 1:
+                raise ValueError(f"--timeout must be >= 1 second, got {args.timeout}")
+            for path in make_references(root, args.notebooks, profile=args.profile,
+                                        allow_dirty=args.allow_dirty, allow_cpu=args.allow_cpu,
+                                        force=args.force, timeout=args.timeout,
+                                        progress=not args.no_progress):
+                print(path)
             return 0
         if args.command == "grid":
             return grid_command(root, args)

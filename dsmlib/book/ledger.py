@@ -6,6 +6,9 @@ from typing import Any, Sequence
 
 from ..figures.tables import BADGES, claims_html, fmt_number
 from ..foundation.claims import CONFIDENCE, SCOPES, VERDICTS
+from .references import Reference
+from .scales import (corrections_at_scale, erratum_at_scale, errata_at_scale_summary,
+                     scales_html, scales_overview)
 
 __all__ = ["PAPER_ITEMS", "MACHINERY_PROFILES", "machinery_notice", "plural",
            "ledger_markdown", "summary_markdown", "coverage_markdown", "errata_markdown"]
@@ -30,8 +33,12 @@ def machinery_notice(profile: str) -> str:
 
 
 def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, str],
-                    profile: str) -> str:
-    """The claims-ledger page: every claim of every chapter, chapter by chapter."""
+                    profile: str,
+                    references: dict[str, list[Reference]] | None = None) -> str:
+    """The claims-ledger page: every claim of every chapter, chapter by chapter, and beside
+    them each chapter's reference executions (``references``: chapter -> references; with
+    none the page is exactly the built profile's)."""
+    references = references or {}
     lines = [
         "# Claims ledger",
         "",
@@ -48,10 +55,16 @@ def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
         "refutations.",
         "",
     ]
+    overview = scales_overview(docs, references, profile)
+    if overview:
+        lines += [overview, ""]
     for doc in docs:
         nb = doc["notebook"]
         link = f"{{doc}}`{chapter_paths[nb]}`" if nb in chapter_paths else nb   # the page title
         lines += [f"## {link}", "", "```{raw} html", claims_html(doc["claims"]), "```", ""]
+        scales = scales_html(doc, references.get(nb, []), profile)
+        if scales:
+            lines += ["```{raw} html", scales, "```", ""]
     if not docs:
         lines.append("No results found: run `make book`.")
     return "\n".join(lines) + "\n"
@@ -106,10 +119,13 @@ def coverage_markdown(docs: Sequence[dict[str, Any]], *, profile: str) -> str:
 
 
 def errata_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, str],
-                    profile: str) -> str:
+                    profile: str,
+                    references: dict[str, list[Reference]] | None = None) -> str:
     """Every claim of the paper that the measurements refute or cannot confirm, with the
-    correction, the evidence and the claim's scope."""
+    correction, the evidence and the claim's scope; with ``references``, what the
+    ``paper`` references measured for each, and the book's corrections at that scale."""
     from ..figures.tables import fmt_band, fmt_interval
+    references = references or {}
     lines = ["# Errata", "",
              "Every place where the paper is wrong or loose, as measured in this book under the "
              f"`{profile}` profile: the paper's claim, the measurement with its "
@@ -123,11 +139,15 @@ def errata_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
         return "\n".join(lines[:2] + [
             f"**No errata under the `{profile}` profile.** {machinery_notice(profile)}",
             ""]) + "\n"
+    errata = [(doc["notebook"], c) for doc in docs for c in doc["claims"]
+              if c.get("source", "paper") == "paper" and c["verdict"] != "confirmed"]
+    summary = errata_at_scale_summary(errata, references)
+    if summary:
+        lines += [summary, ""]
     n = 0
     for doc in docs:
         nb = doc["notebook"]
-        bad = [c for c in doc["claims"] if c.get("source", "paper") == "paper"
-               and c["verdict"] != "confirmed"]
+        bad = [c for chapter, c in errata if chapter == nb]
         if not bad:
             continue
         lines += [f"## {{doc}}`{chapter_paths.get(nb, nb)}`", ""]
@@ -144,7 +164,13 @@ def errata_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
                 lines += [f": *Correction.* {c['condition']}"]
             if c.get("note"):
                 lines += [f": *Note.* {c['note']}"]
+            at_scale = erratum_at_scale(c, references.get(nb, []))
+            if at_scale:
+                lines += [f": {at_scale}"]
             lines.append("")
     if not n:
         lines.append("No claim of the paper is refuted or undecided under this profile.")
+    corrections = corrections_at_scale(docs, references)
+    if corrections:
+        lines += ["", corrections]
     return "\n".join(lines) + "\n"

@@ -13,9 +13,10 @@ from ..foundation.results import atomic_write_text, load_results
 from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
 from .profiles import load_specs
 from .provenance import provenance_table
+from .references import Reference, references_by_chapter
 from .store import executed_path, results_mismatch, results_path
 
-__all__ = ["checked_results", "write_generated_pages", "copy_assets"]
+__all__ = ["checked_results", "write_generated_pages", "references_markdown", "copy_assets"]
 
 
 def checked_results(root: Path, profile: str, specs: dict) -> list[dict[str, Any]]:
@@ -45,23 +46,52 @@ def checked_results(root: Path, profile: str, specs: dict) -> list[dict[str, Any
     return [docs[n] for n in specs]
 
 
-def write_generated_pages(root: Path, profile: str) -> None:
+def references_markdown(refs: list[Reference], paths: dict[str, str]) -> str:
+    """The reproducibility page's section on the committed reference executions ("" with
+    none, so that a book without references is unchanged)."""
+    if not refs:
+        return ""
+    lines = ["## Reference executions", "",
+             "Chapters executed once under another profile, where the hardware is, and "
+             "committed in `reference/<profile>/` with their provenance (`python -m dsmlib "
+             "reference --profile paper`). The ledger shows their verdicts beside this "
+             "build's. *Stale*: the code has changed since; shown with the commit it was "
+             "measured at, never as current.", "",
+             "| Chapter | Profile | Device | Wall time | Commit | State |", "|---|---|---|---|---|---|"]
+    for r in refs:
+        link = f"{{doc}}`{r.name} <{paths[r.name]}>`" if r.name in paths else r.name
+        state = "fresh" if r.fresh else "**stale**"
+        if r.fixture:
+            state += " (test fixture)"
+        lines.append(f"| {link} | `{r.profile}` | {r.device} | "
+                     f"{float(r.provenance.get('wall_s', 0)):.0f} s | `{r.commit}` | {state} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_generated_pages(root: Path, profile: str,
+                          references: list[Reference] | None = None) -> None:
     """The ledger, the errata, and the introduction's summary and coverage statement (from
-    ``results/<profile>``, checked against the executed chapters), and the reproducibility
-    page's table (from the executed notebooks)."""
+    ``results/<profile>``, checked against the executed chapters, with the committed
+    ``references`` beside them), and the reproducibility page's tables (from the executed
+    notebooks and the references)."""
     specs = load_specs(root / "notebooks")
     docs = checked_results(root, profile, specs)
     paths = {n: f"chapters/{n}" for n in specs}
+    refs = list(references or [])
+    by_chapter = references_by_chapter(refs)
     atomic_write_text(root / "book" / "ledger.md",
-                      ledger_markdown(docs, chapter_paths=paths, profile=profile))
+                      ledger_markdown(docs, chapter_paths=paths, profile=profile,
+                                      references=by_chapter))
     atomic_write_text(root / "book" / "errata.md",
-                      errata_markdown(docs, chapter_paths=paths, profile=profile))
+                      errata_markdown(docs, chapter_paths=paths, profile=profile,
+                                      references=by_chapter))
     gen = root / "book" / "_generated"
     atomic_write_text(gen / "summary.md", summary_markdown(docs, profile=profile))
     atomic_write_text(gen / "coverage.md", coverage_markdown(docs, profile=profile))
     runs = {n: json.loads(executed_path(root, profile, n).read_text())
             .get("metadata", {}).get("dsmlib", {}).get("provenance") for n in specs}
     atomic_write_text(gen / "provenance.md", provenance_table(runs, paths))
+    atomic_write_text(gen / "references.md", references_markdown(refs, paths))
 
 
 def copy_assets(root: Path) -> None:

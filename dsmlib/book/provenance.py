@@ -45,7 +45,8 @@ def _sha(*parts: bytes) -> str:
 OUTSIDE_KERNEL = ("__main__.py", "book/cli.py", "book/runner.py", "book/ledger.py",
                   "book/provenance.py", "book/profiles.py", "book/sphinx_ext.py",
                   "book/mystnb_plugin.py", "book/store.py", "book/pages.py", "book/kernel.py",
-                  "book/lab.py")
+                  "book/lab.py", "book/references.py", "book/reference_run.py",
+                  "book/reference_section.py", "book/scales.py", "book/site.py")
 
 
 def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,
@@ -82,11 +83,13 @@ def hardware() -> dict[str, Any]:
 
 
 def git_commit(root: Path) -> str:
-    """The commit of ``root``'s checkout (``-dirty`` if tracked files differ), or "unknown"."""
+    """The commit of ``root``'s checkout (``-dirty`` if tracked files other than the stored
+    references of ``reference/`` differ), or "unknown"."""
     try:
         sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, text=True,
                              capture_output=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                ".", ":(exclude)reference"],
                                cwd=root, text=True, capture_output=True).stdout.strip()
         return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):

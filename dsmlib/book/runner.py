@@ -1,5 +1,5 @@
-"""Execute the book's notebooks with papermill, and build the static site with Jupyter Book 1
-(book layer).
+"""Execute the book's notebooks with papermill (book layer; :mod:`dsmlib.book.site` builds
+the static site from them).
 
 papermill is the only thing that executes notebooks (the book is built with
 ``execute_notebooks: off``). Sources are MyST-Markdown notebooks (jupytext) in ``notebooks/``;
@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import threading
@@ -25,14 +24,13 @@ from typing import Any, Iterator
 from ..foundation.results import (RUN_ONLY, SEAL, atomic_write_text, notebook_parameters,
                                   same_parameters)
 from .kernel import QuietKernelManager
-from .pages import copy_assets, write_generated_pages
 from .profiles import RUNNER_PARAMETERS, check_profile, load_specs, resolve, select
 from .provenance import code_key, decorate, is_fresh, provenance
 from .store import (book_lock, clear_stage, custom_paths, executed_path, keep_failed, publish,
-                    results_mismatch, results_path, stage_dir, stage_site_copy)
+                    results_mismatch, results_path, stage_dir)
 
 __all__ = ["NotebookFailed", "find_root", "source_notebook", "declared_parameters", "plan",
-           "execute", "build", "write_generated_pages", "copy_assets"]
+           "execute"]
 
 CELL_TIMEOUT_S = 1800
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -276,26 +274,3 @@ def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: boo
               f"executed notebook {where}, results {run.results.relative_to(root)}",
               file=sys.stderr, flush=True)
     return run.out
-
-
-def build(root: Path, *, profile: str = "quick") -> Path:
-    """Build ``_build/html`` from ``profile``'s executed notebooks (copied to the site's
-    ``book/chapters/<name>.ipynb``); warnings and broken links fail it."""
-    check_profile(profile)
-    with book_lock(root, "build"):
-        specs = load_specs(root / "notebooks")
-        write_generated_pages(root, profile)      # checks chapters and results first
-        for name in specs:
-            stage_site_copy(executed_path(root, profile, name),
-                            root / "book" / "chapters" / f"{name}.ipynb")
-        copy_assets(root)
-        jb = Path(sys.executable).with_name("jupyter-book")
-        if not jb.exists():
-            raise RuntimeError(f"jupyter-book is not installed next to {sys.executable}")
-        cmd = [str(jb), "build", str(root), "--builder", "html", "-W", "-n", "--keep-going"]
-        print("[dsmlib] " + " ".join(cmd), file=sys.stderr, flush=True)
-        proc = subprocess.run(cmd, cwd=root, env={**os.environ, "DSMLIB_PROFILE": profile})
-        if proc.returncode != 0:
-            raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}); see the "
-                               "warnings above")
-        return root / "_build" / "html" / "index.html"

@@ -1,0 +1,104 @@
+"""A reference execution shown on its chapter's page (book layer): the figures and verdicts
+of, say, the ``gpu`` reference of Section 5 (ResNet-56 on a GPU), in a section of their own
+beside the run made at build time, with the reference's provenance line.
+
+Only the outputs are copied, never the code: each output cell of the reference (figures with
+their captions, verdict tables, printed scope notes) becomes a cell with its input removed,
+under a bold label naming the reference section it came from. Figure names get the profile
+as a suffix so that they stay unique on the page, and glue records are dropped (their names
+belong to the page's own run).
+"""
+from __future__ import annotations
+
+import copy
+import html
+from typing import Any
+
+from .provenance import provenance_line
+from .references import Reference, site_outputs
+
+__all__ = ["SECTION_TAG", "reference_cells", "with_reference_sections"]
+
+SECTION_TAG = "dsmlib-reference"
+#: The heading before which reference sections go (else at the end of the page).
+BEFORE_HEADING = "## Reader guide"
+SKIP_TAGS = {"parameters", "injected-parameters", "remove-cell"}
+
+
+def _source(cell: dict[str, Any]) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _shown(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in site_outputs(outputs)
+            if o.get("output_type") != "stream" or o.get("name") == "stdout"]
+
+
+def _renamed(meta: dict[str, Any], profile: str) -> dict[str, Any]:
+    meta = copy.deepcopy(meta)
+    fig = (meta.get("mystnb") or {}).get("figure")
+    if fig:
+        if fig.get("name"):
+            fig["name"] = f"{fig['name']}-{profile}-reference"
+        if fig.get("caption"):
+            fig["caption"] = f"(`{profile}` reference.) {fig['caption']}"
+    tags = [t for t in meta.get("tags", []) if t not in ("hide-input", "hide-output")]
+    meta["tags"] = [*tags, "remove-input", SECTION_TAG]
+    return meta
+
+
+def _md(text: str, i: int, profile: str) -> dict[str, Any]:
+    return {"cell_type": "markdown", "id": f"dsmlib-ref-{profile}-{i}",
+            "metadata": {"tags": [SECTION_TAG]}, "source": text}
+
+
+def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, Any]]:
+    """The section showing ``ref`` (whose executed notebook is ``ref_nb``): a heading, the
+    provenance line, then every output cell before the reader guide."""
+    p = ref.profile
+    fixture = (f"\n\n<div class='fixture-notice'><strong>Test fixture.</strong> "
+               f"{html.escape(ref.fixture)}</div>" if ref.fixture else "")
+    cells = [_md(f"## The `{p}` reference execution\n\n"
+                 f"The figures and verdicts below were not made by this build: they come from "
+                 f"the chapter's committed `{p}` reference, executed once where its hardware "
+                 "is and stored with its provenance (`python -m dsmlib reference --profile "
+                 f"{p}`). The claims ledger shows its verdicts beside this build's.{fixture}\n\n"
+                 f"<div class='provenance'>{provenance_line(ref.provenance)}</div>\n", 0, p)]
+    heading, labelled = "", ""
+    for i, cell in enumerate(ref_nb.get("cells", []), start=1):
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if cell["cell_type"] == "markdown":
+            src = _source(cell).lstrip()
+            if src.startswith(BEFORE_HEADING):
+                break
+            if src.startswith("## "):
+                heading = src.splitlines()[0][3:].strip()
+            continue
+        if cell["cell_type"] != "code" or tags & SKIP_TAGS:
+            continue
+        outputs = _shown(cell.get("outputs", []))
+        if not outputs:
+            continue
+        if heading and heading != labelled:
+            cells.append(_md(f"**{heading}** (`{p}` reference)", i, p))
+            labelled = heading
+        cells.append({"cell_type": "code", "execution_count": None,
+                      "id": f"dsmlib-ref-{p}-code-{i}", "metadata": _renamed(cell["metadata"], p),
+                      "outputs": outputs, "source": ""})
+    return cells
+
+
+def with_reference_sections(nb: dict[str, Any],
+                            shown: list[tuple[dict[str, Any], Reference]]) -> dict[str, Any]:
+    """A copy of the page ``nb`` with a section per ``(reference notebook, reference)``,
+    before its reader guide (or at its end)."""
+    nb = copy.deepcopy(nb)
+    if not shown:
+        return nb
+    cells = nb["cells"]
+    at = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+               and _source(c).lstrip().startswith(BEFORE_HEADING)), len(cells))
+    extra = [c for ref_nb, ref in shown for c in reference_cells(ref_nb, ref)]
+    cells[at:at] = extra
+    return nb

@@ -1,0 +1,181 @@
+"""Reference executions (book layer): chapters executed once, under a profile, where the
+hardware is, and committed with their provenance, so that any build can show them.
+
+``reference/<profile>/<name>.ipynb`` is the executed notebook (its ``metadata["dsmlib"]``
+holds the content key and the provenance: device, versions, wall time, commit) and
+``reference/<profile>/<name>.json`` its results. :func:`store_reference` copies a finished
+execution there; :func:`load_references` reads every reference back for a build, checks that
+its results belong to its notebook, and says whether it is *fresh* (its content key is the
+one the current code and profile give) or *stale* (measured with other code: shown with the
+commit it was measured at, never mixed in as current).
+
+Stored notebooks are slimmed to stay small (:data:`MAX_BYTES`, the site's budget per page):
+a figure keeps its plotly JSON (which Jupyter draws) and drops the static site's HTML copy,
+which :func:`site_outputs` rebuilds from the JSON when a page shows the reference.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ..figures.render import figure_html
+from ..foundation.results import atomic_write_text
+from .store import executed_path, results_mismatch, results_path
+
+__all__ = ["REFERENCE_DIR", "MAX_BYTES", "PLOTLY_JSON", "Reference", "reference_paths",
+           "slim_notebook", "site_outputs", "store_reference", "load_references",
+           "references_by_chapter", "device_label"]
+
+REFERENCE_DIR = "reference"
+#: The largest stored notebook, in bytes: the same budget as one page of the site.
+MAX_BYTES = 600_000
+PLOTLY_JSON = "application/vnd.plotly.v1+json"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One committed reference execution of one chapter under one profile."""
+    profile: str
+    name: str
+    doc: dict[str, Any]            # its results (``write_results``'s document)
+    provenance: dict[str, Any]     # the executed notebook's ``metadata.dsmlib.provenance``
+    key: str                       # the content key it was executed with
+    fresh: bool                    # whether that key is the current code's
+    notebook: Path
+    fixture: str = ""              # non-empty for a test fixture: what it is
+
+    @property
+    def commit(self) -> str:
+        return str(self.provenance.get("commit", "unknown"))
+
+    @property
+    def device(self) -> str:
+        return device_label(self.provenance)
+
+    def claims(self) -> dict[str, dict[str, Any]]:
+        return {c["id"]: c for c in self.doc.get("claims", [])}
+
+
+def device_label(prov: dict[str, Any]) -> str:
+    """The device a run used, in a few words: the GPU if any, else the CPU and its cores."""
+    hw = prov.get("hardware") or {}
+    if hw.get("gpu"):
+        return str(hw["gpu"])
+    cpu = str(hw.get("cpu") or "unknown CPU")
+    return f"{cpu}, {hw.get('cpu_count', '?')} cores"
+
+
+def reference_paths(root: Path, profile: str, name: str) -> tuple[Path, Path]:
+    """(executed notebook, results) of ``name``'s reference under ``profile``."""
+    d = root / REFERENCE_DIR / profile
+    return d / f"{name}.ipynb", d / f"{name}.json"
+
+
+def slim_notebook(nb: dict[str, Any]) -> dict[str, Any]:
+    """``nb`` without the copies a reader does not need: a figure's static-site HTML (kept
+    as its plotly JSON) and saved widget state. Modifies and returns ``nb``."""
+    nb.get("metadata", {}).pop("widgets", None)
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            data = out.get("data") or {}
+            if PLOTLY_JSON in data:
+                data.pop("text/html", None)
+    return nb
+
+
+def site_outputs(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A reference cell's outputs as the static site shows them: each figure's HTML rebuilt
+    from its plotly JSON (:func:`dsmlib.figures.render.figure_html`), glue records dropped
+    (their names belong to the page's own run)."""
+    shown = []
+    for out in outputs:
+        data = dict(out.get("data") or {})
+        if any(k.startswith("application/papermill.record") for k in data):
+            continue
+        if PLOTLY_JSON in data and "text/html" not in data:
+            data["text/html"] = figure_html(data[PLOTLY_JSON])
+        shown.append({**out, "data": data} if "data" in out else out)
+    return shown
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path} cannot be read as JSON: {err}") from None
+
+
+def store_reference(root: Path, profile: str, name: str, *, fixture: str = "") -> Path:
+    """Copy ``name``'s execution under ``profile`` (``book/chapters/<profile>/`` and
+    ``results/<profile>/``, which must match) to ``reference/<profile>/``, slimmed, each file
+    by an atomic rename (results first, as the runner does). ``fixture``: mark it as a test
+    fixture, with this description. Returns the stored notebook's path."""
+    src_nb, src_res = executed_path(root, profile, name), results_path(root, profile, name)
+    nb = _read_json(src_nb)
+    meta = nb.get("metadata", {}).get("dsmlib", {})
+    prov = meta.get("provenance") or {}
+    why = results_mismatch(src_res, meta.get("key", ""), prov.get("parameters", {}), profile)
+    if why:
+        raise ValueError(f"{src_res.relative_to(root)} does not match {src_nb.relative_to(root)}"
+                         f": {why}; execute it again before storing a reference")
+    if fixture:
+        meta["fixture"] = fixture
+    text = json.dumps(slim_notebook(nb), indent=1, ensure_ascii=False)
+    dest_nb, dest_res = reference_paths(root, profile, name)
+    if len(text.encode()) > MAX_BYTES:
+        raise ValueError(f"the reference notebook of {name!r} under {profile!r} would be "
+                         f"{len(text.encode()) / 1e3:.0f} kB, over the {MAX_BYTES / 1e3:.0f} kB "
+                         "budget of a page: make its figures smaller")
+    atomic_write_text(dest_res, src_res.read_text())
+    atomic_write_text(dest_nb, text)
+    return dest_nb
+
+
+def load_references(root: Path, names: Iterable[str], current_key: Callable[[str, str], str],
+                    *, exclude: str | None = None) -> list[Reference]:
+    """Every reference under ``reference/*/`` of the chapters ``names`` (book order, then
+    profile name), except profile ``exclude`` (the one being built).
+
+    ``current_key(profile, name)`` is the content key the current code gives (the runner's
+    :func:`dsmlib.book.runner.plan`). A reference whose results do not belong to its
+    notebook (another profile, other parameters or another key) is a ValueError naming both
+    files: it would show numbers its page did not produce.
+    """
+    base = root / REFERENCE_DIR
+    names = list(names)
+    profiles = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+    refs = []
+    for name in names:
+        for profile in profiles:
+            if profile == exclude:
+                continue
+            nb_path, res_path = reference_paths(root, profile, name)
+            if not nb_path.exists() and not res_path.exists():
+                continue
+            if not nb_path.exists() or not res_path.exists():
+                have, miss = (nb_path, res_path) if nb_path.exists() else (res_path, nb_path)
+                raise ValueError(f"{have.relative_to(root)} has no {miss.name} beside it: a "
+                                 "reference is a notebook and its results; store it again "
+                                 f"with `python -m dsmlib reference {name} --profile {profile}`")
+            meta = _read_json(nb_path).get("metadata", {}).get("dsmlib", {})
+            prov, key = meta.get("provenance") or {}, meta.get("key", "")
+            why = results_mismatch(res_path, key, prov.get("parameters", {}), profile)
+            if why or prov.get("profile") != profile:
+                why = why or f"the notebook was executed under {prov.get('profile')!r}"
+                raise ValueError(f"reference {res_path.relative_to(root)} does not match its "
+                                 f"executed notebook {nb_path.relative_to(root)}: {why}; run "
+                                 f"`python -m dsmlib reference {name} --profile {profile} "
+                                 "--force` again")
+            refs.append(Reference(profile, name, _read_json(res_path), prov, key,
+                                  key == current_key(profile, name), nb_path,
+                                  str(meta.get("fixture", ""))))
+    return refs
+
+
+def references_by_chapter(refs: Iterable[Reference]) -> dict[str, list[Reference]]:
+    out: dict[str, list[Reference]] = {}
+    for r in refs:
+        out.setdefault(r.name, []).append(r)
+    return out

@@ -1,0 +1,212 @@
+"""Verdicts at every scale (book layer): the ledger's and the errata's view of the committed
+reference executions (:mod:`dsmlib.book.references`) beside the profile being built.
+
+For each chapter with references, one table: every claim's verdict and interval under the
+built profile, then under each reference profile, with a mark where a fresh reference's
+verdict differs. A stale reference (its content key is not the current code's) is shown
+greyed, labelled with the commit it was measured at, and never counted as agreeing or
+differing. With no references, nothing here adds anything to a page.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Sequence
+
+from ..figures.tables import BADGES, data_table, fmt_interval, fmt_number
+from ..foundation.results import same_parameters
+from .references import Reference
+
+__all__ = ["same_as_built", "reference_caption", "differing_claims", "scales_html",
+           "corrections_at_scale",
+           "scales_overview", "erratum_at_scale", "errata_at_scale_summary", "PAPER_SCALE"]
+
+#: The profile whose reference is "the paper's scale".
+PAPER_SCALE = "paper"
+
+
+def _params(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in ((doc.get("run") or {}).get("parameters") or {}).items()
+            if k != "profile"}
+
+
+def same_as_built(ref: Reference, built: dict[str, Any]) -> bool:
+    """Whether the reference ran with exactly the built chapter's parameters (then it is a
+    repeat of the same run, not new evidence)."""
+    return same_parameters(_params(ref.doc), _params(built))
+
+
+def reference_caption(ref: Reference, built: dict[str, Any] | None = None) -> str:
+    """One line on where a reference's numbers came from (HTML)."""
+    p = ref.provenance
+    state = ("fresh" if ref.fresh else
+             f"<strong>stale</strong>: measured with code that has changed since commit "
+             f"<code>{html.escape(ref.commit)}</code>; not current")
+    same = (" It ran with the same parameters as this build, so it repeats this build's run "
+            "and adds no new evidence." if built is not None and same_as_built(ref, built)
+            else "")
+    fixture = (f" <strong>Test fixture:</strong> {html.escape(ref.fixture)}"
+               if ref.fixture else "")
+    return (f"<p class='scale-caption'><code>{html.escape(ref.profile)}</code> reference: "
+            f"executed in {float(p.get('wall_s', 0)):.0f} s on {html.escape(ref.device)}, "
+            f"commit <code>{html.escape(ref.commit)}</code> ({state}).{same}{fixture}</p>")
+
+
+def _cell(c: dict[str, Any] | None, stale: bool = False) -> str:
+    if c is None:
+        return "<span class='absent'>not measured</span>"
+    cls = "scale-cell stale" if stale else "scale-cell"
+    mark = "<span class='stale-tag'>stale</span> " if stale else ""
+    return (f"<span class='{cls}'>{mark}<span class='badge {c['verdict']}'>"
+            f"{BADGES[c['verdict']]}</span> {fmt_number(c['measured'])} "
+            f"<span class='iv'>{fmt_interval(c['interval'])}</span></span>")
+
+
+def differing_claims(claims: Sequence[dict[str, Any]], refs: Sequence[Reference]) -> set[str]:
+    """Ids of the claims whose verdict under some *fresh* reference differs from the built
+    profile's."""
+    out = set()
+    for ref in refs:
+        if not ref.fresh:
+            continue
+        theirs = ref.claims()
+        out |= {c["id"] for c in claims
+                if c["id"] in theirs and theirs[c["id"]]["verdict"] != c["verdict"]}
+    return out
+
+
+def scales_html(doc: dict[str, Any], refs: Sequence[Reference], profile: str) -> str:
+    """The across-scales table of one chapter: its claims under the built ``profile`` (from
+    ``doc``, its results) and under each reference; "" with no references."""
+    if not refs:
+        return ""
+    claims = doc["claims"]
+    differs = differing_claims(claims, refs)
+    head = ["Claim", f"<code>{html.escape(profile)}</code> (this build)"]
+    labels = ["Claim", f"{profile} (this build)"]
+    for r in refs:
+        tag = "" if r.fresh else " (stale)"
+        head.append(f"<code>{html.escape(r.profile)}</code> reference{tag}")
+        labels.append(f"{r.profile} reference{tag}")
+    rows, classes = [], []
+    for c in claims:
+        mark = (" <span class='differs' title='verdicts differ across scales'>≠ differs</span>"
+                if c["id"] in differs else "")
+        rows.append([f"<code>{html.escape(c['id'])}</code>{mark}", _cell(c)]
+                    + [_cell(r.claims().get(c["id"]), stale=not r.fresh) for r in refs])
+        classes.append("differs" if c["id"] in differs else "")
+    captions = "".join(reference_caption(r, doc) for r in refs)
+    n = len(differs)
+    verdict_line = (f"<p class='scale-differs'>{n} verdict{'s' if n != 1 else ''} of this "
+                    "chapter differ between scales (marked ≠).</p>" if n else
+                    "<p class='scale-differs'>No verdict of this chapter differs between "
+                    "this build and a fresh reference.</p>"
+                    if any(r.fresh for r in refs) else "")
+    table = data_table(head, rows, labels, row_classes=classes,
+                       table_class="cases scales cards")
+    return (f"<div class='scales'><p><strong>At every scale.</strong></p>{captions}"
+            f"{verdict_line}{table}</div>")
+
+
+def scales_overview(docs: Sequence[dict[str, Any]], by_chapter: dict[str, list[Reference]],
+                    profile: str) -> str:
+    """The ledger's opening paragraph on the references (Markdown); "" with none."""
+    refs = [r for rs in by_chapter.values() for r in rs]
+    if not refs:
+        return ""
+    lines = []
+    for prof in sorted({r.profile for r in refs}):
+        mine = [r for r in refs if r.profile == prof]
+        fresh = [r for r in mine if r.fresh]
+        devices = sorted({r.device for r in mine})
+        stale = [r.name for r in mine if not r.fresh]
+        differ = sum(len(differing_claims(d["claims"], [r])) for d in docs for r in fresh
+                     if r.name == d["notebook"])
+        measured = sum(1 for d in docs for r in fresh if r.name == d["notebook"]
+                       for c in d["claims"] if c["id"] in r.claims())
+        line = (f"- **`{prof}`**: references of {len(mine)} chapter{'s' if len(mine) != 1 else ''}"
+                f" ({', '.join(r.name for r in mine)}), on {'; '.join(devices)}; "
+                f"{measured} claims re-measured by the fresh ones, {differ} with a different "
+                f"verdict from this build")
+        if stale:
+            line += f"; **stale** (code changed since they ran): {', '.join(stale)}"
+        lines.append(line + ".")
+    return ("Beside this build, the book carries **reference executions**: chapters executed "
+            "once under another profile, where the hardware is, and committed with their "
+            f"provenance. Each chapter below shows them next to the `{profile}` verdicts, and "
+            "marks (≠) a claim whose verdict differs across scales.\n\n" + "\n".join(lines)
+            + "\n")
+
+
+def erratum_at_scale(claim: dict[str, Any], refs: Sequence[Reference]) -> str:
+    """One sentence (Markdown) on a claim of the errata at the paper's scale: its verdict in
+    the chapter's ``paper`` reference, or why there is none; "" with no references at all."""
+    paper = [r for r in refs if r.profile == PAPER_SCALE]
+    if not paper:
+        return ""
+    r = paper[0]
+    theirs = r.claims().get(claim["id"])
+    if theirs is None:
+        return f"*At the paper's scale:* not measured by the `{PAPER_SCALE}` reference."
+    stale = "" if r.fresh else f" (**stale** reference, commit `{r.commit}`)"
+    stands = ("the erratum stands" if theirs["verdict"] == claim["verdict"] else
+              "the verdict differs from this build")
+    return (f"*At the paper's scale*{stale}: {BADGES[theirs['verdict']]}, measured "
+            f"{fmt_number(theirs['measured'])}, interval {fmt_interval(theirs['interval'])} "
+            f"({stands}).")
+
+
+def errata_at_scale_summary(bad: Sequence[dict[str, Any]],
+                            by_chapter: dict[str, list[Reference]]) -> str:
+    """Which errata the ``paper`` references re-measured, and which of them stand there
+    (Markdown); "" with no ``paper`` reference."""
+    if not any(r.profile == PAPER_SCALE for rs in by_chapter.values() for r in rs):
+        return ""
+    stand, differ, missing = [], [], []
+    for chapter, c in bad:
+        ref = next((r for r in by_chapter.get(chapter, []) if r.profile == PAPER_SCALE
+                    and r.fresh), None)
+        theirs = ref.claims().get(c["id"]) if ref else None
+        if theirs is None:
+            missing.append(c["id"])
+        elif theirs["verdict"] == c["verdict"]:
+            stand.append(c["id"])
+        else:
+            differ.append(f"{c['id']} ({BADGES[theirs['verdict']]} there)")
+    parts = [f"**At the paper's scale** (the fresh `{PAPER_SCALE}` references): "
+             f"{len(stand)} of these {len(bad)} errata are re-measured with the same verdict"
+             + (f" ({', '.join(f'`{i}`' for i in stand)})" if stand else "")]
+    if differ:
+        parts.append(f"{len(differ)} get another verdict ({', '.join(differ)})")
+    if missing:
+        parts.append(f"{len(missing)} have no fresh `{PAPER_SCALE}` measurement "
+                     f"({', '.join(f'`{i}`' for i in missing)})")
+    return "; ".join(parts) + ".\n"
+
+
+def corrections_at_scale(docs: Sequence[dict[str, Any]],
+                         by_chapter: dict[str, list[Reference]]) -> str:
+    """The book's own corrections (claims with ``source: book``) under the built profile and
+    at the paper's scale (Markdown list); "" with no ``paper`` reference."""
+    if not any(r.profile == PAPER_SCALE for rs in by_chapter.values() for r in rs):
+        return ""
+    lines = []
+    for d in docs:
+        ref = next((r for r in by_chapter.get(d["notebook"], []) if r.profile == PAPER_SCALE),
+                   None)
+        for c in d["claims"]:
+            if c.get("source") != "book":
+                continue
+            theirs = ref.claims().get(c["id"]) if ref else None
+            if theirs is None:
+                there = "not measured at the paper's scale"
+            else:
+                stale = "" if ref.fresh else f" (**stale**, commit `{ref.commit}`)"
+                there = (f"{BADGES[theirs['verdict']]} at the paper's scale{stale}, "
+                         f"{fmt_number(theirs['measured'])} {fmt_interval(theirs['interval'])}")
+            lines.append(f"- `{c['id']}`: {BADGES[c['verdict']]} in this build "
+                         f"({fmt_number(c['measured'])} {fmt_interval(c['interval'])}); {there}.")
+    if not lines:
+        return ""
+    return ("## The book's corrections at the paper's scale\n\n"
+            "Each correction derived in this book (a claim tagged *book*), in this build and "
+            f"in the chapter's `{PAPER_SCALE}` reference:\n\n" + "\n".join(lines) + "\n")

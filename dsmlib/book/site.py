@@ -1,0 +1,75 @@
+"""Build the static site with Jupyter Book 1 from a profile's executed chapters, with the
+committed reference executions beside them (book layer)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ..foundation.results import atomic_write_text
+from .pages import copy_assets, write_generated_pages
+from .profiles import check_profile, load_specs
+from .reference_section import with_reference_sections
+from .references import Reference, load_references
+from .runner import plan
+from .store import book_lock, executed_path, stage_site_copy
+
+__all__ = ["SHOWN_PROFILES", "current_references", "site_chapter", "build"]
+
+#: Reference profiles whose executions a GPU chapter's page shows in full (figures and
+#: verdicts), when fresh; every reference's verdicts are in the ledger.
+SHOWN_PROFILES = ("gpu", "paper")
+
+
+def current_references(root: Path, profile: str, specs: dict) -> list[Reference]:
+    """The committed references of the book's chapters (other than ``profile``'s), each
+    checked against its notebook and marked fresh or stale against the current code."""
+    keys: dict[tuple[str, str], str] = {}
+
+    def key(prof: str, name: str) -> str:
+        if (prof, name) not in keys:
+            keys[prof, name] = plan(root, specs[name], prof, {}).key
+        return keys[prof, name]
+    return load_references(root, specs, key, exclude=profile)
+
+
+def site_chapter(root: Path, spec, profile: str, refs: list[Reference]) -> str:
+    """The site's copy of a chapter: its execution under ``profile``, and for a GPU chapter
+    a section per fresh ``gpu``/``paper`` reference."""
+    text = executed_path(root, profile, spec.name).read_text()
+    shown = [r for r in refs if r.name == spec.name and r.fresh and spec.gpu
+             and r.profile in SHOWN_PROFILES]
+    if not shown:
+        return text
+    nb = with_reference_sections(json.loads(text), [(json.loads(r.notebook.read_text()), r)
+                                                    for r in shown])
+    return json.dumps(nb, indent=1, ensure_ascii=False)
+
+
+def build(root: Path, *, profile: str = "quick") -> Path:
+    """Build ``_build/html`` from ``profile``'s executed notebooks (copied to the site's
+    ``book/chapters/<name>.ipynb``) and the committed references; warnings and broken links
+    fail it."""
+    check_profile(profile)
+    with book_lock(root, "build"):
+        specs = load_specs(root / "notebooks")
+        refs = current_references(root, profile, specs)
+        write_generated_pages(root, profile, refs)    # checks chapters and results first
+        stage = root / "_build" / "site-chapters"
+        for name, spec in specs.items():
+            staged = atomic_write_text(stage / f"{name}.ipynb",
+                                       site_chapter(root, spec, profile, refs))
+            stage_site_copy(staged, root / "book" / "chapters" / f"{name}.ipynb")
+        copy_assets(root)
+        jb = Path(sys.executable).with_name("jupyter-book")
+        if not jb.exists():
+            raise RuntimeError(f"jupyter-book is not installed next to {sys.executable}")
+        cmd = [str(jb), "build", str(root), "--builder", "html", "-W", "-n", "--keep-going"]
+        print("[dsmlib] " + " ".join(cmd), file=sys.stderr, flush=True)
+        proc = subprocess.run(cmd, cwd=root, env={**os.environ, "DSMLIB_PROFILE": profile})
+        if proc.returncode != 0:
+            raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}); see the "
+                               "warnings above")
+        return root / "_build" / "html" / "index.html"
