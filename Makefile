@@ -1,6 +1,7 @@
 # Two commands do everything on a fresh machine:
 #   make book   -> install, execute every notebook (PROFILE=quick), build _build/html
 #   make test   -> install (+ test deps, Chromium), run pytest
+# `make reference` executes chapters under REF_PROFILE (default paper) into reference/,
 # `make bench` runs the benchmarks (`make bench ARGS=--load`: idle and beside a busy process),
 # and `make lab NB=ols` opens one chapter live in JupyterLab.
 SHELL := /bin/bash
@@ -11,7 +12,7 @@ PYTEST_ARGS ?=
 ARGS ?=
 NB ?= ols
 
-.PHONY: book test bench execute site clean browser-deps lab
+.PHONY: book test bench execute site clean browser-deps lab reference
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -34,6 +35,13 @@ lab: $(VENV)/.installed-lab
 
 book: $(VENV)/.installed
 	$(PY) -m dsmlib book --profile $(PROFILE)
+
+# Reference executions, committed in reference/<profile>/ and shown by every build:
+#   make reference REF_PROFILE=paper [NOTEBOOKS="ols prop1_noise"]   (needs a clean tree)
+REF_PROFILE ?= paper
+NOTEBOOKS ?=
+reference: $(VENV)/.installed
+	$(PY) -m dsmlib reference --profile $(REF_PROFILE) $(NOTEBOOKS) $(ARGS)
 
 execute: $(VENV)/.installed
 	$(PY) -m dsmlib execute --profile $(PROFILE)

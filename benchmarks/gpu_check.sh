@@ -16,8 +16,10 @@
 #              lockstep K = 7, 11, captured and eager, against the DataLoader loop and against
 #              sequential runs; the GPU busy fraction; G's share of an epoch; the GPU-hours of
 #              the paper's Figure 1 grid at the measured rates.
-#   profile -- `python -m dsmlib execute sec5_distillation --profile gpu` through papermill, with
-#              its wall time and every claim's verdict.
+#   profile -- `python -m dsmlib reference sec5_distillation --profile gpu` through papermill,
+#              with its wall time and every claim's verdict; the stored reference is copied to
+#              $OUT/reference/<profile>/, ready to commit as the book's gpu reference (the site
+#              then shows it on the Section 5 page).
 # On the GPU machine, a missing papermill is installed from .whl/ into /tmp/site first.
 # --dry-run: the same steps on the CPU with tiny settings (the test suite runs it, so the
 # script cannot rot): tests are only collected, the bench runs a dry ResNet-8, and the profile
@@ -87,11 +89,13 @@ for step in $steps; do
       grep '^{' "$OUT/bench.txt" > "$OUT/bench.jsonl" ;;
     profile)
       run_step profile $([ $DRY = 1 ] && echo 600 || echo 240) \
-        $PY -m dsmlib execute sec5_distillation --profile "$PROFILE" --no-progress --force
+        $PY -m dsmlib reference sec5_distillation --profile "$PROFILE" --no-progress --force \
+        --allow-dirty
+      mkdir -p "$OUT/reference/$PROFILE"
+      cp reference/"$PROFILE"/sec5_distillation.* "$OUT/reference/$PROFILE/" 2>/dev/null
       $PY - "$PROFILE" <<'PY' 2>&1 | tee -a "$OUT/profile.txt"
 import glob, json, sys
-paths = sorted(glob.glob(f"results/{sys.argv[1]}/sec5_distillation*.json")) or \
-        sorted(glob.glob(f"results/**/sec5_distillation*.json", recursive=True))
+paths = sorted(glob.glob(f"reference/{sys.argv[1]}/sec5_distillation.json"))
 if not paths:
     sys.exit("[gpu_check] profile: no results file")
 doc = json.load(open(paths[0]))

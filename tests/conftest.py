@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, copy_book  # noqa: F401  (ROOT re-exported for old imports)
+from helpers import ROOT, copy_book, install_fixture_reference  # noqa: F401  (ROOT re-exported)
 
 
 @pytest.fixture(scope="session", params=["cpu", "cuda"])
@@ -25,8 +25,10 @@ def device(request):
 
 @pytest.fixture(scope="session")
 def smoke_book(tmp_path_factory) -> Path:
-    """A copy of the book executed with papermill and built, exactly as `make book` does."""
+    """A copy of the book executed with papermill and built, exactly as `make book` does,
+    with the committed references and the fixture ``gpu`` reference of Section 5."""
     root = copy_book(tmp_path_factory.mktemp("book"))
+    install_fixture_reference(root, "gpu", "sec5_distillation")
     proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), "book",
                            "--profile", "smoke", "--no-progress"],
                           capture_output=True, text=True, timeout=1800)

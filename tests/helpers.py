@@ -6,13 +6,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BOOK_FILES = ["_config.yml", "_toc.yml", "notebooks", "book"]
+BOOK_FILES = ["_config.yml", "_toc.yml", "notebooks", "book", "reference"]
 
 
 def copy_book(dest: Path) -> Path:
-    """Copy the book's sources (not its build products) into ``dest``."""
+    """Copy the book's sources (not its build products) into ``dest``, with its committed
+    reference executions (``reference/``) if any."""
+    dest.mkdir(parents=True, exist_ok=True)
     for name in BOOK_FILES:
         src = ROOT / name
+        if not src.exists():
+            continue
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns(
                 "chapters", "_static", "_generated", "ledger.md", "errata.md",
@@ -152,3 +156,29 @@ def barrier_sweep(*, steps: int, n_runs: int, seed: int):
     return remark3_barrier.escape_sweep(
         barrier.barrier_problem(16, seed=0), etas=[0.01, 0.02], sigma2s=[2.0, 4.0],
         batch_sizes=[1, 2], reference=(0.01, 2.0, 1), steps=steps, n_runs=n_runs, seed=seed)
+
+
+# --------------------------------------------------------------------------- reference fixtures
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def install_fixture_reference(root: Path, profile: str = "gpu",
+                              name: str = "sec5_distillation") -> tuple[Path, Path]:
+    """Copy the committed fixture reference ``tests/fixtures/reference/<profile>/<name>.*``
+    into ``root/reference/<profile>/`` and stamp it with the content key the code under test
+    gives (it was made by ``tests/fixtures/make_gpu_fixture.py`` with other settings), so that
+    a build treats it as fresh: this tests how a fresh reference is shown, not whether it is
+    fresh (tests/book/test_references.py covers staleness)."""
+    import json
+    from dsmlib.book.profiles import load_specs
+    from dsmlib.book.runner import plan
+    key = plan(root, load_specs(root / "notebooks")[name], profile, {}).key
+    dest = root / "reference" / profile
+    dest.mkdir(parents=True, exist_ok=True)
+    nb = json.loads((FIXTURES / "reference" / profile / f"{name}.ipynb").read_text())
+    res = json.loads((FIXTURES / "reference" / profile / f"{name}.json").read_text())
+    nb["metadata"]["dsmlib"]["key"] = key
+    res["run"]["key"] = key
+    (dest / f"{name}.ipynb").write_text(json.dumps(nb))
+    (dest / f"{name}.json").write_text(json.dumps(res))
+    return dest / f"{name}.ipynb", dest / f"{name}.json"

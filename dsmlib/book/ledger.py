@@ -141,7 +141,8 @@ def errata_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
             ""]) + "\n"
     errata = [(doc["notebook"], c) for doc in docs for c in doc["claims"]
               if c.get("source", "paper") == "paper" and c["verdict"] != "confirmed"]
-    summary = errata_at_scale_summary(errata, references)
+    summary = errata_at_scale_summary(errata, references,
+                                      {doc["notebook"]: doc for doc in docs})
     if summary:
         lines += [summary, ""]
     n = 0
@@ -164,7 +165,7 @@ def errata_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
                 lines += [f": *Correction.* {c['condition']}"]
             if c.get("note"):
                 lines += [f": *Note.* {c['note']}"]
-            at_scale = erratum_at_scale(c, references.get(nb, []))
+            at_scale = erratum_at_scale(c, references.get(nb, []), doc)
             if at_scale:
                 lines += [f": {at_scale}"]
             lines.append("")

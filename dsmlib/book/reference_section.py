@@ -83,9 +83,10 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
         if heading and heading != labelled:
             cells.append(_md(f"**{heading}** (`{p}` reference)", i, p))
             labelled = heading
+        # The input is removed from the page; an empty one would drop the outputs too.
         cells.append({"cell_type": "code", "execution_count": None,
                       "id": f"dsmlib-ref-{p}-code-{i}", "metadata": _renamed(cell["metadata"], p),
-                      "outputs": outputs, "source": ""})
+                      "outputs": outputs, "source": f"# output of the {p} reference"})
     return cells
 
 

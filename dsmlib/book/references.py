@@ -122,7 +122,7 @@ def store_reference(root: Path, profile: str, name: str, *, fixture: str = "") -
                          f": {why}; execute it again before storing a reference")
     if fixture:
         meta["fixture"] = fixture
-    text = json.dumps(slim_notebook(nb), indent=1, ensure_ascii=False)
+    text = json.dumps(slim_notebook(nb), ensure_ascii=False, separators=(",", ":"))
     dest_nb, dest_res = reference_paths(root, profile, name)
     if len(text.encode()) > MAX_BYTES:
         raise ValueError(f"the reference notebook of {name!r} under {profile!r} would be "

@@ -137,9 +137,11 @@ def scales_overview(docs: Sequence[dict[str, Any]], by_chapter: dict[str, list[R
             + "\n")
 
 
-def erratum_at_scale(claim: dict[str, Any], refs: Sequence[Reference]) -> str:
+def erratum_at_scale(claim: dict[str, Any], refs: Sequence[Reference],
+                     built: dict[str, Any] | None = None) -> str:
     """One sentence (Markdown) on a claim of the errata at the paper's scale: its verdict in
-    the chapter's ``paper`` reference, or why there is none; "" with no references at all."""
+    the chapter's ``paper`` reference, or why there is none; "" with no references at all.
+    ``built``: the chapter's results in this build (to say when the reference repeats it)."""
     paper = [r for r in refs if r.profile == PAPER_SCALE]
     if not paper:
         return ""
@@ -150,31 +152,41 @@ def erratum_at_scale(claim: dict[str, Any], refs: Sequence[Reference]) -> str:
     stale = "" if r.fresh else f" (**stale** reference, commit `{r.commit}`)"
     stands = ("the erratum stands" if theirs["verdict"] == claim["verdict"] else
               "the verdict differs from this build")
+    if built is not None and same_as_built(r, built):
+        stands += "; the reference ran with this build's parameters, so it is a repeat"
     return (f"*At the paper's scale*{stale}: {BADGES[theirs['verdict']]}, measured "
             f"{fmt_number(theirs['measured'])}, interval {fmt_interval(theirs['interval'])} "
             f"({stands}).")
 
 
-def errata_at_scale_summary(bad: Sequence[dict[str, Any]],
-                            by_chapter: dict[str, list[Reference]]) -> str:
-    """Which errata the ``paper`` references re-measured, and which of them stand there
-    (Markdown); "" with no ``paper`` reference."""
+def errata_at_scale_summary(bad: Sequence[tuple[str, dict[str, Any]]],
+                            by_chapter: dict[str, list[Reference]],
+                            built: dict[str, dict[str, Any]] | None = None) -> str:
+    """Which errata (``(chapter, claim)`` pairs) the ``paper`` references re-measured, and
+    which of them stand there (Markdown); "" with no ``paper`` reference. ``built``: each
+    chapter's results in this build, to count the references that merely repeat it."""
     if not any(r.profile == PAPER_SCALE for rs in by_chapter.values() for r in rs):
         return ""
-    stand, differ, missing = [], [], []
+    built = built or {}
+    stand, differ, missing, repeats = [], [], [], 0
     for chapter, c in bad:
         ref = next((r for r in by_chapter.get(chapter, []) if r.profile == PAPER_SCALE
                     and r.fresh), None)
         theirs = ref.claims().get(c["id"]) if ref else None
         if theirs is None:
             missing.append(c["id"])
-        elif theirs["verdict"] == c["verdict"]:
+            continue
+        if chapter in built and same_as_built(ref, built[chapter]):
+            repeats += 1
+        if theirs["verdict"] == c["verdict"]:
             stand.append(c["id"])
         else:
             differ.append(f"{c['id']} ({BADGES[theirs['verdict']]} there)")
+    again = (f", {repeats} of them by a reference that repeats this build's parameters (the "
+             "paper's setting is already this build's)" if repeats else "")
     parts = [f"**At the paper's scale** (the fresh `{PAPER_SCALE}` references): "
              f"{len(stand)} of these {len(bad)} errata are re-measured with the same verdict"
-             + (f" ({', '.join(f'`{i}`' for i in stand)})" if stand else "")]
+             + (f" ({', '.join(f'`{i}`' for i in stand)})" if stand else "") + again]
     if differ:
         parts.append(f"{len(differ)} get another verdict ({', '.join(differ)})")
     if missing:

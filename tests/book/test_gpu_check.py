@@ -43,3 +43,5 @@ def test_gpu_check_dry_run(tmp_path):
     assert all({"name", "ours_s", "baseline_s", "ratio"} <= set(r) for r in rows)
     profile = (out / "profile.txt").read_text()
     assert "fig1." in profile and "[gpu_check] claims of" in profile, profile[-3000:]
+    stored = out / "reference" / "smoke" / "sec5_distillation.ipynb"     # ready to commit
+    assert json.loads(stored.read_text())["metadata"]["dsmlib"]["provenance"]["profile"] == "smoke"
