@@ -8,7 +8,7 @@ from ..figures.tables import BADGES, claims_html, fmt_number
 from ..foundation.claims import CONFIDENCE, SCOPES, VERDICTS
 from .references import Reference
 from .scales import (corrections_at_scale, erratum_at_scale, errata_at_scale_summary,
-                     scales_html, scales_overview)
+                     scales_html, scales_overview, summary_at_scale)
 
 __all__ = ["PAPER_ITEMS", "MACHINERY_PROFILES", "machinery_notice", "plural",
            "ledger_markdown", "summary_markdown", "coverage_markdown", "errata_markdown"]
@@ -70,8 +70,10 @@ def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
     return "\n".join(lines) + "\n"
 
 
-def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str) -> str:
-    """A short count of verdicts, and of refutations by scope, for the introduction."""
+def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str,
+                     references: dict[str, list[Reference]] | None = None) -> str:
+    """A short count of verdicts, and of refutations by scope, for the introduction; with
+    ``references``, how many the references re-measured and how many differ."""
     claims = [c for doc in docs for c in doc["claims"]]
     counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
     paper = [c for c in claims if c.get("source", "paper") == "paper"]
@@ -86,7 +88,8 @@ def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str) -> str:
             f"{pc['confirmed']} are confirmed, {pc['refuted']} refuted"
             f"{f' ({by_scope})' if by_scope else ''} and {pc['inconclusive']} inconclusive; "
             "the rest are corrections derived here. See the {doc}`claims ledger <ledger>` for "
-            "every number and the {doc}`errata <errata>` for what the refutations mean.\n")
+            "every number and the {doc}`errata <errata>` for what the refutations mean.\n"
+            + summary_at_scale(docs, references or {}))
 
 
 #: The paper's quantitative content, and the claim-id prefixes that measure each item.

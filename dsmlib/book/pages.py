@@ -86,7 +86,8 @@ def write_generated_pages(root: Path, profile: str,
                       errata_markdown(docs, chapter_paths=paths, profile=profile,
                                       references=by_chapter))
     gen = root / "book" / "_generated"
-    atomic_write_text(gen / "summary.md", summary_markdown(docs, profile=profile))
+    atomic_write_text(gen / "summary.md", summary_markdown(docs, profile=profile,
+                                                           references=by_chapter))
     atomic_write_text(gen / "coverage.md", coverage_markdown(docs, profile=profile))
     runs = {n: json.loads(executed_path(root, profile, n).read_text())
             .get("metadata", {}).get("dsmlib", {}).get("provenance") for n in specs}

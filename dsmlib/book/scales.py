@@ -17,7 +17,7 @@ from ..foundation.results import same_parameters
 from .references import Reference
 
 __all__ = ["same_as_built", "reference_caption", "differing_claims", "scales_html",
-           "corrections_at_scale",
+           "corrections_at_scale", "summary_at_scale",
            "scales_overview", "erratum_at_scale", "errata_at_scale_summary", "PAPER_SCALE"]
 
 #: The profile whose reference is "the paper's scale".
@@ -222,3 +222,21 @@ def corrections_at_scale(docs: Sequence[dict[str, Any]],
     return ("## The book's corrections at the paper's scale\n\n"
             "Each correction derived in this book (a claim tagged *book*), in this build and "
             f"in the chapter's `{PAPER_SCALE}` reference:\n\n" + "\n".join(lines) + "\n")
+
+
+def summary_at_scale(docs: Sequence[dict[str, Any]],
+                     by_chapter: dict[str, list[Reference]]) -> str:
+    """One sentence for the introduction on what the fresh references re-measured (Markdown);
+    "" with no fresh reference."""
+    parts = []
+    for prof in sorted({r.profile for rs in by_chapter.values() for r in rs if r.fresh}):
+        pairs = [(d, r) for d in docs for r in by_chapter.get(d["notebook"], [])
+                 if r.profile == prof and r.fresh]
+        measured = sum(c["id"] in r.claims() for d, r in pairs for c in d["claims"])
+        differ = sum(len(differing_claims(d["claims"], [r])) for d, r in pairs)
+        parts.append(f"the `{prof}` references re-measure {measured} of these claims in "
+                     f"{len(pairs)} chapter{'s' if len(pairs) != 1 else ''}, and {differ} of "
+                     "their verdicts differ from this build's")
+    if not parts:
+        return ""
+    return "At other scales, " + "; ".join(parts) + " (see the ledger).\n"

@@ -179,6 +179,9 @@ def test_ledger_shows_every_scale_and_marks_differences_and_stale_references(tmp
     assert "changed since commit <code>abc123</code>" in md
     assert "Test CPU, 2 cores" in md
     assert "1 with a different verdict" in md and "**stale** (code changed" in md
+    summary = ledger.summary_markdown(docs, profile="quick", references=by_chapter)
+    assert ("the `paper` references re-measure 3 of these claims in 1 chapter, and 1 of their "
+            "verdicts differ") in summary and "`gpu`" not in summary    # stale: not counted
 
 
 def test_errata_say_which_errata_stand_at_the_papers_scale(tmp_path):
@@ -204,6 +207,9 @@ def test_a_book_without_references_is_unchanged(tmp_path):
         errata = ledger.errata_markdown(docs, chapter_paths=PATHS, profile="quick",
                                         references=refs)
         assert "paper's scale" not in errata
+        assert ledger.summary_markdown(docs, profile="quick", references=refs) == \
+            ledger.summary_markdown(docs, profile="quick")
+        assert "other scales" not in ledger.summary_markdown(docs, profile="quick")
     assert references_markdown([], PATHS) == ""
     from dsmlib.book.site import site_chapter
 
