@@ -100,3 +100,16 @@ def test_notebooks_set_no_global_state():
         text = p.read_text()
         for bad in ("set_num_threads", "manual_seed(", "np.random.seed(", "set_default_dtype"):
             assert bad not in text, f"{p.name} sets global state ({bad})"
+
+
+def test_nothing_imports_by_computed_name():
+    """The content key follows a notebook's import closure (dsmlib.book.closure), which only
+    sees ``import`` statements: no module may import by a name computed at run time."""
+    for p in modules():
+        tree = ast.parse(p.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                assert name not in ("import_module", "__import__", "spec_from_file_location"), \
+                    f"{dotted(p)} imports by computed name ({name})"

@@ -3,8 +3,8 @@
 Every executed notebook carries, in ``metadata["dsmlib"]``:
 
 - ``key``: a content hash of what determines its outputs: the notebook source, the resolved
-  parameters, the profile, and every file of the ``dsmlib`` package. ``make book`` re-executes
-  a notebook only when its key changed (:func:`is_fresh`).
+  parameters, the profile, and every ``dsmlib`` module the notebook imports, directly or not.
+  ``make book`` re-executes a notebook only when its key changed (:func:`is_fresh`).
 - ``provenance``: profile, parameters, wall time, hardware (CPU model and count, GPU model if
   any), Python and key package versions, and the git commit (with ``-dirty`` when the working
   tree differs from it).
@@ -46,17 +46,22 @@ OUTSIDE_KERNEL = ("__main__.py", "book/cli.py", "book/runner.py", "book/ledger.p
                   "book/provenance.py", "book/profiles.py", "book/sphinx_ext.py",
                   "book/mystnb_plugin.py", "book/store.py", "book/pages.py", "book/kernel.py",
                   "book/lab.py", "book/references.py", "book/reference_run.py",
-                  "book/reference_section.py", "book/scales.py", "book/site.py")
+                  "book/reference_section.py", "book/scales.py", "book/site.py",
+                  "book/closure.py")
 
 
 def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,
              pkg_dir: Path | None = None) -> str:
-    """Content hash of a notebook's source, parameters, profile and the ``dsmlib`` code the
-    kernel runs (``pkg_dir``, default wherever the package is installed), not of the
-    machine."""
+    """Content hash of a notebook's source, parameters, profile and the ``dsmlib`` code its
+    kernel can run: the import closure of its code cells
+    (:func:`dsmlib.book.closure.import_closure`, under ``pkg_dir``, default wherever the
+    package is installed), less :data:`OUTSIDE_KERNEL`. Not of the machine, and not of code
+    that only other chapters use, so that a change to one chapter's code leaves the others'
+    executions and references current."""
+    from .closure import import_closure
     pkg_dir = pkg_dir or Path(__file__).resolve().parents[1]
-    pkg = sorted(p for p in pkg_dir.rglob("*.py") if "__pycache__" not in p.parts
-                 and p.relative_to(pkg_dir).as_posix() not in OUTSIDE_KERNEL)
+    pkg = [p for p in import_closure(source, pkg_dir)
+           if p.relative_to(pkg_dir).as_posix() not in OUTSIDE_KERNEL]
     return _sha(source.read_bytes(), json.dumps(params, sort_keys=True, default=str).encode(),
                 profile.encode(), *(p.relative_to(pkg_dir).as_posix().encode() + p.read_bytes()
                                     for p in pkg))

@@ -213,15 +213,21 @@ def corrections_at_scale(docs: Sequence[dict[str, Any]],
                 there = "not measured at the paper's scale"
             else:
                 stale = "" if ref.fresh else f" (**stale**, commit `{ref.commit}`)"
+                differs = (" (**the verdict differs from this build**)"
+                           if ref.fresh and theirs["verdict"] != c["verdict"] else "")
                 there = (f"{BADGES[theirs['verdict']]} at the paper's scale{stale}, "
-                         f"{fmt_number(theirs['measured'])} {fmt_interval(theirs['interval'])}")
+                         f"{fmt_number(theirs['measured'])} {fmt_interval(theirs['interval'])}"
+                         f"{differs}")
             lines.append(f"- `{c['id']}`: {BADGES[c['verdict']]} in this build "
                          f"({fmt_number(c['measured'])} {fmt_interval(c['interval'])}); {there}.")
     if not lines:
         return ""
     return ("## The book's corrections at the paper's scale\n\n"
             "Each correction derived in this book (a claim tagged *book*), in this build and "
-            f"in the chapter's `{PAPER_SCALE}` reference:\n\n" + "\n".join(lines) + "\n")
+            f"in the chapter's `{PAPER_SCALE}` reference. The `{PAPER_SCALE}` profile runs the "
+            "paper's settings where the paper gives some; where it gives none (Remarks 3–4, "
+            "which have no experiment in the paper) it is a larger run of the book's own "
+            "models (see `notebooks/profiles.yml`).\n\n" + "\n".join(lines) + "\n")
 
 
 def summary_at_scale(docs: Sequence[dict[str, Any]],
@@ -236,7 +242,7 @@ def summary_at_scale(docs: Sequence[dict[str, Any]],
         differ = sum(len(differing_claims(d["claims"], [r])) for d, r in pairs)
         parts.append(f"the `{prof}` references re-measure {measured} of these claims in "
                      f"{len(pairs)} chapter{'s' if len(pairs) != 1 else ''}, and {differ} of "
-                     "their verdicts differ from this build's")
+                     f"their verdicts {'differs' if differ == 1 else 'differ'} from this build's")
     if not parts:
         return ""
     return "At other scales, " + "; ".join(parts) + " (see the ledger).\n"

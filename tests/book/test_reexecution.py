@@ -210,23 +210,36 @@ def test_changed_parameters_re_execute(tiny):
     assert doc["claims"][0]["measured"] == 1.02 and doc["run"]["parameters"]["x"] == 1.02
 
 
-def test_code_key_follows_kernel_code_only(tmp_path):
-    """Changing any module the kernel runs changes the key; the runner's own modules do not."""
+def test_code_key_follows_the_kernels_import_closure_only(tmp_path):
+    """Changing a module the notebook imports, directly or through another module, changes
+    the key; a module only other chapters import, or one of the runner's own, does not."""
     import shutil
     import dsmlib
     pkg = tmp_path / "dsmlib"
     shutil.copytree(Path(dsmlib.__file__).parent, pkg,
                     ignore=shutil.ignore_patterns("__pycache__"))
     src = tmp_path / "nb.md"
-    src.write_text("# nb\n")
+    src.write_text("---\njupytext:\n  text_representation:\n    format_name: myst\n---\n"
+                   "# nb\n\n```{code-cell} ipython3\n%matplotlib inline\n"
+                   "from dsmlib.chapters import ols as OLS\n\n"
+                   "def f():\n    from dsmlib.figures import tables\n```\n")
     key = lambda **p: code_key(tmp_path, src, {"x": 1, **p}, "smoke", pkg_dir=pkg)  # noqa: E731
     k0 = key()
     assert key(x=2) != k0 and code_key(tmp_path, src, {"x": 1}, "quick", pkg_dir=pkg) != k0
-    with open(pkg / "theory" / "psd.py", "a") as f:
-        f.write("\n# a change\n")
-    k1 = key()
-    assert k1 != k0
-    for outside in OUTSIDE_KERNEL:
-        with open(pkg / outside, "a") as f:
+    k = k0
+    for used in ("chapters/ols.py", "theory/least_squares.py", "figures/tables.py",
+                 "foundation/claims.py", "chapters/__init__.py", "__init__.py"):
+        with open(pkg / used, "a") as f:      # direct, transitive, function-level, packages
             f.write("\n# a change\n")
-    assert key() == k1
+        assert key() != k, used
+        k = key()
+    for unused in ("models/training.py", "theory/valley.py", "chapters/sec5_distillation.py",
+                   *OUTSIDE_KERNEL):
+        with open(pkg / unused, "a") as f:
+            f.write("\n# a change\n")
+        assert key() == k, unused
+    src.write_text(src.read_text().replace("def f():", "def f(:"))   # not Python: everything
+    k_all = key()
+    with open(pkg / "models" / "training.py", "a") as f:
+        f.write("\n# another change\n")
+    assert key() != k_all

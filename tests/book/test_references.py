@@ -181,7 +181,7 @@ def test_ledger_shows_every_scale_and_marks_differences_and_stale_references(tmp
     assert "1 with a different verdict" in md and "**stale** (code changed" in md
     summary = ledger.summary_markdown(docs, profile="quick", references=by_chapter)
     assert ("the `paper` references re-measure 3 of these claims in 1 chapter, and 1 of their "
-            "verdicts differ") in summary and "`gpu`" not in summary    # stale: not counted
+            "verdicts differs") in summary and "`gpu`" not in summary    # stale: not counted
 
 
 def test_errata_say_which_errata_stand_at_the_papers_scale(tmp_path):
@@ -191,6 +191,7 @@ def test_errata_say_which_errata_stand_at_the_papers_scale(tmp_path):
     assert "1 of these 1 errata are re-measured with the same verdict (`ols.c`)" in errata
     assert "*At the paper's scale*: ✘ refuted, measured 3" in errata
     assert "(the erratum stands)" in errata and "repeat" not in errata
+    assert "`ols.b`: " not in errata         # a paper claim, not a correction
     # A paper reference that ran with the build's own parameters says it is a repeat.
     same = {**docs[0], "run": {"parameters": {"profile": "quick", "seed": 0, "n": 9}}}
     errata = ledger.errata_markdown([same], chapter_paths=PATHS, profile="quick",
@@ -335,3 +336,26 @@ def test_the_built_site_shows_the_references(smoke_book):
     ledger_page = (html / "ledger.html").read_text()
     assert "At every scale" in ledger_page and "<code>gpu</code> reference" in ledger_page
     assert "Reference executions" in (html / "reproducibility.html").read_text()
+
+
+def test_errata_list_the_books_corrections_at_the_papers_scale(tmp_path):
+    def book(measured: float) -> dict:
+        return asdict(C.measure("ols.fix", "A correction", paper=1, measured=measured, se=0.01,
+                                band=(0.9, 1.1), source="book", condition="c"))
+    built = {"notebook": "ols", "claims": [book(1.0)], "run": {"parameters": {"seed": 0}}}
+
+    def ref(profile: str, fresh: bool) -> R.Reference:
+        doc = {"claims": [book(2.0)], "run": {"parameters": {"seed": 1}}}
+        return R.Reference(profile, "ols", doc, {"commit": "c0ffee", "hardware": {}}, "k",
+                           fresh, tmp_path / "x.ipynb")
+    errata = ledger.errata_markdown([built], chapter_paths=PATHS, profile="quick",
+                                    references={"ols": [ref("paper", True)]})
+    line = next(s for s in errata.splitlines() if s.startswith("- `ols.fix`"))
+    assert "✔ confirmed in this build" in line and "✘ refuted at the paper's scale" in line
+    assert "the verdict differs from this build" in line
+    stale = ledger.errata_markdown([built], chapter_paths=PATHS, profile="quick",
+                                   references={"ols": [ref("paper", False)]})
+    line = next(s for s in stale.splitlines() if s.startswith("- `ols.fix`"))
+    assert "**stale**, commit `c0ffee`" in line and "differs" not in line
+    assert "corrections at the paper's scale" not in ledger.errata_markdown(
+        [built], chapter_paths=PATHS, profile="quick", references={"ols": [ref("gpu", True)]})
