@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import pytest
 
 from dsmlib.chapters import remark3_valley as C
+from dsmlib.figures import explorers as E
 from dsmlib.figures import remark3_valley as F
 from dsmlib.theory import valley as V
 
@@ -55,7 +56,7 @@ def test_nested_explorer_buttons_select_the_right_state():
     sizes, ns = [2, 3], 4                                   # two menus, a slider of 4 values
     traces = [[go.Scatter(x=[k], y=[k], name=f"s{k}"), go.Scatter(x=[k], y=[0])]
               for k in range(2 * 3 * 4)]
-    fig = F.nested_explorer(traces, menus=[("a=", ["0", "1"]), ("b=", ["0", "1", "2"])],
+    fig = E.nested_explorer(traces, menus=[("a=", ["0", "1"]), ("b=", ["0", "1", "2"])],
                             slider_prefix="c=", slider_values=[0.0, 1.0, 2.0, 3.0],
                             static_traces=[go.Scatter(x=[0], y=[0])])
     lay = fig.layout
@@ -78,10 +79,10 @@ def test_nested_explorer_buttons_select_the_right_state():
     plot_h = lay.height - lay.margin.t - lay.margin.b
     tops = [(1 - m.y) * plot_h + lay.margin.t for m in lay.updatemenus]   # px from the figure top
     assert [m.x for m in lay.updatemenus] == [0.0, 0.0] and all(m.yanchor == "top" for m in lay.updatemenus)
-    assert tops[0] == pytest.approx(F.MENU_TOP) and tops[1] - tops[0] == pytest.approx(F.MENU_ROW)
-    assert tops[-1] + F.MENU_ROW <= lay.margin.t
+    assert tops[0] == pytest.approx(E.MENU_TOP) and tops[1] - tops[0] == pytest.approx(E.MENU_ROW)
+    assert tops[-1] + E.MENU_ROW <= lay.margin.t
     with pytest.raises(ValueError, match="must have 24 entries"):
-        F.nested_explorer(traces[:5], menus=[("a", ["0", "1"]), ("b", ["0", "1", "2"])],
+        E.nested_explorer(traces[:5], menus=[("a", ["0", "1"]), ("b", ["0", "1", "2"])],
                           slider_prefix="", slider_values=[0, 1, 2, 3])
 
 
