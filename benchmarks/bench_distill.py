@@ -26,12 +26,19 @@ Rows:
   time / wall time, from the profiler) against the ``DataLoader`` loop (float32, 4 workers);
   ``gpu_lockstep_k<K>_<step>``: ``K`` students in lockstep (student-images/s) against ``K``
   sequential student runs; ``gpu_gradnorm_cost_<step>``: G and evaluation per epoch against
-  training; ``paper_grid_gpu_hours``: the GPU-hours per seed that the paper's Figure 1 grid
+  training (``fraction``), and against an epoch of the paper's CIFAR-10 split at the measured
+  rate (``fraction_of_paper_epoch``: G's cost is per epoch, an epoch's length is the data's);
+  ``paper_grid_gpu_hours_<step>``: the GPU-hours per seed that the paper's Figure 1 grid
   (SVHN, CIFAR-10, CIFAR-100; a teacher and 11 students each; 200 epochs; 80 % of the official
   training sets) would take at the measured rates, against the same at the eager teacher rate.
-  ``<step>`` is ``compiled`` (the captured step, CUDA graphs) and ``eager``.
+  ``<step>`` is ``eager``, ``graph`` (the whole step replayed from a CUDA graph) and
+  ``compiled`` (``torch.compile``, CUDA graphs through inductor), timed in that order (a step
+  that fails prints ``gpu_<step>_error`` and the others go on). Every row gives
+  ``first_epoch_s`` (set-up: capture or compilation) and, for ``compiled``,
+  ``cudagraph_skips`` (how often inductor fell back from CUDA graphs).
 
-Usage: ``python benchmarks/bench_distill.py [--quick] [--gpu] [--device cpu] [--no-cpu]``.
+Usage: ``python benchmarks/bench_distill.py [--quick] [--gpu] [--device cpu] [--no-cpu]
+[--steps eager,graph,compiled]``.
 """
 from __future__ import annotations
 
@@ -171,7 +178,9 @@ def synthetic_split(n: int, device: torch.device, size: int = 32) -> DataSplit:
 
 
 def busy_fraction(fn) -> float:
-    """Kernel time / wall time of ``fn()`` on CUDA, from the profiler."""
+    """Kernel time / wall time of ``fn()`` on CUDA, from the profiler (``fn`` includes a run's
+    set-up and first epoch; kernels replayed from a CUDA graph may be invisible to the profiler
+    on some drivers, which would read low)."""
     from torch.profiler import ProfilerActivity, profile
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -202,50 +211,84 @@ def bench_gpu(args) -> None:
     X_cpu, y_cpu = data.X_train.cpu(), data.y_train.cpu()
     base_s = min(dataloader_epoch(base_model, base_opt, X_cpu, y_cpu, batch=64, pad=4, flip=True,
                                   device=dev, workers=0 if dry else 4) for _ in range(2))
-    cfg = RunConfig(dataset="cifar10", depth=depth, epochs=epochs, n_gradnorm=256 if not dry else 8)
+    # 4x the epochs timed, so the timed ones share one learning rate (one graph, no re-capture)
+    cfg = RunConfig(dataset="cifar10", depth=depth, epochs=4 * epochs,
+                    n_gradnorm=256 if not dry else 8)
     teacher = build_model(cfg, data).eval()
-    rates = {}
-    for step in ("compiled", "eager"):
-        if dry and step == "compiled" and not args.compile_on_cpu:
+    rates: dict = {}
+    for step in args.steps.split(","):
+        if dry and step == "graph" or dry and step == "compiled" and not args.compile_on_cpu:
             continue
-        cache: dict = {}
-        hist = train(cfg, data, step=step, cache=cache)
-        t_s = epoch_times(hist)
-        busy = (busy_fraction(lambda: train(replace(cfg, epochs=1), data, step=step, cache=cache))
-                if not dry else None)
-        rates[("teacher", step)] = n / t_s
-        emit(name=f"gpu_teacher_{step}", ours_s=round(t_s, 4), baseline_s=round(base_s, 4),
-             ratio=round(base_s / t_s, 3), images_per_s=round(n / t_s, 1),
-             baseline_images_per_s=round(n / base_s, 1), goal_images_per_s=12_000,
-             gpu_busy_fraction=None if busy is None else round(busy, 3), **common)
-        g_s, e_s = epoch_times(hist, "gradnorm_s"), epoch_times(hist, "eval_s")
-        emit(name=f"gpu_gradnorm_cost_{step}", ours_s=round(g_s, 4), baseline_s=round(t_s, 4),
-             ratio=round(t_s / g_s, 3), fraction=round(g_s / t_s, 4), goal_fraction=0.10,
-             eval_fraction=round(e_s / t_s, 4), n_gradnorm=cfg.n_gradnorm, **common)
-        one = epoch_times(train(students(cfg, 1)[0], data, teacher=teacher, step=step, cache=cache))
-        for k in ks:
-            group = students(cfg, k)
-            together = epoch_times(train_group(group, data, teacher=teacher, step=step,
-                                               cache=cache)[0])
-            rates[(k, step)] = k * n / together
-            emit(name=f"gpu_lockstep_k{k}_{step}", ours_s=round(together, 4),
-                 baseline_s=round(k * one, 4), ratio=round(k * one / together, 3), students=k,
-                 student_images_per_s=round(k * n / together, 1),
-                 sequential_student_images_per_s=round(n / one, 1),
-                 goal_student_images_per_s=40_000, **common)
-    best = "compiled" if ("teacher", "compiled") in rates else "eager"
+        try:
+            bench_step(step, cfg, data, teacher, ks, base_s, rates, common, epochs)
+        except Exception as exc:   # one broken path must not hide the others' figures
+            emit(name=f"gpu_{step}_error", ours_s=None, baseline_s=None, ratio=None,
+                 error=f"{type(exc).__name__}: {exc}"[:500], **common)
+            continue
+        if ("teacher", "eager") in rates and (ks[-1], step) in rates:
+            emit_hours(step, rates, ks[-1], common)
 
+
+def bench_step(step: str, cfg: RunConfig, data: DataSplit, teacher, ks: tuple[int, ...],
+               base_s: float, rates: dict, common: dict, epochs: int) -> None:
+    """Every ``--gpu`` row of one step mode (``graph``, ``eager`` or ``compiled``), from
+    ``epochs`` epochs of each run (the first left out of the medians)."""
+    n, dry = data.X_train.shape[0], data.device.type != "cuda"
+    cache: dict = {}
+    skips0 = cudagraph_skips()
+    hist = train(cfg, data, step=step, cache=cache, stop_after=epochs)
+    t_s = epoch_times(hist)
+    busy = (busy_fraction(lambda: train(cfg, data, step=step, cache=cache, stop_after=2))
+            if not dry else None)
+    rates[("teacher", step)] = n / t_s
+    extra = dict(step=step, first_epoch_s=round(hist[1]["train_s"], 3),
+                 cudagraph_skips=cudagraph_skips() - skips0)
+    emit(name=f"gpu_teacher_{step}", ours_s=round(t_s, 4), baseline_s=round(base_s, 4),
+         ratio=round(base_s / t_s, 3), images_per_s=round(n / t_s, 1),
+         baseline_images_per_s=round(n / base_s, 1), goal_images_per_s=12_000,
+         gpu_busy_fraction=None if busy is None else round(busy, 3), **extra, **common)
+    g_s, e_s = epoch_times(hist, "gradnorm_s"), epoch_times(hist, "eval_s")
+    emit(name=f"gpu_gradnorm_cost_{step}", ours_s=round(g_s, 4), baseline_s=round(t_s, 4),
+         ratio=round(t_s / g_s, 3), fraction=round(g_s / t_s, 4), goal_fraction=0.10,
+         eval_fraction=round(e_s / t_s, 4), n_gradnorm=cfg.n_gradnorm,
+         fraction_of_paper_epoch=round(g_s / (PAPER_TRAIN_IMAGES["cifar10"] / rates[("teacher", step)]), 4),
+         **extra, **common)
+    one = epoch_times(train(students(cfg, 1)[0], data, teacher=teacher, step=step, cache=cache,
+                            stop_after=epochs))
+    for k in ks:
+        group = students(cfg, k)
+        hist_k = train_group(group, data, teacher=teacher, step=step, cache=cache,
+                             stop_after=epochs)[0]
+        together = epoch_times(hist_k)
+        rates[(k, step)] = k * n / together
+        emit(name=f"gpu_lockstep_k{k}_{step}", ours_s=round(together, 4),
+             baseline_s=round(k * one, 4), ratio=round(k * one / together, 3), students=k,
+             student_images_per_s=round(k * n / together, 1),
+             sequential_student_images_per_s=round(n / one, 1),
+             goal_student_images_per_s=40_000,
+             gradnorm_fraction=round(epoch_times(hist_k, "gradnorm_s") / together, 4),
+             **extra, **common)
+
+
+def emit_hours(step: str, rates: dict, k: int, common: dict) -> None:
+    """The paper's Figure 1 grid, one seed, at ``step``'s measured rates."""
     def hours(teacher_rate: float, student_rate: float) -> float:
         images = sum(PAPER_TRAIN_IMAGES.values()) * PAPER_EPOCHS
         return (images / teacher_rate + PAPER_STUDENTS * images / student_rate) / 3600
-    ours_h = hours(rates[("teacher", best)], rates[(ks[-1], best)])
+    ours_h = hours(rates[("teacher", step)], rates[(k, step)])
     base_h = hours(rates[("teacher", "eager")], rates[("teacher", "eager")])
-    emit(name="paper_grid_gpu_hours", ours_s=round(ours_h * 3600, 1),
+    emit(name=f"paper_grid_gpu_hours_{step}", ours_s=round(ours_h * 3600, 1),
          baseline_s=round(base_h * 3600, 1), ratio=round(base_h / ours_h, 3),
          gpu_hours_per_seed=round(ours_h, 2), baseline_gpu_hours_per_seed=round(base_h, 2),
-         goal_gpu_hours_per_seed=3.0, step=best,
+         goal_gpu_hours_per_seed=3.0, step=step, students_per_group=k,
          note="training only, at the measured rates (evaluation and G add their fractions); "
               "baseline: every run alone at the eager teacher rate", **common)
+
+
+def cudagraph_skips() -> int:
+    """How often torch.compile gave up CUDA graphs so far in this process (compiled step)."""
+    from torch._dynamo.utils import counters
+    return int(counters["inductor"].get("cudagraph_skips", 0))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -256,6 +299,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--device", default="cuda", help="for --gpu: cuda, or cpu for a dry run")
     ap.add_argument("--images", type=int, default=None, help="for --gpu: random images")
     ap.add_argument("--depth", type=int, default=None, help="for --gpu: ResNet depth (56)")
+    ap.add_argument("--steps", default="eager,graph,compiled",
+                    help="for --gpu: the step modes to time, in this order (graph needs CUDA)")
     ap.add_argument("--compile-on-cpu", action="store_true",
                     help="dry run: also the compiled step on the CPU (minutes of compilation)")
     ap.add_argument("--epochs", type=int, default=None)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks of Section 5 (issue 14), as one prepared script: one call of <= 8 min on one
-# CUDA GPU (H100 or H200), printing every figure.
+# CUDA GPU (H100 or H200), printing every figure. Step limits: tests 75 s, bench 150 s, profile
+# 240 s (465 s, plus the wheels' install and the device query).
 #
 #   bash benchmarks/gpu_check.sh [--dry-run] [wheels] [tests] [bench] [profile]
 #
@@ -10,10 +11,10 @@
 #              submitit and their needs) as wheels for the GPU image's Python 3.12 into .whl/
 #              (git-ignored through .git/info/exclude) and prints their size; carry `.whl` with
 #              the device call (checkout + wheels must stay under 64 MiB).
-#   tests   -- the CUDA cases of the Section 5 and G tests (lockstep, the captured step against
-#              eager, resume, noise, G of every member in one pass).
+#   tests   -- the CUDA cases of the Section 5 and G tests (lockstep, the graph and compiled
+#              steps against eager, resume, noise, G of every member in one pass).
 #   bench   -- benchmarks/bench_distill.py --gpu: the library's train and train_group, teacher and
-#              lockstep K = 7, 11, captured and eager, against the DataLoader loop and against
+#              lockstep K = 7, 11, eager, graph and compiled, against the DataLoader loop and against
 #              sequential runs; the GPU busy fraction; G's share of an epoch; the GPU-hours of
 #              the paper's Figure 1 grid at the measured rates.
 #   profile -- `python -m dsmlib reference sec5_distillation --profile gpu` through papermill,
@@ -72,19 +73,21 @@ for step in $steps; do
     tests)
       if [ $DRY = 1 ]; then
         run_step tests 300 $PY -m pytest -q -p no:cacheprovider --collect-only \
-          tests/models/test_lockstep.py tests/models/test_runs.py tests/models/test_training.py \
-          tests/theory/test_gradient_norm.py -k cuda
+          tests/models/test_replay.py tests/models/test_lockstep.py tests/models/test_runs.py \
+          tests/models/test_training.py tests/theory/test_gradient_norm.py -k cuda
       else
-        run_step tests 90 $PY -m pytest -q -p no:cacheprovider -x tests/models/test_lockstep.py \
-          tests/models/test_runs.py tests/models/test_training.py tests/models/test_datasets.py \
-          tests/theory/test_gradient_norm.py -k cuda
+        run_step tests 75 $PY -m pytest -q -p no:cacheprovider tests/models/test_replay.py \
+          tests/models/test_lockstep.py tests/models/test_runs.py tests/models/test_training.py \
+          tests/models/test_datasets.py tests/theory/test_gradient_norm.py -k cuda
       fi ;;
     bench)
       if [ $DRY = 1 ]; then
         run_step bench 300 $PY benchmarks/bench_distill.py --gpu --no-cpu --device cpu \
           --images 64 --epochs 1 --depth 8
       else
-        run_step bench 210 $PY benchmarks/bench_distill.py --gpu --no-cpu --quick --threads 0
+        # compiled last: its compilations are the slowest part, and a cut-off loses only them
+        run_step bench 150 $PY benchmarks/bench_distill.py --gpu --no-cpu --quick --threads 0 \
+          --steps eager,graph,compiled
       fi
       grep '^{' "$OUT/bench.txt" > "$OUT/bench.jsonl" ;;
     profile)

@@ -35,6 +35,7 @@ from typing import Any, Sequence
 from ..chapters.sec5_distillation import DistillGrid, grid_from_parameters, grid_runs
 from ..foundation.checks import check_choice, check_int
 from ..models.dataset_files import check_dataset, download, missing_files
+from ..models.policy import STEP_MODES
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord, load_record, lockstep_groups, run_many, run_status
 from .profiles import DEFAULT_PROFILE, PROFILES, load_specs, parse_value, resolve
@@ -235,8 +236,9 @@ def add_grid_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--download", action="store_true",
                    help="launch: fetch missing data sets first, in this process, then train")
     p.add_argument("--deterministic", action="store_true", help="deterministic kernels")
-    p.add_argument("--step", default="auto", choices=["auto", "eager", "compiled"],
-                   help="the training step: captured as CUDA graphs (compiled; auto on CUDA) or eager")
+    p.add_argument("--step", default="auto", choices=list(STEP_MODES),
+                   help="the training step: graph (the whole step replayed from a CUDA graph; "
+                        "auto on CUDA), compiled (torch.compile) or eager")
     p.add_argument("--no-lockstep", action="store_true",
                    help="train each student alone instead of a teacher's students together")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[],

@@ -85,11 +85,13 @@ class EpochPlan:
     def steps(self) -> int:
         return self.batches.shape[0]
 
+    def step_fields(self) -> tuple[Tensor | None, ...]:
+        """The per-step tensors, in the order of :class:`Step`'s inputs after ``X, y``."""
+        return (self.batches, self.dy, self.dx, self.flips, self.gauss, self.swap_u, self.swap_r)
+
     def step(self, s: int) -> tuple[Tensor | None, ...]:
         """The inputs of :class:`Step` for step ``s`` (after ``X, y``)."""
-        return tuple(None if t is None else t[s] for t in
-                     (self.batches, self.dy, self.dx, self.flips, self.gauss, self.swap_u,
-                      self.swap_r))
+        return tuple(None if t is None else t[s] for t in self.step_fields())
 
 
 def _stack(rows: list) -> Tensor | None:
@@ -182,7 +184,8 @@ class Step:
         if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         k = len(self.members)
-        with torch.autocast(x.device.type, torch.bfloat16, enabled=self.amp):
+        # no autocast weight cache: a captured step must not keep casts from its capture
+        with torch.autocast(x.device.type, torch.bfloat16, enabled=self.amp, cache_enabled=False):
             out = self.net(x).to(self.dtype)
             if self.teacher is None:
                 return F.cross_entropy(out.view(x.shape[0], -1), y[idx]).reshape(1)
@@ -193,7 +196,7 @@ class Step:
 
 
 def compile_step(step: Step, device: torch.device):
-    """The step through ``torch.compile`` as one graph: on CUDA with
+    """The step's forward and loss through ``torch.compile`` as one graph: on CUDA with
     ``mode="reduce-overhead"`` (CUDA graphs: the forward and its backward replay without
     per-kernel launches), elsewhere inductor's default mode."""
     mode = "reduce-overhead" if device.type == "cuda" else "default"

@@ -1,8 +1,12 @@
 """One device policy for Section 5's training (models layer): precision, memory format, chunk
 sizes and the way the step runs are decided here, once per run, and nowhere else.
 
-Measured figures for the captured step (``step="compiled"`` on CUDA) belong in
-``benchmarks/bench_distill.py``'s header, with the card they were measured on.
+The step runs in one of three ways (:mod:`dsmlib.models.replay`): ``eager``; ``graph``, the
+whole step -- batch, augmentation, noise, forward, loss, backward and SGD step -- captured once as
+a CUDA graph and replayed (the default on CUDA: seconds to capture, no compiler); or
+``compiled``, the forward and loss through ``torch.compile(mode="reduce-overhead")`` (inductor's
+fused kernels as CUDA graphs, a minute or more of compilation per shape). Measured figures
+belong in ``benchmarks/bench_distill.py``'s header, with the card they were measured on.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from ..foundation.checks import check_choice
 
 __all__ = ["STEP_MODES", "DevicePolicy", "device_policy", "execution"]
 
-STEP_MODES = ("auto", "eager", "compiled")
+STEP_MODES = ("auto", "eager", "graph", "compiled")
 
 
 @dataclass(frozen=True)
@@ -27,8 +31,9 @@ class DevicePolicy:
     ``dtype``: parameters, targets and losses (float64 only when asked for, e.g. by tests);
     ``amp``: bf16 autocast of the forward passes; ``channels_last``: the memory format of
     images and weights; ``eval_batch`` and ``gradnorm_chunk``: images per evaluation batch and
-    per chunk of the per-sample probes of ``G``; ``compiled``: the step through
-    ``torch.compile`` (CUDA graphs on CUDA) instead of eagerly."""
+    per chunk of the per-sample probes of ``G``; ``step``: ``eager``, ``graph`` (the whole step
+    replayed from a CUDA graph) or ``compiled`` (the forward and loss through
+    ``torch.compile``)."""
     device: torch.device
     precision: str
     dtype: torch.dtype
@@ -36,15 +41,26 @@ class DevicePolicy:
     channels_last: bool
     eval_batch: int
     gradnorm_chunk: int
-    compiled: bool
+    step: str
+
+    @property
+    def compiled(self) -> bool:
+        return self.step == "compiled"
+
+    @property
+    def graphed(self) -> bool:
+        return self.step == "graph"
 
 
 def device_policy(precision: str, device: torch.device, step: str = "auto") -> DevicePolicy:
     """The policy of a run with ``precision`` (``auto``: bf16 on CUDA, fp32 on the CPU) on
-    ``device``; ``step``: ``auto`` (compiled on CUDA, eager elsewhere), ``eager`` or
-    ``compiled``."""
+    ``device``; ``step``: ``auto`` (graph on CUDA, eager elsewhere), ``eager``, ``graph`` (CUDA
+    only) or ``compiled``."""
     step = check_choice("step", step, STEP_MODES)
     cuda = device.type == "cuda"
+    if step == "graph" and not cuda:
+        raise ValueError(f"step='graph' needs a CUDA device (CUDA graphs), not {device.type}: "
+                         "use step='eager' or 'compiled'")
     if precision == "auto":
         precision = "bf16" if cuda else "fp32"
     return DevicePolicy(
@@ -52,7 +68,7 @@ def device_policy(precision: str, device: torch.device, step: str = "auto") -> D
         dtype=torch.float64 if precision == "fp64" else torch.float32,
         amp=precision == "bf16", channels_last=cuda, eval_batch=1024,
         gradnorm_chunk=256 if cuda else 64,
-        compiled=(step == "compiled") or (step == "auto" and cuda))
+        step=("graph" if cuda else "eager") if step == "auto" else step)
 
 
 @contextlib.contextmanager

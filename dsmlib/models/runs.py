@@ -178,7 +178,7 @@ def execute_group(configs: Sequence[RunConfig], root: str | Path, *,
     """Run ``configs`` -- one teacher, or students of one teacher -- in lockstep: finished runs
     are skipped; the others resume from their checkpoints (``resume_from``: run key ->
     checkpoint path), and those at the same epoch train together. ``step``: ``auto`` |
-    ``eager`` | ``compiled`` (``compile_model=True`` is ``step="compiled"``). Returns the
+    ``eager`` | ``graph`` | ``compiled`` (``compile_model=True`` is ``step="compiled"``). Returns the
     records in the order of ``configs``."""
     root, resume_from = Path(root), dict(resume_from or {})
     step = "compiled" if compile_model else step

@@ -3,8 +3,9 @@ or the students of one teacher, in lockstep, each regressing on the teacher's lo
 own noise redrawn at every iteration.
 
 The data live on the device (:class:`dsmlib.models.datasets.DataSplit`); batches are indexed and
-augmented there. How a run executes -- bf16 autocast and channels-last on CUDA, the step eager
-or captured as a CUDA graph -- is decided once, by :func:`dsmlib.models.policy.device_policy`;
+augmented there. How a run executes -- bf16 autocast and channels-last on CUDA, the step eager,
+replayed from a CUDA graph (:mod:`dsmlib.models.replay`) or compiled -- is decided once, by
+:func:`dsmlib.models.policy.device_policy`;
 losses, targets, noise and every measurement are float32 (float64 if asked for).
 
 Randomness: each epoch draws its order and augmentation from ``child_seed(seed, DATA, epoch)``
@@ -43,6 +44,7 @@ from .lockstep import stack_optimizer_states, stack_states
 from .networks import cifar_resnet
 from .pipeline import STREAM_DATA, STREAM_NOISE, Member, Step, compile_step, member_targets, plan_epoch
 from .policy import DevicePolicy, device_policy, execution
+from .replay import StepLoop, cuda_capture
 from .run_config import RunConfig
 
 __all__ = ["STREAM_INIT", "STREAM_DATA", "STREAM_NOISE", "STREAM_GRADNORM", "noise_model",
@@ -223,8 +225,9 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
     ``states``: one checkpoint per run (``model``, ``optimizer``, ``history``; all at the same
     epoch) to continue from. ``on_epoch(epoch, histories, model, optimizer)`` runs after every
     epoch (checkpoints: :mod:`dsmlib.models.lockstep` splits the grouped state). ``stop_after``:
-    at most that many epochs in this call. ``step``: ``auto`` | ``eager`` | ``compiled`` (see
-    :func:`dsmlib.models.policy.device_policy`); ``cache``: compiled steps to reuse.
+    at most that many epochs in this call. ``step``: ``auto`` | ``eager`` | ``graph`` |
+    ``compiled`` (see :func:`dsmlib.models.policy.device_policy`); ``cache``: compiled steps to
+    reuse.
     """
     _check_group(configs, teacher)
     c, k_all = configs[0], len(configs)
@@ -260,6 +263,8 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
         what = c.label() + (f" (+{k_all - 1} in lockstep)" if k_all > 1 else "")
         epochs = tqdm(epochs, desc=what, leave=False, initial=start, total=c.epochs)
     kinds = {m.kind for m in members}
+    loop = StepLoop(steps_fn, model, opt, data.X_train, data.y_train, k_all, dtype=policy.dtype,
+                    capture=cuda_capture if policy.graphed else None)
     for epoch in epochs:
         plan = plan_epoch(c.seed, epoch, n=n, batch_size=b, device=data.device, pad=data.pad,
                           flip=data.spec.flip, augment=c.augment, num_classes=c.num_classes,
@@ -268,13 +273,8 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
         for group in opt.param_groups:
             group["lr"] = lr
         model.train()
-        t0, total = _clock(data.device), torch.zeros(k_all, dtype=policy.dtype, device=data.device)
-        for s in range(plan.steps):
-            losses = steps_fn(data.X_train, data.y_train, *plan.step(s))
-            opt.zero_grad(set_to_none=True)
-            losses.sum().backward()
-            opt.step()
-            total += losses.detach()
+        t0 = _clock(data.device)
+        total = loop.epoch(plan)
         train_s = _clock(data.device) - t0
         rows = _measure(model, data, targets, configs, policy, epoch + 1)
         for hist, sc, tot, row in zip(histories, scales, total.tolist(), rows):

@@ -39,7 +39,8 @@ def test_gpu_check_dry_run(tmp_path):
     rows = [json.loads(line) for line in (out / "bench.jsonl").read_text().splitlines()]
     names = {r["name"] for r in rows}
     assert {"gpu_teacher_eager", "gpu_gradnorm_cost_eager", "gpu_lockstep_k3_eager",
-            "paper_grid_gpu_hours"} <= names
+            "paper_grid_gpu_hours_eager"} <= names
+    assert not any(n.endswith("_error") for n in names), rows
     assert all({"name", "ours_s", "baseline_s", "ratio"} <= set(r) for r in rows)
     profile = (out / "profile.txt").read_text()
     assert "fig1." in profile and "[gpu_check] claims of" in profile, profile[-3000:]

@@ -1,0 +1,137 @@
+"""The whole-step CUDA-graph path (dsmlib.models.replay), checked as far as the CPU can: the
+step a graph captures synchronises with nothing and draws nothing; a loop that captures after
+its warm-up and replays equals the eager loop bit for bit, with a graph per learning rate; and
+on CUDA, where present, the real capture matches eager training."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from dsmlib.models.datasets import load_dataset
+from dsmlib.models.pipeline import Member, Step, plan_epoch
+from dsmlib.models.policy import device_policy
+from dsmlib.models.replay import WARMUP_STEPS, StepLoop
+from dsmlib.models.run_config import RunConfig, student_of
+from dsmlib.models.training import build_model, train, train_group
+
+# Ops a CUDA graph cannot hold: a host synchronisation (a value read back, a data-dependent
+# shape) or a random draw (the step's randomness is planned before the epoch).
+FORBIDDEN = ("_local_scalar_dense", "item", "nonzero", "masked_select", "unique",
+             "rand", "normal", "bernoulli", "uniform", "exponential", "multinomial")
+
+
+class NoSyncNoDraw(TorchDispatchMode):
+    """Fails on any op in :data:`FORBIDDEN` run inside it."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.__name__.split(".")[0]
+        if any(name == f or name.startswith(f) for f in FORBIDDEN):
+            raise AssertionError(f"{func} would break a CUDA graph")
+        return func(*args, **(kwargs or {}))
+
+
+TEACHER = RunConfig(dataset="digits", depth=8, epochs=3, batch_size=32, train_limit=64,
+                    n_gradnorm=4, gradnorm_probes=2)
+MEMBERS = [Member("none"), Member("gaussian", 4.0), Member("symmetric", 0.3),
+           Member("symmetric_mean", 0.3)]
+
+
+def _loop(data, students: bool, capture=None) -> StepLoop:
+    k = len(MEMBERS) if students else 1
+    net = build_model(TEACHER, data, k)
+    teacher = build_model(TEACHER, data).eval() if students else None
+    step = Step(net, teacher, MEMBERS if students else [Member("teacher")], pad=data.pad,
+                augment=True, amp=False, channels_last=False, dtype=torch.float32)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    return StepLoop(step, net, opt, data.X_train, data.y_train, k, dtype=torch.float32,
+                    capture=capture)
+
+
+def _plan(data, epoch: int):
+    return plan_epoch(0, epoch, n=data.X_train.shape[0], batch_size=32, device=data.device,
+                      pad=data.pad, flip=False, augment=True, num_classes=10,
+                      kinds={"gaussian", "symmetric"})
+
+
+@pytest.mark.parametrize("students", [False, True])
+def test_the_captured_step_neither_synchronises_nor_draws(students):
+    data = load_dataset("digits", train_limit=64, device="cpu")
+    loop = _loop(data, students)
+    loop.load(_plan(data, 0))
+    loop.one()                    # the first SGD step creates the momentum buffers
+    with NoSyncNoDraw():
+        loop.one()
+    assert int(loop.counter) == 2
+    # the check can fail: a step that reads a value back is caught
+    with pytest.raises(AssertionError, match="would break a CUDA graph"):
+        with NoSyncNoDraw():
+            float(loop.total.sum())
+
+
+@pytest.mark.parametrize("students", [False, True])
+def test_a_replayed_loop_equals_the_eager_loop(students):
+    """A capture here records the step without running it (as a CUDA graph does) and its
+    replay runs it: so the loop must read every input from its static buffers, not consume a
+    step when capturing, capture only after the warm-up has made every gradient and momentum
+    buffer, and capture once per learning rate."""
+    data = load_dataset("digits", train_limit=64, device="cpu")   # 2 steps an epoch
+    captured = []
+
+    def capture(fn, pool):
+        net = loop.model
+        assert all(p.grad is not None for p in net.parameters())
+        assert all("momentum_buffer" in loop.opt.state[p] for p in net.parameters())
+        assert net.training
+        captured.append(loop.opt.param_groups[0]["lr"])
+
+        def replay():
+            with NoSyncNoDraw():
+                fn()
+        return replay, pool
+    eager, loop = _loop(data, students), _loop(data, students, capture)
+    for epoch, lr in enumerate([0.1, 0.1, 0.01, 0.001]):
+        plan = _plan(data, epoch)
+        for lp in (eager, loop):
+            for g in lp.opt.param_groups:
+                g["lr"] = lr
+            lp.model.train()
+        a, b = eager.epoch(plan), loop.epoch(plan)
+        assert torch.equal(a, b) and int(loop.counter) == plan.steps
+    assert loop.eager_steps == WARMUP_STEPS and captured == [0.1, 0.01, 0.001]
+    for (name, p), q in zip(eager.model.state_dict().items(), loop.model.state_dict().values()):
+        assert torch.equal(p, q), name
+
+
+def test_graph_step_needs_cuda():
+    with pytest.raises(ValueError, match="step='graph' needs a CUDA device"):
+        device_policy("auto", torch.device("cpu"), "graph")
+    assert device_policy("auto", torch.device("cpu")).step == "eager"
+    assert device_policy("auto", torch.device("cuda")).step == "graph"
+    data = load_dataset("digits", train_limit=64, device="cpu")
+    with pytest.raises(ValueError, match="needs a CUDA device"):
+        train(dataclasses.replace(TEACHER, epochs=1), data, step="graph")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (CUDA graphs)")
+@pytest.mark.parametrize("precision, rel, points", [("bf16", 0.05, 0.05), ("fp32", 1e-3, 0.02)])
+def test_graph_step_matches_eager_on_cuda(precision, rel, points):
+    """Stated tolerances: after two epochs (with a learning-rate drop, so two graphs) the
+    replayed and eager paths agree to ``rel`` on losses and G and to ``points`` on accuracies
+    (the same kernels, but cuDNN may pick other algorithms; bf16 rounds coarsely)."""
+    data = load_dataset("digits", train_limit=192, image_size=16, device="cuda")
+    t = dataclasses.replace(TEACHER, precision=precision, epochs=2)
+    cfgs = [student_of(t, "none", 0.0), student_of(t, "gaussian", 4.0),
+            student_of(t, "symmetric", 0.3)]
+    t_model = build_model(t, data).eval()
+    for group in ([t], cfgs):
+        teacher = None if group[0].role == "teacher" else t_model
+        eager = train_group(group, data, teacher=teacher, step="eager")
+        graph = train_group(group, data, teacher=teacher, step="graph")
+        for a, b in zip(eager, graph):
+            for key in ("train_objective", "train_loss", "val_loss", "gradnorm"):
+                assert b[-1][key] == pytest.approx(a[-1][key], rel=rel), key
+            for key in ("train_acc", "val_acc", "test_acc"):
+                assert abs(b[-1][key] - a[-1][key]) <= points, key
