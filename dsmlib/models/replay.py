@@ -26,7 +26,7 @@ from torch import Tensor, nn
 
 from .pipeline import EpochPlan
 
-__all__ = ["WARMUP_STEPS", "Capture", "cuda_capture", "StepLoop"]
+__all__ = ["WARMUP_STEPS", "Capture", "cuda_capture", "on_side_stream", "StepLoop"]
 
 WARMUP_STEPS = 3   # eager steps before the first capture (PyTorch's whole-network recipe)
 
@@ -46,7 +46,7 @@ def cuda_capture(fn: Callable[[], None], pool: Any = None) -> tuple[Callable[[],
     return graph.replay, graph.pool()
 
 
-def _on_side_stream(fn: Callable[[], None], device: torch.device) -> None:
+def on_side_stream(fn: Callable[[], None], device: torch.device) -> None:
     """Run ``fn`` on a side stream (CUDA; PyTorch's warm-up before a capture), else directly."""
     if device.type != "cuda":
         fn()
@@ -114,7 +114,7 @@ class StepLoop:
             if self.capture is None:
                 self.one()
             elif self.eager_steps < WARMUP_STEPS:
-                _on_side_stream(self.one, self.X.device)
+                on_side_stream(self.one, self.X.device)
                 self.eager_steps += 1
             else:
                 self.replay()()

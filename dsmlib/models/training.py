@@ -5,8 +5,8 @@ own noise redrawn at every iteration.
 The data live on the device (:class:`dsmlib.models.datasets.DataSplit`); batches are indexed and
 augmented there. How a run executes -- bf16 autocast and channels-last on CUDA, the step eager,
 replayed from a CUDA graph (:mod:`dsmlib.models.replay`) or compiled -- is decided once, by
-:func:`dsmlib.models.policy.device_policy`;
-losses, targets, noise and every measurement are float32 (float64 if asked for).
+:func:`dsmlib.models.policy.device_policy`; losses, targets, noise and every measurement are
+float32 (float64 if asked for).
 
 Randomness: each epoch draws its order and augmentation from ``child_seed(seed, DATA, epoch)``
 and its label noise from ``child_seed(seed, NOISE, epoch)``, all before its first step
@@ -20,29 +20,26 @@ numbers equal those of its separate run up to rounding.
 Measured before training (epoch 0) and after every epoch, per member: accuracy and loss on the
 training (un-augmented), validation and test sets, the gradient norm ``G(theta)`` of Eq. (22) on
 a fixed subsample of the training set with its standard error (all members in one pass,
-:func:`dsmlib.theory.gradient_norm.gradient_norm_probe_members`), the mean training objective
-SGD saw, the learning rate, and wall times (of the whole group). A student's losses compare its
-logits with the noise's mean ``E[y~]`` of the teacher's logits (the noiseless target: ``y`` for
-Gaussian noise, ``M y`` for the swap and its control); the teacher's are cross-entropies.
+:mod:`dsmlib.models.measure`), the mean training objective SGD saw, the learning rate, and wall
+times (of the whole group).
 """
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import nn
 
-from ..foundation.rng import as_torch_generator, child_seed
-from ..theory.gradient_norm import gradient_norm_probe_members
+from ..foundation.rng import child_seed
 from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise
 from .datasets import DataSplit
 from .lockstep import stack_optimizer_states, stack_states
+from .measure import STREAM_GRADNORM, GradNormMeter, clock, measure, noiseless_targets, predict
 from .networks import cifar_resnet
-from .pipeline import STREAM_DATA, STREAM_NOISE, Member, Step, compile_step, member_targets, plan_epoch
+from .pipeline import STREAM_DATA, STREAM_NOISE, Member, Step, compile_step, plan_epoch
 from .policy import DevicePolicy, device_policy, execution
 from .replay import StepLoop, cuda_capture
 from .run_config import RunConfig
@@ -51,7 +48,7 @@ __all__ = ["STREAM_INIT", "STREAM_DATA", "STREAM_NOISE", "STREAM_GRADNORM", "noi
            "lr_at", "resolved_precision", "lockstep_key", "build_model", "execution", "predict",
            "train_group", "train"]
 
-STREAM_INIT, STREAM_GRADNORM = 1, 4
+STREAM_INIT = 1
 
 # on_epoch(epoch, histories, model, optimizer): the grouped model and its optimizer
 EpochHook = Callable[[int, list, nn.Module, torch.optim.Optimizer], None]
@@ -99,79 +96,9 @@ def build_model(config: RunConfig, data: DataSplit, members: int = 1,
     return model.to(memory_format=torch.channels_last) if policy.channels_last else model
 
 
-def _clock(device: torch.device) -> float:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter()
-
-
-@torch.no_grad()
-def predict(model: nn.Module, X: Tensor, *, amp: bool, batch: int = 1024,
-            dtype: torch.dtype = torch.float32) -> Tensor:
-    """Logits (in ``dtype``) of ``model`` (as it is: call ``eval()`` first) on ``X``, in
-    batches; ``(N, L)``, or ``(N, K, L)`` for a ``K``-member module."""
-    wdtype = next(model.parameters()).dtype
-    out = []
-    for s in range(0, X.shape[0], batch):
-        x = X[s:s + batch].to(wdtype)
-        x = x.contiguous(memory_format=torch.channels_last) if x.is_cuda else x
-        with torch.autocast(X.device.type, torch.bfloat16, enabled=amp):
-            out.append(model(x).to(dtype))
-    return torch.cat(out)
-
-
-def _splits(data: DataSplit) -> dict[str, tuple[Tensor, Tensor]]:
-    return {"train": (data.X_train, data.y_train), "val": (data.X_val, data.y_val),
-            "test": (data.X_test, data.y_test)}
-
-
 def _members(configs: Sequence[RunConfig]) -> tuple[Member, ...]:
     return tuple(Member("teacher") if c.role == "teacher" else Member(c.noise, c.level)
                  for c in configs)
-
-
-def _mean_members(members: Sequence[Member]) -> list[Member]:
-    """The noiseless target ``E[y~]`` of each member, as a member drawing nothing."""
-    return [Member("symmetric_mean", m.level) if m.kind.startswith("symmetric") else
-            Member("none") for m in members]
-
-
-def _targets(teacher: nn.Module | None, members: Sequence[Member], data: DataSplit,
-             policy: DevicePolicy) -> dict[str, Tensor | None]:
-    """Per split, the members' noiseless targets ``(N, K, L)`` (None for a teacher run)."""
-    if teacher is None:
-        return {k: None for k in _splits(data)}
-    return {name: member_targets(predict(teacher, X, amp=policy.amp, dtype=policy.dtype),
-                                 _mean_members(members), None, None, None)
-            for name, (X, _) in _splits(data).items()}
-
-
-def _measure(model: nn.Module, data: DataSplit, targets: dict[str, Tensor | None],
-             configs: Sequence[RunConfig], policy: DevicePolicy, epoch: int) -> list[dict]:
-    """Per member: accuracies and losses on every split, then ``G(theta)`` on the fixed
-    subsample, every member in one pass."""
-    model.eval()
-    k_all = len(configs)
-    t0 = _clock(data.device)
-    rows: list[dict[str, float]] = [{} for _ in configs]
-    for name, (X, y) in _splits(data).items():
-        logits = predict(model, X, amp=policy.amp, batch=policy.eval_batch,
-                         dtype=policy.dtype).view(X.shape[0], k_all, -1)
-        for k, row in enumerate(rows):
-            row[f"{name}_acc"] = float((logits[:, k].argmax(dim=1) == y).float().mean())
-            row[f"{name}_loss"] = float(
-                F.cross_entropy(logits[:, k], y) if targets[name] is None
-                else F.mse_loss(logits[:, k], targets[name][:, k]))
-    t1 = _clock(data.device)
-    ests = gradient_norm_probe_members(
-        model, data.X_train[:configs[0].n_gradnorm], k_all, n_probes=configs[0].gradnorm_probes,
-        seed=as_torch_generator(child_seed(configs[0].seed, STREAM_GRADNORM, epoch), data.device),
-        chunk_size=policy.gradnorm_chunk)
-    t2 = _clock(data.device)
-    for row, est in zip(rows, ests):
-        row.update(gradnorm=est.estimate, gradnorm_se=est.standard_error, eval_s=t1 - t0,
-                   gradnorm_s=t2 - t1)
-    return rows
 
 
 def _check_group(configs: Sequence[RunConfig], teacher: nn.Module | None) -> None:
@@ -244,7 +171,11 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
     opt = torch.optim.SGD(model.parameters(), lr=c.lr, momentum=c.momentum,
                           weight_decay=c.weight_decay)
     members = _members(configs)
-    targets = _targets(teacher, members, data, policy)
+    targets = noiseless_targets(teacher, members, data, policy)
+    capture = cuda_capture if policy.graphed else None
+    gradnorm = GradNormMeter(model, data.X_train[:c.n_gradnorm], k_all, seed=c.seed,
+                             n_probes=c.gradnorm_probes, chunk_size=policy.gradnorm_chunk,
+                             capture=capture)
     t_train = targets["train"]   # the loss of predicting the mean target: the loss's scale
     scales = ([math.log(c.num_classes)] if t_train is None else
               [float(F.mse_loss(t, t.mean(0).expand_as(t))) for t in t_train.unbind(1)])
@@ -255,7 +186,8 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
     else:
         histories = [[dict(epoch=0, lr=0.0, train_objective=None, train_s=0.0, loss_scale=sc,
                            lockstep=k_all, **row)]
-                     for sc, row in zip(scales, _measure(model, data, targets, configs, policy, 0))]
+                     for sc, row in zip(scales, measure(model, data, targets, configs, policy, 0,
+                                                        gradnorm))]
     start = len(histories[0]) - 1
     epochs: Any = range(start, c.epochs if stop_after is None else min(c.epochs, start + stop_after))
     if progress:
@@ -264,7 +196,7 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
         epochs = tqdm(epochs, desc=what, leave=False, initial=start, total=c.epochs)
     kinds = {m.kind for m in members}
     loop = StepLoop(steps_fn, model, opt, data.X_train, data.y_train, k_all, dtype=policy.dtype,
-                    capture=cuda_capture if policy.graphed else None)
+                    capture=capture)
     for epoch in epochs:
         plan = plan_epoch(c.seed, epoch, n=n, batch_size=b, device=data.device, pad=data.pad,
                           flip=data.spec.flip, augment=c.augment, num_classes=c.num_classes,
@@ -273,10 +205,10 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
         for group in opt.param_groups:
             group["lr"] = lr
         model.train()
-        t0 = _clock(data.device)
+        t0 = clock(data.device)
         total = loop.epoch(plan)
-        train_s = _clock(data.device) - t0
-        rows = _measure(model, data, targets, configs, policy, epoch + 1)
+        train_s = clock(data.device) - t0
+        rows = measure(model, data, targets, configs, policy, epoch + 1, gradnorm)
         for hist, sc, tot, row in zip(histories, scales, total.tolist(), rows):
             hist.append(dict(epoch=epoch + 1, lr=lr, train_objective=tot / plan.steps,
                              train_s=train_s, loss_scale=sc, lockstep=k_all, **row))

@@ -23,6 +23,7 @@ from .jacobians import (as_inputs, check_chunk, model_constants, model_device, m
                         trainable_parameters, tree_sq_norms)
 
 __all__ = ["ProbeEstimate", "gradient_norm", "gradient_norm_probe", "gradient_norm_probe_members",
+           "member_probes", "member_probe_sq_norms", "member_probe_estimates",
            "welch_satterthwaite_dof"]
 
 
@@ -169,21 +170,43 @@ def gradient_norm_probe_members(model: nn.Module, X: Any, members: int, *, n_pro
 def _vjp_estimates(model: nn.Module, X: Tensor, members: int, n_probes: int, probe: str,
                    generator: torch.Generator, chunk_size: int, progress: bool
                    ) -> list[ProbeEstimate]:
-    params = trainable_parameters(model)
-    n, n_out = X.shape[0], n_outputs(model, X)
+    U = member_probes(model, X, members, n_probes, probe, generator)
+    q = member_probe_sq_norms(model, X, U, members, chunk_size, progress)
+    return member_probe_estimates(q, probe, U.shape[-1] // members)
+
+
+def member_probes(model: nn.Module, X: Tensor, members: int, n_probes: int, probe: str,
+                  generator: torch.Generator) -> Tensor:
+    """The probes of :func:`gradient_norm_probe_members`, ``(N, n_probes, K * L)``: each
+    member gets the ``(N, n_probes, L)`` draws a separate run with ``generator`` would make."""
+    n_out = n_outputs(model, X)
     if n_out % members:
         raise ValueError(f"the model's {n_out} outputs per sample do not split into {members} members")
-    per = n_out // members
-    U = _probes((n, n_probes, per), probe, generator, model_dtype(model)).repeat(1, 1, members)
-    f = per_sample_fn(model)
+    U = _probes((X.shape[0], n_probes, n_out // members), probe, generator, model_dtype(model))
+    return U.repeat(1, 1, members)
+
+
+def member_probe_sq_norms(model: nn.Module, X: Tensor, U: Tensor, members: int,
+                          chunk_size: int = 32, progress: bool = False) -> Tensor:
+    """``q[i, k, m] = ||J_{i,m}^T u_{i,k}||^2``, ``(N, n_probes, K)``: sample ``i``'s
+    probe ``k`` pulled back through member ``m``'s parameters (a block of the grouped module's
+    Jacobian). Deterministic given ``U``, with no host synchronisation: it can be captured."""
+    params, f = trainable_parameters(model), per_sample_fn(model)
+    n_probes = U.shape[1]
 
     def sample_q(p: dict[str, Tensor], x: Tensor, u: Tensor) -> Tensor:
         _, pullback = vjp(lambda q: f(q, x), p)
         (g,) = vmap(pullback)(u)                      # dict of (n_probes, *shape)
         return sum(t.reshape(n_probes, members, -1).pow(2).sum(-1) for t in g.values())
     qfn = vmap(sample_q, in_dims=(None, 0, 0))
-    q = torch.cat([qfn(params, X[sl], U[sl])          # (N, n_probes, members)
-                   for sl in sample_chunks(n, chunk_size, progress, "VJP probes")])
+    return torch.cat([qfn(params, X[sl], U[sl])
+                      for sl in sample_chunks(X.shape[0], chunk_size, progress, "VJP probes")])
+
+
+def member_probe_estimates(q: Tensor, probe: str, per: int) -> list[ProbeEstimate]:
+    """Each member's :class:`ProbeEstimate` of ``G`` from :func:`member_probe_sq_norms`
+    (``per``: outputs per member; one Rademacher output is exact)."""
+    n, n_probes, members = q.shape
     out = []
     for k in range(members):
         qk = q[..., k]

@@ -197,9 +197,10 @@ def test_the_step_is_one_graph_and_equals_the_eager_step():
         assert eager.shape == (4,) and bool((eager[1] > eager[0]) & (eager[2] > eager[0]))
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (the captured step)")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (the compiled step)")
 def test_captured_step_matches_eager_on_cuda():
-    """bf16 tolerance, stated: after one epoch the captured (CUDA graphs) and eager paths agree
+    """bf16 tolerance, stated: after one epoch the compiled (inductor's CUDA graphs) and eager
+    paths agree
     to 5 % on losses and G and to 5 points on accuracies (different kernels round differently;
     the paths see the same batches, crops and noise)."""
     data = load_dataset("digits", train_limit=96, image_size=16, device="cuda")

@@ -135,3 +135,37 @@ def test_graph_step_matches_eager_on_cuda(precision, rel, points):
                 assert b[-1][key] == pytest.approx(a[-1][key], rel=rel), key
             for key in ("train_acc", "val_acc", "test_acc"):
                 assert abs(b[-1][key] - a[-1][key]) <= points, key
+
+
+def test_captured_gradient_norm_equals_eager_and_is_sync_free():
+    """G's probe pass on the graph path: one eager warm-up, then a capture (recording, not
+    running) and replays that read the probes from a static buffer -- the same estimates as
+    the eager path, every epoch, and nothing in the pass that a CUDA graph cannot hold."""
+    from dsmlib.models.measure import GradNormMeter
+    from dsmlib.theory.gradient_norm import gradient_norm_probe_members
+    from dsmlib.foundation.rng import as_torch_generator, child_seed
+    from dsmlib.models.measure import STREAM_GRADNORM
+    data = load_dataset("digits", train_limit=64, device="cpu")
+    net = build_model(TEACHER, data, 3).eval()
+    X = data.X_train[:6]
+    calls = []
+
+    def capture(fn, pool):
+        calls.append(1)
+
+        def replay():
+            with NoSyncNoDraw():
+                fn()
+        return replay, pool
+    eager = GradNormMeter(net, X, 3, seed=5, n_probes=3, chunk_size=4)
+    graphed = GradNormMeter(net, X, 3, seed=5, n_probes=3, chunk_size=4, capture=capture)
+    for epoch in range(3):
+        with torch.no_grad():                 # the weights move between measurements
+            for p in net.parameters():
+                p.mul_(1.01)
+        a, b = eager(epoch), graphed(epoch)
+        ref = gradient_norm_probe_members(
+            net, X, 3, n_probes=3, chunk_size=4,
+            seed=as_torch_generator(child_seed(5, STREAM_GRADNORM, epoch), data.device))
+        assert a == b == ref
+    assert calls == [1]                       # captured once, after the eager warm-up

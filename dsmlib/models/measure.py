@@ -1,0 +1,146 @@
+"""What Section 5 measures before training and after every epoch (models layer): per member of
+a run (a teacher, or the students of one teacher in lockstep), accuracy and loss on every split,
+and the gradient norm ``G(theta)`` of Eq. (22) on a fixed subsample of the training images with
+its standard error -- every member in one pass of per-sample probes
+(:func:`dsmlib.theory.gradient_norm.member_probe_sq_norms`).
+
+On the ``graph`` step (:mod:`dsmlib.models.replay`) the probes' pass is captured as a CUDA graph
+too, after one eager warm-up: the probes are drawn outside it, from the same generator as the
+eager path, and copied into a static buffer, so both paths give the same estimate (up to
+rounding). A student's losses compare its logits with the noise's mean ``E[y~]`` of the
+teacher's logits (``y`` for Gaussian noise, ``M y`` for the swap and its control); a teacher's
+are cross-entropies.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..foundation.rng import as_torch_generator, child_seed
+from ..theory.gradient_norm import (ProbeEstimate, member_probe_estimates, member_probe_sq_norms,
+                                    member_probes)
+from .datasets import DataSplit
+from .pipeline import Member, member_targets
+from .policy import DevicePolicy
+from .replay import Capture, on_side_stream
+from .run_config import RunConfig
+
+__all__ = ["STREAM_GRADNORM", "clock", "predict", "splits", "noiseless_targets", "GradNormMeter",
+           "measure"]
+
+STREAM_GRADNORM = 4
+
+
+def clock(device: torch.device) -> float:
+    """Wall time in seconds, after the device's queued work (CUDA) has finished."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+@torch.no_grad()
+def predict(model: nn.Module, X: Tensor, *, amp: bool, batch: int = 1024,
+            dtype: torch.dtype = torch.float32) -> Tensor:
+    """Logits (in ``dtype``) of ``model`` (as it is: call ``eval()`` first) on ``X``, in
+    batches; ``(N, L)``, or ``(N, K, L)`` for a ``K``-member module."""
+    wdtype = next(model.parameters()).dtype
+    out = []
+    for s in range(0, X.shape[0], batch):
+        x = X[s:s + batch].to(wdtype)
+        x = x.contiguous(memory_format=torch.channels_last) if x.is_cuda else x
+        with torch.autocast(X.device.type, torch.bfloat16, enabled=amp):
+            out.append(model(x).to(dtype))
+    return torch.cat(out)
+
+
+def splits(data: DataSplit) -> dict[str, tuple[Tensor, Tensor]]:
+    """The training, validation and test images and labels, by name."""
+    return {"train": (data.X_train, data.y_train), "val": (data.X_val, data.y_val),
+            "test": (data.X_test, data.y_test)}
+
+
+def _mean_members(members: Sequence[Member]) -> list[Member]:
+    """The noiseless target ``E[y~]`` of each member, as a member drawing nothing."""
+    return [Member("symmetric_mean", m.level) if m.kind.startswith("symmetric") else
+            Member("none") for m in members]
+
+
+def noiseless_targets(teacher: nn.Module | None, members: Sequence[Member], data: DataSplit,
+                      policy: DevicePolicy) -> dict[str, Tensor | None]:
+    """Per split, the members' noiseless targets ``(N, K, L)`` (None for a teacher run)."""
+    if teacher is None:
+        return {k: None for k in splits(data)}
+    return {name: member_targets(predict(teacher, X, amp=policy.amp, dtype=policy.dtype),
+                                 _mean_members(members), None, None, None)
+            for name, (X, _) in splits(data).items()}
+
+
+class GradNormMeter:
+    """``G`` of every member of ``model`` on ``X`` by ``n_probes`` Rademacher probes per image,
+    the probes of epoch ``e`` drawn from ``child_seed(seed, GRADNORM, e)``; with ``capture``
+    (:func:`dsmlib.models.replay.cuda_capture`), the probes' pass is replayed from a CUDA graph
+    after one eager warm-up."""
+
+    def __init__(self, model: nn.Module, X: Tensor, members: int, *, seed: int, n_probes: int,
+                 chunk_size: int, capture: Capture | None = None) -> None:
+        self.model, self.X, self.members, self.seed = model, X.to(next(model.parameters()).dtype), members, seed
+        self.n_probes, self.chunk_size, self.capture = n_probes, chunk_size, capture
+        self.U: Tensor | None = None
+        self.q: Tensor | None = None
+        self.replay: Callable[[], None] | None = None
+
+    def _pass(self) -> None:
+        assert self.U is not None and self.q is not None
+        self.q.copy_(member_probe_sq_norms(self.model, self.X, self.U, self.members,
+                                           self.chunk_size))
+
+    def __call__(self, epoch: int) -> list[ProbeEstimate]:
+        gen = as_torch_generator(child_seed(self.seed, STREAM_GRADNORM, epoch), self.X.device)
+        U = member_probes(self.model, self.X, self.members, self.n_probes, "rademacher", gen)
+        per = U.shape[-1] // self.members
+        if self.capture is None:
+            return member_probe_estimates(
+                member_probe_sq_norms(self.model, self.X, U, self.members, self.chunk_size),
+                "rademacher", per)
+        if self.U is None:           # first call: static buffers and an eager warm-up
+            self.U = U.clone()
+            self.q = torch.empty(U.shape[0], self.n_probes, self.members, dtype=U.dtype,
+                                 device=U.device)
+            on_side_stream(self._pass, self.X.device)
+        else:
+            self.U.copy_(U)
+            if self.replay is None:
+                self.replay, _ = self.capture(self._pass, None)
+            self.replay()
+        assert self.q is not None
+        return member_probe_estimates(self.q.clone(), "rademacher", per)
+
+
+def measure(model: nn.Module, data: DataSplit, targets: dict[str, Tensor | None],
+            configs: Sequence[RunConfig], policy: DevicePolicy, epoch: int,
+            gradnorm: GradNormMeter) -> list[dict[str, Any]]:
+    """Per member: accuracies and losses on every split, then ``G(theta)`` on the fixed
+    subsample, every member in one pass."""
+    model.eval()
+    k_all = len(configs)
+    t0 = clock(data.device)
+    rows: list[dict[str, Any]] = [{} for _ in configs]
+    for name, (X, y) in splits(data).items():
+        logits = predict(model, X, amp=policy.amp, batch=policy.eval_batch,
+                         dtype=policy.dtype).view(X.shape[0], k_all, -1)
+        for k, row in enumerate(rows):
+            row[f"{name}_acc"] = float((logits[:, k].argmax(dim=1) == y).float().mean())
+            row[f"{name}_loss"] = float(
+                F.cross_entropy(logits[:, k], y) if targets[name] is None
+                else F.mse_loss(logits[:, k], targets[name][:, k]))
+    t1 = clock(data.device)
+    ests = gradnorm(epoch)
+    t2 = clock(data.device)
+    for row, est in zip(rows, ests):
+        row.update(gradnorm=est.estimate, gradnorm_se=est.standard_error, eval_s=t1 - t0,
+                   gradnorm_s=t2 - t1)
+    return rows
