@@ -200,9 +200,8 @@ def test_the_step_is_one_graph_and_equals_the_eager_step():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (the compiled step)")
 def test_captured_step_matches_eager_on_cuda():
     """bf16 tolerance, stated: after one epoch the compiled (inductor's CUDA graphs) and eager
-    paths agree
-    to 5 % on losses and G and to 5 points on accuracies (different kernels round differently;
-    the paths see the same batches, crops and noise)."""
+    paths agree to 5 % on losses and G and to 5 points on accuracies (different kernels round
+    differently; the paths see the same batches, crops and noise)."""
     data = load_dataset("digits", train_limit=96, image_size=16, device="cuda")
     configs = _group("bf16")
     t_model = build_model(configs[0].teacher, data).eval()
