@@ -8,13 +8,12 @@ the working tree must be clean (the ``reference/`` folder aside) unless ``allow_
 """
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 from .profiles import check_profile, load_specs, select
-from .references import reference_paths, store_reference
+from .references import reference_meta, reference_paths, store_reference
 from .runner import execute, plan
 from .store import book_lock
 
@@ -52,8 +51,8 @@ def stored_key(root: Path, profile: str, name: str) -> str | None:
     if not (nb.exists() and res.exists()):
         return None
     try:
-        return json.loads(nb.read_text()).get("metadata", {}).get("dsmlib", {}).get("key")
-    except (OSError, ValueError):
+        return reference_meta(nb).get("key")
+    except ValueError:
         return None
 
 

@@ -25,7 +25,7 @@ from ..foundation.results import atomic_write_text
 from .store import executed_path, results_mismatch, results_path
 
 __all__ = ["REFERENCE_DIR", "MAX_BYTES", "PLOTLY_JSON", "Reference", "reference_paths",
-           "slim_notebook", "site_outputs", "store_reference", "load_references",
+           "reference_meta", "slim_notebook", "site_outputs", "store_reference", "load_references",
            "references_by_chapter", "device_label"]
 
 REFERENCE_DIR = "reference"
@@ -107,6 +107,12 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path} cannot be read as JSON: {err}") from None
 
 
+def reference_meta(path: Path) -> dict[str, Any]:
+    """The ``dsmlib`` metadata of a stored reference notebook (its key, provenance and fixture
+    mark); ValueError naming the file when it cannot be read."""
+    return _read_json(path).get("metadata", {}).get("dsmlib", {})
+
+
 def store_reference(root: Path, profile: str, name: str, *, fixture: str = "") -> Path:
     """Copy ``name``'s execution under ``profile`` (``book/chapters/<profile>/`` and
     ``results/<profile>/``, which must match) to ``reference/<profile>/``, slimmed, each file
@@ -159,7 +165,7 @@ def load_references(root: Path, names: Iterable[str], current_key: Callable[[str
                 raise ValueError(f"{have.relative_to(root)} has no {miss.name} beside it: a "
                                  "reference is a notebook and its results; store it again "
                                  f"with `python -m dsmlib reference {name} --profile {profile}`")
-            meta = _read_json(nb_path).get("metadata", {}).get("dsmlib", {})
+            meta = reference_meta(nb_path)
             prov, key = meta.get("provenance") or {}, meta.get("key", "")
             why = results_mismatch(res_path, key, prov.get("parameters", {}), profile)
             if why or prov.get("profile") != profile:

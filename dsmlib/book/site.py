@@ -26,13 +26,8 @@ SHOWN_PROFILES = ("gpu", "paper")
 def current_references(root: Path, profile: str, specs: dict) -> list[Reference]:
     """The committed references of the book's chapters (other than ``profile``'s), each
     checked against its notebook and marked fresh or stale against the current code."""
-    keys: dict[tuple[str, str], str] = {}
-
-    def key(prof: str, name: str) -> str:
-        if (prof, name) not in keys:
-            keys[prof, name] = plan(root, specs[name], prof, {}).key
-        return keys[prof, name]
-    return load_references(root, specs, key, exclude=profile)
+    return load_references(root, specs, lambda prof, name: plan(root, specs[name], prof, {}).key,
+                           exclude=profile)
 
 
 def site_chapter(root: Path, spec, profile: str, refs: list[Reference]) -> str:
