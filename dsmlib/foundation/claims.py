@@ -12,7 +12,8 @@ Verdicts are always computed by :func:`verdict`; nothing writes one by hand. A :
 one such measurement; a :class:`Claim` is a case with an id and a statement, or the combination
 of several cases that must all hold (:func:`every_case`). Builders for the recurring forms:
 :func:`case` (estimate and standard error), :func:`ratio_case` (measured over predicted) and
-:func:`slope_claim` (a fitted log-log slope). :mod:`dsmlib.foundation.results`
+:func:`dsmlib.foundation.claim_fits.slope_claim` (a fitted log-log slope).
+:mod:`dsmlib.foundation.results`
 writes each notebook's claims to ``results/<profile>/<notebook>.json``.
 
 Every claim of the paper carries a ``scope`` saying what a refutation refutes
@@ -27,7 +28,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable, Sequence
 
 from .checks import check_choice, check_real
-from .stats import loglog_fit, t_quantile
+from .stats import t_quantile
 
 VERDICTS = ("confirmed", "refuted", "inconclusive")
 SCOPES = ("assumptions", "setting", "reading")
@@ -112,7 +113,7 @@ class Case:
 @dataclass
 class Claim:
     """One quantitative claim and its measured verdict. Construct with :func:`measure`,
-    :func:`every_case` or :func:`slope_claim`."""
+    :func:`every_case` or :func:`dsmlib.foundation.claim_fits.slope_claim`."""
 
     id: str
     statement: str
@@ -283,27 +284,6 @@ def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note:
                    "quantity": f"{head.quantity} (deciding case: {key})".strip()})
     return from_case(id, statement, head, note=note, details=details, scope=scope,
                      condition=condition)
-
-
-def slope_claim(id: str, statement: str, x: Sequence[float], y: Sequence[float],
-                y_se: Sequence[float], *, paper: float, band: Sequence[float | None],
-                quantity: str = "", source: str = "paper", note: str = "",
-                details: list[dict[str, Any]] | None = None, exact: float | None = None,
-                scope: str | None = None, condition: str = "") -> Claim:
-    """A claim about the slope of ``log y`` on ``log x``, with its lack of fit checked.
-
-    The fit is :func:`dsmlib.foundation.stats.loglog_fit`. When a straight line does not
-    describe the points, the interval is widened by the Birge ratio with ``k - 2`` degrees of
-    freedom, and the note says so; the fit's numbers go into ``details``.
-    """
-    fit = loglog_fit(x, y, y_se)
-    rows = list(details or []) + [{"case": "fit", "slope": fit.slope, "se": fit.se,
-                                   "chi2": fit.chi2, "dof": fit.dof, "p_value": fit.p_value,
-                                   "se_widened": fit.se_widened}]
-    return measure(id, statement, paper=paper, measured=fit.slope, se=fit.se_widened,
-                   dof=fit.dof_interval, band=band, quantity=quantity, source=source,
-                   note=f"{note} Fit: {fit.describe()}.".strip(), details=rows, exact=exact,
-                   scope=scope, condition=condition)
 
 
 def exact_verdict(c: Claim | Case) -> str | None:

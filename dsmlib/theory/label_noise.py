@@ -1,4 +1,4 @@
-"""Label-noise models (theory): Gaussian and symmetric-swap noise, drawn once or fresh.
+"""Label-noise models (theory): Gaussian and symmetric-swap noise.
 
 Noise models (Sec. 5.2).  Each has ``draw(y, seed)`` -> noisy labels, ``mean(y)`` ->
 ``E[y~]`` and (where it has a closed form) ``covariance(y)`` -> per-sample ``L x L``
@@ -9,11 +9,8 @@ covariance of ``y~``:
   why the literal "swap" description cannot have the paper's expectation and which
   variants do.
 
-Each model is used either drawn ONCE before training (:class:`FixedLabelNoise`, the
-setting of Sec. 6 and of the paper's Prop. 1 with noise "drawn before training steps")
-or FRESH at every iteration (:class:`FreshLabelNoise`, the self-distillation setting of
-Sec. 5).  Both expose ``batch(batch_idx, seed)`` returning the noisy labels of one
-minibatch (one row per batch slot).
+Each model is used either drawn once before training or fresh at every iteration
+(:mod:`dsmlib.theory.label_noise_modes`).
 
 Every model also has ``residuals(y, seed)`` -> ``y~ - E[y~]``, the zero-mean label noise
 ``eps`` of Eq. (1) that enters ``xi^ULN`` (Eq. 13). Draws happen on ``y``'s device, from a
@@ -30,15 +27,15 @@ from torch import Tensor
 
 from ..foundation.checks import check_choice, check_int, check_nonnegative, check_probability
 from ..foundation.rng import as_torch_generator
-from .minibatch import check_indices
 
 __all__ = [
-    "LabelNoise", "GaussianNoise", "SymmetricSwapNoise", "FixedLabelNoise", "FreshLabelNoise",
-    "label_noise_source", "symmetric_swap_expectation", "swap_expectation_matrix",
+    "LabelNoise", "GaussianNoise", "SymmetricSwapNoise", "as_label_tensor",
+    "symmetric_swap_expectation", "swap_expectation_matrix",
 ]
 
 
-def _as_label_tensor(y: Any, name: str = "y") -> Tensor:
+def as_label_tensor(y: Any, name: str = "y") -> Tensor:
+    """``y`` as a floating-point tensor (ValueError naming ``name`` when it is not labels)."""
     try:
         y = torch.as_tensor(y)
     except (TypeError, ValueError, RuntimeError):
@@ -67,12 +64,12 @@ class GaussianNoise:
         object.__setattr__(self, "sigma2", check_nonnegative("sigma2", self.sigma2))
 
     def draw(self, y: Any, seed: Any) -> Tensor:
-        y = _as_label_tensor(y)
+        y = as_label_tensor(y)
         return y + self.residuals(y, seed)
 
     def residuals(self, y: Any, seed: Any) -> Tensor:
         """The zero-mean noise ``eps = y~ - y`` itself, with the stream :meth:`draw` uses."""
-        y = _as_label_tensor(y)
+        y = as_label_tensor(y)
         return self.apply(torch.zeros_like(y), self.draws(y.shape, seed, y.dtype, y.device))
 
     def draws(self, shape: tuple[int, ...], seed: Any, dtype: torch.dtype,
@@ -87,11 +84,11 @@ class GaussianNoise:
         return y + math.sqrt(self.sigma2) * z
 
     def mean(self, y: Any) -> Tensor:
-        return _as_label_tensor(y).clone()
+        return as_label_tensor(y).clone()
 
     def covariance(self, y: Any) -> Tensor:
         """``(N, L, L)`` = ``sigma2 I_L`` per sample (``L = 1`` for labels of shape ``(N,)``)."""
-        y = _as_label_tensor(y)
+        y = as_label_tensor(y)
         y2 = y.reshape(y.shape[0], -1)
         eye = torch.eye(y2.shape[1], dtype=y.dtype, device=y.device)
         return (self.sigma2 * eye).expand(y2.shape[0], -1, -1).clone()
@@ -100,7 +97,7 @@ class GaussianNoise:
 def symmetric_swap_expectation(y: Any, p: float) -> Tensor:
     """The paper's formula (Sec. 5.2): ``E[y~_l] = (1-p) y_l + p sum_{m != l} y_m / (L-1)``
     along the last dimension of ``y`` (``L >= 2``)."""
-    y = _as_label_tensor(y)
+    y = as_label_tensor(y)
     _swap_dims(y)
     return SymmetricSwapNoise(p).apply_mean(y)
 
@@ -199,7 +196,7 @@ class SymmetricSwapNoise:
 
     def draw(self, y: Any, seed: Any) -> Tensor:
         """Noisy labels: each label vector (last axis) swapped as :attr:`variant` says."""
-        y = _as_label_tensor(y)
+        y = as_label_tensor(y)
         n_dims = _swap_dims(y)
         g = as_torch_generator(seed, y.device)
         dev = y.device
@@ -246,12 +243,12 @@ class SymmetricSwapNoise:
 
     def residuals(self, y: Any, seed: Any) -> Tensor:
         """``eps = y~ - E[y~]``: the zero-mean noise around the new soft label (Sec. 5.2)."""
-        y = _as_label_tensor(y)
+        y = as_label_tensor(y)
         return self.draw(y, seed) - self.mean(y)
 
     def mean(self, y: Any) -> Tensor:
         """Exact ``E[y~]`` under this variant (the paper's formula unless ``literal``)."""
-        y = _as_label_tensor(y)
+        y = as_label_tensor(y)
         M = swap_expectation_matrix(_swap_dims(y), self.p, self.variant).to(device=y.device, dtype=y.dtype)
         return y @ M.T
 
@@ -261,59 +258,9 @@ class SymmetricSwapNoise:
         if self.variant != "copy":
             raise NotImplementedError("closed-form covariance only for variant='copy'; "
                                       "estimate it by Monte Carlo with draw()")
-        y = _as_label_tensor(y)
+        y = as_label_tensor(y)
         n_dims = _swap_dims(y)
         y2 = y.reshape(-1, n_dims)
         second = (1 - self.p) * y2**2 + self.p * ((y2**2).sum(1, keepdim=True) - y2**2) / (n_dims - 1)
         var = (second - self.mean(y2) ** 2).clamp_min(0)
         return torch.diag_embed(var).reshape(*y.shape[:-1], n_dims, n_dims)
-
-
-class FixedLabelNoise:
-    """Noise drawn ONCE per sample index before training (Sec. 6; the paper's case (1)
-    below Eq. (1)): ``batch(idx)`` returns the cached ``y~[idx]``, so a sample drawn twice
-    (also twice in one with-replacement batch) always carries the same noise."""
-
-    def __init__(self, noise: LabelNoise, y: Any, seed: Any) -> None:
-        self.noise = noise
-        self.y = _as_label_tensor(y)
-        self.y_noisy = noise.draw(self.y, seed)
-
-    @property
-    def y_clean(self) -> Tensor:
-        """``E[y~]``: the labels the noise is unbiased around."""
-        return self.noise.mean(self.y)
-
-    def batch(self, batch_idx: Any, seed: Any = None) -> Tensor:
-        """Noisy labels of the batch, one row per slot; ``seed`` is ignored (kept for a
-        common signature with :class:`FreshLabelNoise`)."""
-        return self.y_noisy[check_indices(batch_idx, self.y.shape[0]).to(self.y.device)]
-
-
-class FreshLabelNoise:
-    """Noise drawn FRESH at every iteration (Sec. 5, noisy self-distillation): each call
-    of ``batch(idx, seed)`` draws new noise, independently for every batch slot."""
-
-    def __init__(self, noise: LabelNoise, y: Any) -> None:
-        self.noise = noise
-        self.y = _as_label_tensor(y)
-
-    @property
-    def y_clean(self) -> Tensor:
-        return self.noise.mean(self.y)
-
-    def batch(self, batch_idx: Any, seed: Any) -> Tensor:
-        idx = check_indices(batch_idx, self.y.shape[0]).to(self.y.device)
-        return self.noise.draw(self.y[idx], seed)
-
-
-def label_noise_source(noise: LabelNoise, y: Any, mode: str, seed: Any = None
-                       ) -> FixedLabelNoise | FreshLabelNoise:
-    """``mode="fixed"`` -> :class:`FixedLabelNoise` (needs ``seed``), ``"fresh"`` ->
-    :class:`FreshLabelNoise`."""
-    mode = check_choice("mode", mode, ["fixed", "fresh"])
-    if mode == "fixed":
-        if seed is None:
-            raise ValueError("seed is required for mode='fixed' (the one draw before training)")
-        return FixedLabelNoise(noise, y, seed)
-    return FreshLabelNoise(noise, y)

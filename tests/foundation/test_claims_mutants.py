@@ -10,6 +10,7 @@ from dataclasses import asdict
 import pytest
 from scipy import stats as st
 
+from dsmlib.foundation import claim_fits
 from dsmlib.foundation import claims as C
 from dsmlib.foundation.stats import loglog_fit
 
@@ -124,7 +125,7 @@ def test_every_case_picks_the_deciding_case():
 
 
 def test_slope_claim_defaults_and_note():
-    c = C.slope_claim("s", "slope", [1.0, 2.0, 4.0], [1.0, 2.0, 4.0], [0.01, 0.02, 0.04],
+    c = claim_fits.slope_claim("s", "slope", [1.0, 2.0, 4.0], [1.0, 2.0, 4.0], [0.01, 0.02, 0.04],
                       paper=1.0, band=(0.9, 1.1))
     assert (c.quantity, c.source, c.condition, c.scope, c.exact) == ("", "paper", "", None, None)
     assert c.note.startswith("Fit: lack of fit χ² = ")
@@ -236,7 +237,7 @@ def test_slope_claim_forwards_every_field_and_widens_with_student_t():
     x = [1.0, 2.0, 4.0, 8.0, 16.0]
     y = [1.0, 2.6, 3.6, 9.5, 15.0]                      # not on a line at 1 % errors
     se = [0.01 * v for v in y]
-    c = C.slope_claim("s.id", "Slope.", x, y, se, paper=1.0, band=(0.9, 1.1), quantity="q",
+    c = claim_fits.slope_claim("s.id", "Slope.", x, y, se, paper=1.0, band=(0.9, 1.1), quantity="q",
                       source="book", note="N.", details=[{"case": "extra"}], exact=1.0,
                       scope="setting", condition="cond")
     fit = loglog_fit(x, y, se)
