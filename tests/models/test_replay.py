@@ -116,7 +116,7 @@ def test_graph_step_needs_cuda():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (CUDA graphs)")
-@pytest.mark.parametrize("precision, rel, points", [("bf16", 0.05, 0.05), ("fp32", 1e-3, 0.02)])
+@pytest.mark.parametrize("precision, rel, points", [("bf16", 0.05, 0.05), ("fp32", 1e-3, 0.05)])
 def test_graph_step_matches_eager_on_cuda(precision, rel, points):
     """Stated tolerances: after two epochs (with a learning-rate drop, so two graphs) the
     replayed and eager paths agree to ``rel`` on losses and G and to ``points`` on accuracies
