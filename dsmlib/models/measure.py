@@ -44,14 +44,15 @@ def clock(device: torch.device) -> float:
 
 @torch.no_grad()
 def predict(model: nn.Module, X: Tensor, *, amp: bool, batch: int = 1024,
-            dtype: torch.dtype = torch.float32) -> Tensor:
+            dtype: torch.dtype = torch.float32, channels_last: bool = False) -> Tensor:
     """Logits (in ``dtype``) of ``model`` (as it is: call ``eval()`` first) on ``X``, in
-    batches; ``(N, L)``, or ``(N, K, L)`` for a ``K``-member module."""
+    batches (channels-last where the run's policy says so); ``(N, L)``, or ``(N, K, L)`` for
+    a ``K``-member module."""
     wdtype = next(model.parameters()).dtype
     out = []
     for s in range(0, X.shape[0], batch):
         x = X[s:s + batch].to(wdtype)
-        x = x.contiguous(memory_format=torch.channels_last) if x.is_cuda else x
+        x = x.contiguous(memory_format=torch.channels_last) if channels_last else x
         with torch.autocast(X.device.type, torch.bfloat16, enabled=amp):
             out.append(model(x).to(dtype))
     return torch.cat(out)
@@ -74,7 +75,8 @@ def noiseless_targets(teacher: nn.Module | None, members: Sequence[Member], data
     """Per split, the members' noiseless targets ``(N, K, L)`` (None for a teacher run)."""
     if teacher is None:
         return {k: None for k in splits(data)}
-    return {name: member_targets(predict(teacher, X, amp=policy.amp, dtype=policy.dtype),
+    return {name: member_targets(predict(teacher, X, amp=policy.amp, dtype=policy.dtype,
+                                         channels_last=policy.channels_last),
                                  _mean_members(members), None, None, None)
             for name, (X, _) in splits(data).items()}
 
@@ -130,8 +132,8 @@ def measure(model: nn.Module, data: DataSplit, targets: dict[str, Tensor | None]
     t0 = clock(data.device)
     rows: list[dict[str, Any]] = [{} for _ in configs]
     for name, (X, y) in splits(data).items():
-        logits = predict(model, X, amp=policy.amp, batch=policy.eval_batch,
-                         dtype=policy.dtype).view(X.shape[0], k_all, -1)
+        logits = predict(model, X, amp=policy.amp, batch=policy.eval_batch, dtype=policy.dtype,
+                         channels_last=policy.channels_last).view(X.shape[0], k_all, -1)
         for k, row in enumerate(rows):
             row[f"{name}_acc"] = float((logits[:, k].argmax(dim=1) == y).float().mean())
             row[f"{name}_loss"] = float(
