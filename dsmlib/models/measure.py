@@ -26,7 +26,7 @@ from ..theory.gradient_norm import (ProbeEstimate, member_probe_estimates, membe
 from .datasets import DataSplit
 from .pipeline import Member, member_targets
 from .policy import DevicePolicy
-from .replay import Capture, on_side_stream
+from .replay import Capture, GraphPool, on_side_stream
 from .run_config import RunConfig
 
 __all__ = ["STREAM_GRADNORM", "clock", "predict", "splits", "noiseless_targets", "GradNormMeter",
@@ -85,12 +85,15 @@ class GradNormMeter:
     """``G`` of every member of ``model`` on ``X`` by ``n_probes`` Rademacher probes per image,
     the probes of epoch ``e`` drawn from ``child_seed(seed, GRADNORM, e)``; with ``capture``
     (:func:`dsmlib.models.replay.cuda_capture`), the probes' pass is replayed from a CUDA graph
-    after one eager warm-up."""
+    after one eager warm-up, in the memory pool ``pool`` (shared with the run's step)."""
 
     def __init__(self, model: nn.Module, X: Tensor, members: int, *, seed: int, n_probes: int,
-                 chunk_size: int, capture: Capture | None = None) -> None:
-        self.model, self.X, self.members, self.seed = model, X.to(next(model.parameters()).dtype), members, seed
+                 chunk_size: int, capture: Capture | None = None,
+                 pool: GraphPool | None = None) -> None:
+        self.model, self.members, self.seed = model, members, seed
+        self.X = X.to(next(model.parameters()).dtype)
         self.n_probes, self.chunk_size, self.capture = n_probes, chunk_size, capture
+        self.pool = pool or GraphPool()
         self.U: Tensor | None = None
         self.q: Tensor | None = None
         self.replay: Callable[[], None] | None = None
@@ -116,7 +119,7 @@ class GradNormMeter:
         else:
             self.U.copy_(U)
             if self.replay is None:
-                self.replay, _ = self.capture(self._pass, None)
+                self.replay, self.pool.handle = self.capture(self._pass, self.pool.handle)
             self.replay()
         assert self.q is not None
         return member_probe_estimates(self.q.clone(), "rademacher", per)

@@ -63,12 +63,14 @@ def device_policy(precision: str, device: torch.device, step: str = "auto") -> D
                          "use step='eager' or 'compiled'")
     if precision == "auto":
         precision = "bf16" if cuda else "fp32"
+    if step == "auto":
+        step = "graph" if cuda else "eager"
     return DevicePolicy(
         device=device, precision=precision,
         dtype=torch.float64 if precision == "fp64" else torch.float32,
         amp=precision == "bf16", channels_last=cuda, eval_batch=1024,
-        gradnorm_chunk=256 if cuda else 64,
-        step=("graph" if cuda else "eager") if step == "auto" else step)
+        # a captured G pass holds its chunk's per-sample gradients for the whole run
+        gradnorm_chunk=256 if cuda and step != "graph" else 64, step=step)
 
 
 @contextlib.contextmanager

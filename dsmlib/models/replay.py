@@ -26,7 +26,7 @@ from torch import Tensor, nn
 
 from .pipeline import EpochPlan
 
-__all__ = ["WARMUP_STEPS", "Capture", "cuda_capture", "on_side_stream", "StepLoop"]
+__all__ = ["WARMUP_STEPS", "Capture", "cuda_capture", "GraphPool", "on_side_stream", "StepLoop"]
 
 WARMUP_STEPS = 3   # eager steps before the first capture (PyTorch's whole-network recipe)
 
@@ -44,6 +44,15 @@ def cuda_capture(fn: Callable[[], None], pool: Any = None) -> tuple[Callable[[],
     with torch.cuda.graph(graph, pool=pool):
         fn()
     return graph.replay, graph.pool()
+
+
+class GraphPool:
+    """One CUDA-graph memory pool for every capture of a run (the step at each learning rate,
+    the G pass): none of them keeps memory alive outside its own replay, and they never run at
+    once, so they can share it (PyTorch: "sharing memory across captures")."""
+
+    def __init__(self) -> None:
+        self.handle: Any = None
 
 
 def on_side_stream(fn: Callable[[], None], device: torch.device) -> None:
@@ -68,14 +77,13 @@ class StepLoop:
 
     def __init__(self, run: StepFn, model: nn.Module, opt: torch.optim.Optimizer, X: Tensor,
                  y: Tensor, members: int, *, dtype: torch.dtype,
-                 capture: Capture | None = None) -> None:
+                 capture: Capture | None = None, pool: GraphPool | None = None) -> None:
         self.run, self.model, self.opt, self.X, self.y = run, model, opt, X, y
-        self.capture = capture
+        self.capture, self.pool = capture, pool or GraphPool()
         self.counter = torch.zeros(1, dtype=torch.long, device=X.device)
         self.total = torch.zeros(members, dtype=dtype, device=X.device)
         self.plan: list[Tensor | None] | None = None
-        self.graphs: dict[tuple[float, ...], Callable[[], None]] = {}
-        self.pool: Any = None
+        self.graphs: dict[tuple, Callable[[], None]] = {}
         self.eager_steps = 0
 
     def load(self, plan: EpochPlan) -> None:
@@ -122,9 +130,13 @@ class StepLoop:
 
     def replay(self) -> Callable[[], None]:
         """The replay of the whole step at the current learning rate, captured on first use
-        (capturing records the step without running it)."""
-        key = tuple(float(g["lr"]) for g in self.opt.param_groups)
+        (capturing records the step without running it). What a capture bakes in -- the
+        optimizer's hyper-parameters and the layers' train/eval mode -- is its key; the
+        optimizer's state must not be replaced after a capture (the graph keeps its tensors)."""
+        hyper = ("lr", "momentum", "weight_decay", "dampening", "nesterov")
+        key = (self.model.training,) + tuple(tuple(g.get(h) for h in hyper)
+                                             for g in self.opt.param_groups)
         if key not in self.graphs:
             assert self.capture is not None
-            self.graphs[key], self.pool = self.capture(self.one, self.pool)
+            self.graphs[key], self.pool.handle = self.capture(self.one, self.pool.handle)
         return self.graphs[key]

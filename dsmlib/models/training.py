@@ -41,7 +41,7 @@ from .measure import STREAM_GRADNORM, GradNormMeter, clock, measure, noiseless_t
 from .networks import cifar_resnet
 from .pipeline import STREAM_DATA, STREAM_NOISE, Member, Step, compile_step, plan_epoch
 from .policy import DevicePolicy, device_policy, execution
-from .replay import StepLoop, cuda_capture
+from .replay import GraphPool, StepLoop, cuda_capture
 from .run_config import RunConfig
 
 __all__ = ["STREAM_INIT", "STREAM_DATA", "STREAM_NOISE", "STREAM_GRADNORM", "noise_model",
@@ -172,10 +172,10 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
                           weight_decay=c.weight_decay)
     members = _members(configs)
     targets = noiseless_targets(teacher, members, data, policy)
-    capture = cuda_capture if policy.graphed else None
+    capture, pool = (cuda_capture if policy.graphed else None), GraphPool()
     gradnorm = GradNormMeter(model, data.X_train[:c.n_gradnorm], k_all, seed=c.seed,
                              n_probes=c.gradnorm_probes, chunk_size=policy.gradnorm_chunk,
-                             capture=capture)
+                             capture=capture, pool=pool)
     t_train = targets["train"]   # the loss of predicting the mean target: the loss's scale
     scales = ([math.log(c.num_classes)] if t_train is None else
               [float(F.mse_loss(t, t.mean(0).expand_as(t))) for t in t_train.unbind(1)])
@@ -196,7 +196,7 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
         epochs = tqdm(epochs, desc=what, leave=False, initial=start, total=c.epochs)
     kinds = {m.kind for m in members}
     loop = StepLoop(steps_fn, model, opt, data.X_train, data.y_train, k_all, dtype=policy.dtype,
-                    capture=capture)
+                    capture=capture, pool=pool)
     for epoch in epochs:
         plan = plan_epoch(c.seed, epoch, n=n, batch_size=b, device=data.device, pad=data.pad,
                           flip=data.spec.flip, augment=c.augment, num_classes=c.num_classes,

@@ -52,7 +52,7 @@ def _loop(data, students: bool, capture=None) -> StepLoop:
 
 def _plan(data, epoch: int):
     return plan_epoch(0, epoch, n=data.X_train.shape[0], batch_size=32, device=data.device,
-                      pad=data.pad, flip=False, augment=True, num_classes=10,
+                      pad=data.pad, flip=True, augment=True, num_classes=10,
                       kinds={"gaussian", "symmetric"})
 
 
@@ -85,12 +85,14 @@ def test_a_replayed_loop_equals_the_eager_loop(students):
         assert all(p.grad is not None for p in net.parameters())
         assert all("momentum_buffer" in loop.opt.state[p] for p in net.parameters())
         assert net.training
-        captured.append(loop.opt.param_groups[0]["lr"])
+        baked = (loop.opt.param_groups[0]["lr"], net.training)
+        captured.append(baked[0])
 
-        def replay():
+        def replay():   # a real graph replays what was baked in at its capture
+            assert (loop.opt.param_groups[0]["lr"], net.training) == baked
             with NoSyncNoDraw():
                 fn()
-        return replay, pool
+        return replay, "pool"
     eager, loop = _loop(data, students), _loop(data, students, capture)
     for epoch, lr in enumerate([0.1, 0.1, 0.01, 0.001]):
         plan = _plan(data, epoch)
@@ -101,6 +103,7 @@ def test_a_replayed_loop_equals_the_eager_loop(students):
         a, b = eager.epoch(plan), loop.epoch(plan)
         assert torch.equal(a, b) and int(loop.counter) == plan.steps
     assert loop.eager_steps == WARMUP_STEPS and captured == [0.1, 0.01, 0.001]
+    assert loop.pool.handle == "pool"     # one pool, shared by the captures
     for (name, p), q in zip(eager.model.state_dict().items(), loop.model.state_dict().values()):
         assert torch.equal(p, q), name
 
@@ -110,6 +113,9 @@ def test_graph_step_needs_cuda():
         device_policy("auto", torch.device("cpu"), "graph")
     assert device_policy("auto", torch.device("cpu")).step == "eager"
     assert device_policy("auto", torch.device("cuda")).step == "graph"
+    # a captured G pass keeps its chunk's per-sample gradients: smaller chunks there
+    assert device_policy("auto", torch.device("cuda")).gradnorm_chunk == 64
+    assert device_policy("auto", torch.device("cuda"), "eager").gradnorm_chunk == 256
     data = load_dataset("digits", train_limit=64, device="cpu")
     with pytest.raises(ValueError, match="needs a CUDA device"):
         train(dataclasses.replace(TEACHER, epochs=1), data, step="graph")
