@@ -41,7 +41,8 @@ def run_script(script: Path, extra: list[str]) -> tuple[int, dict[str, float]]:
             doc = json.loads(line)
         except ValueError:
             continue
-        if isinstance(doc, dict) and "name" in doc and "ours_s" in doc:
+        # rows without a time (a page's bytes, a path that failed) are reported, not compared
+        if isinstance(doc, dict) and "name" in doc and doc.get("ours_s") is not None:
             timings[doc["name"]] = float(doc["ours_s"])
     return proc.returncode, timings
 
