@@ -14,7 +14,7 @@ are cross-entropies.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -26,7 +26,7 @@ from ..theory.gradient_norm import (ProbeEstimate, member_probe_estimates, membe
 from .datasets import DataSplit
 from .pipeline import Member, member_targets
 from .policy import DevicePolicy
-from .replay import Capture, GraphPool, on_side_stream
+from .replay import Capture, GraphPool, Replayed
 from .run_config import RunConfig
 
 __all__ = ["STREAM_GRADNORM", "clock", "predict", "splits", "noiseless_targets", "GradNormMeter",
@@ -92,11 +92,11 @@ class GradNormMeter:
                  pool: GraphPool | None = None) -> None:
         self.model, self.members, self.seed = model, members, seed
         self.X = X.to(next(model.parameters()).dtype)
-        self.n_probes, self.chunk_size, self.capture = n_probes, chunk_size, capture
+        self.n_probes, self.chunk_size = n_probes, chunk_size
         self.pool = pool or GraphPool()
         self.U: Tensor | None = None
         self.q: Tensor | None = None
-        self.replay: Callable[[], None] | None = None
+        self.pass_ = Replayed(self._pass, self.X.device, capture, self.pool, warmup=1)
 
     def _pass(self) -> None:
         assert self.U is not None and self.q is not None
@@ -106,23 +106,14 @@ class GradNormMeter:
     def __call__(self, epoch: int) -> list[ProbeEstimate]:
         gen = as_torch_generator(child_seed(self.seed, STREAM_GRADNORM, epoch), self.X.device)
         U = member_probes(self.model, self.X, self.members, self.n_probes, "rademacher", gen)
-        per = U.shape[-1] // self.members
-        if self.capture is None:
-            return member_probe_estimates(
-                member_probe_sq_norms(self.model, self.X, U, self.members, self.chunk_size),
-                "rademacher", per)
-        if self.U is None:           # first call: static buffers and an eager warm-up
+        if self.U is None or self.q is None:   # the static buffers, at the first call
             self.U = U.clone()
             self.q = torch.empty(U.shape[0], self.n_probes, self.members, dtype=U.dtype,
                                  device=U.device)
-            on_side_stream(self._pass, self.X.device)
         else:
             self.U.copy_(U)
-            if self.replay is None:
-                self.replay, self.pool.handle = self.capture(self._pass, self.pool.handle)
-            self.replay()
-        assert self.q is not None
-        return member_probe_estimates(self.q.clone(), "rademacher", per)
+        self.pass_()
+        return member_probe_estimates(self.q.clone(), "rademacher", U.shape[-1] // self.members)
 
 
 def measure(model: nn.Module, data: DataSplit, targets: dict[str, Tensor | None],

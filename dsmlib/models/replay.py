@@ -26,7 +26,8 @@ from torch import Tensor, nn
 
 from .pipeline import EpochPlan
 
-__all__ = ["WARMUP_STEPS", "Capture", "cuda_capture", "GraphPool", "on_side_stream", "StepLoop"]
+__all__ = ["WARMUP_STEPS", "Capture", "cuda_capture", "GraphPool", "on_side_stream", "Replayed",
+           "StepLoop"]
 
 WARMUP_STEPS = 3   # eager steps before the first capture (PyTorch's whole-network recipe)
 
@@ -67,6 +68,30 @@ def on_side_stream(fn: Callable[[], None], device: torch.device) -> None:
     torch.cuda.current_stream(device).wait_stream(side)
 
 
+class Replayed:
+    """``fn`` (which reads and writes only static tensors) run eagerly without ``capture``;
+    with it, eagerly on a side stream for its first ``warmup`` calls, then captured once per
+    ``key`` (what the capture bakes in) in ``pool`` and replayed."""
+
+    def __init__(self, fn: Callable[[], None], device: torch.device,
+                 capture: Capture | None, pool: GraphPool, warmup: int) -> None:
+        self.fn, self.device, self.capture = fn, device, capture
+        self.pool, self.warmup = pool, warmup
+        self.graphs: dict[Any, Callable[[], None]] = {}
+        self.eager_calls = 0
+
+    def __call__(self, key: Any = ()) -> None:
+        if self.capture is None:
+            self.fn()
+        elif self.eager_calls < self.warmup:
+            on_side_stream(self.fn, self.device)
+            self.eager_calls += 1
+        else:
+            if key not in self.graphs:   # capturing records fn without running it
+                self.graphs[key], self.pool.handle = self.capture(self.fn, self.pool.handle)
+            self.graphs[key]()
+
+
 class StepLoop:
     """The training steps of one call of :func:`dsmlib.models.training.train_group`: ``run``
     (a :class:`dsmlib.models.pipeline.Step`, or its compiled form) on the data ``X, y``, then
@@ -79,12 +104,16 @@ class StepLoop:
                  y: Tensor, members: int, *, dtype: torch.dtype,
                  capture: Capture | None = None, pool: GraphPool | None = None) -> None:
         self.run, self.model, self.opt, self.X, self.y = run, model, opt, X, y
-        self.capture, self.pool = capture, pool or GraphPool()
+        self.pool = pool or GraphPool()
         self.counter = torch.zeros(1, dtype=torch.long, device=X.device)
         self.total = torch.zeros(members, dtype=dtype, device=X.device)
         self.plan: list[Tensor | None] | None = None
-        self.graphs: dict[tuple, Callable[[], None]] = {}
-        self.eager_steps = 0
+        self.step = Replayed(self.one, X.device, capture, self.pool, WARMUP_STEPS)
+
+    @property
+    def eager_steps(self) -> int:
+        """Warm-up steps run so far (graph path)."""
+        return self.step.eager_calls
 
     def load(self, plan: EpochPlan) -> None:
         """Copy an epoch's plan into the static buffers (allocated at the first epoch; every
@@ -119,24 +148,14 @@ class StepLoop:
         summed training losses (on the device)."""
         self.load(plan)
         for _ in range(plan.steps):
-            if self.capture is None:
-                self.one()
-            elif self.eager_steps < WARMUP_STEPS:
-                on_side_stream(self.one, self.X.device)
-                self.eager_steps += 1
-            else:
-                self.replay()()
+            self.step(self.baked())
         return self.total
 
-    def replay(self) -> Callable[[], None]:
-        """The replay of the whole step at the current learning rate, captured on first use
-        (capturing records the step without running it). What a capture bakes in -- the
-        optimizer's hyper-parameters and the layers' train/eval mode -- is its key; the
-        optimizer's state must not be replaced after a capture (the graph keeps its tensors)."""
+    def baked(self) -> tuple:
+        """What a capture of the step bakes in, so its key: the layers' train/eval mode and
+        the optimizer's hyper-parameters (the learning rate: a graph per rate of the
+        schedule). The optimizer's state must not be replaced after a capture (the graph
+        keeps its tensors)."""
         hyper = ("lr", "momentum", "weight_decay", "dampening", "nesterov")
-        key = (self.model.training,) + tuple(tuple(g.get(h) for h in hyper)
-                                             for g in self.opt.param_groups)
-        if key not in self.graphs:
-            assert self.capture is not None
-            self.graphs[key], self.pool.handle = self.capture(self.one, self.pool.handle)
-        return self.graphs[key]
+        return (self.model.training,) + tuple(tuple(g.get(h) for h in hyper)
+                                              for g in self.opt.param_groups)
