@@ -147,10 +147,9 @@ def test_captured_gradient_norm_equals_eager_and_is_sync_free():
     """G's probe pass on the graph path: one eager warm-up, then a capture (recording, not
     running) and replays that read the probes from a static buffer -- the same estimates as
     the eager path, every epoch, and nothing in the pass that a CUDA graph cannot hold."""
-    from dsmlib.models.measure import GradNormMeter
-    from dsmlib.theory.gradient_norm import gradient_norm_probe_members
     from dsmlib.foundation.rng import as_torch_generator, child_seed
-    from dsmlib.models.measure import STREAM_GRADNORM
+    from dsmlib.models.measure import STREAM_GRADNORM, GradNormMeter
+    from dsmlib.theory.gradient_norm import gradient_norm_probe_members
     data = load_dataset("digits", train_limit=64, device="cpu")
     net = build_model(TEACHER, data, 3).eval()
     X = data.X_train[:6]
