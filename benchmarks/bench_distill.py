@@ -22,8 +22,10 @@ Rows:
   same students trained one after another; per epoch of training.
 - ``--gpu`` (CUDA; ``--device cpu`` is a dry run with tiny settings): ResNet-56 on random
   CIFAR-shaped tensors (3x32x32, 10 classes), batch 64:
-  ``gpu_teacher_<step>``: a teacher's ``train`` epoch (images/s; the GPU busy fraction, kernel
-  time / wall time, from the profiler) against the ``DataLoader`` loop (float32, 4 workers);
+  ``gpu_teacher_<step>``: a teacher's ``train`` epoch (images/s) against the ``DataLoader``
+  loop (float32, 4 workers); ``gpu_busy_<step>`` (for the steps in ``--busy-for``, last): the
+  GPU busy fraction, kernel time / wall time from the profiler, of a teacher's set-up and first
+  two epochs;
   ``gpu_lockstep_k<K>_<step>``: ``K`` students in lockstep (student-images/s) against ``K``
   sequential student runs; ``gpu_gradnorm_cost_<step>``: G and evaluation per epoch against
   training (``fraction``), and against an epoch of the paper's CIFAR-10 split at the measured
@@ -31,14 +33,15 @@ Rows:
   ``paper_grid_gpu_hours_<step>``: the GPU-hours per seed that the paper's Figure 1 grid
   (SVHN, CIFAR-10, CIFAR-100; a teacher and 11 students each; 200 epochs; 80 % of the official
   training sets) would take at the measured rates, against the same at the eager teacher rate.
-  ``<step>`` is ``eager``, ``graph`` (the whole step replayed from a CUDA graph) and
-  ``compiled`` (``torch.compile``, CUDA graphs through inductor), timed in that order (a step
-  that fails prints ``gpu_<step>_error`` and the others go on). Every row gives
+  ``<step>`` is ``graph`` (the whole step replayed from a CUDA graph), ``eager`` and
+  ``compiled`` (``torch.compile``, CUDA graphs through inductor), timed in that order, so a
+  cut-off loses the slowest first (a step that fails prints ``gpu_<step>_error`` and the
+  others go on; a step's GPU-hours row comes once the eager teacher has been timed). Every row gives
   ``first_epoch_s`` (set-up: capture or compilation) and, for ``compiled``,
   ``cudagraph_skips`` (how often inductor fell back from CUDA graphs).
 
 Usage: ``python benchmarks/bench_distill.py [--quick] [--gpu] [--device cpu] [--no-cpu]
-[--steps eager,graph,compiled]``.
+[--steps graph,eager,compiled] [--busy-for graph,eager,compiled]``.
 """
 from __future__ import annotations
 
@@ -177,10 +180,10 @@ def synthetic_split(n: int, device: torch.device, size: int = 32) -> DataSplit:
                      labels(n // 4), images(n // 4), labels(n // 4), "random CIFAR-shaped tensors")
 
 
-def busy_fraction(fn) -> float:
-    """Kernel time / wall time of ``fn()`` on CUDA, from the profiler (``fn`` includes a run's
-    set-up and first epoch; kernels replayed from a CUDA graph may be invisible to the profiler
-    on some drivers, which would read low)."""
+def busy_times(fn) -> tuple[float, float]:
+    """Wall time and kernel time (s) of ``fn()`` on CUDA, from the profiler (kernels replayed
+    from a CUDA graph may be invisible to the profiler on some drivers, which would read
+    low)."""
     from torch.profiler import ProfilerActivity, profile
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -190,7 +193,7 @@ def busy_fraction(fn) -> float:
         wall = time.perf_counter() - t0
     kernel_us = sum(e.self_device_time_total for e in prof.key_averages()
                     if e.device_type.name == "CUDA")
-    return kernel_us / 1e6 / wall
+    return wall, kernel_us / 1e6
 
 
 def bench_gpu(args) -> None:
@@ -216,37 +219,42 @@ def bench_gpu(args) -> None:
                     n_gradnorm=256 if not dry else 8)
     teacher = build_model(cfg, data).eval()
     rates: dict = {}
+    hours_done: set = set()
+    busy_for = set(args.busy_for.split(",")) if args.busy_for else set()
     for step in args.steps.split(","):
         if dry and step == "graph" or dry and step == "compiled" and not args.compile_on_cpu:
             continue
         try:
-            bench_step(step, cfg, data, teacher, ks, base_s, rates, common, epochs)
+            bench_step(step, cfg, data, teacher, ks, base_s, rates, common, epochs,
+                       busy=step in busy_for and not dry)
         except Exception as exc:   # one broken path must not hide the others' figures
             emit(name=f"gpu_{step}_error", ours_s=None, baseline_s=None, ratio=None,
                  error=f"{type(exc).__name__}: {exc}"[:500], **common)
-            continue
-        if ("teacher", "eager") in rates and (ks[-1], step) in rates:
-            emit_hours(step, rates, ks[-1], common)
+        # the GPU-hours need the eager teacher's rate, which may come after a step's
+        for done in [s for (k, s) in rates if k == ks[-1] and s not in hours_done]:
+            if ("teacher", "eager") in rates:
+                emit_hours(done, rates, ks[-1], common)
+                hours_done.add(done)
 
 
 def bench_step(step: str, cfg: RunConfig, data: DataSplit, teacher, ks: tuple[int, ...],
-               base_s: float, rates: dict, common: dict, epochs: int) -> None:
+               base_s: float, rates: dict, common: dict, epochs: int, *,
+               busy: bool = True) -> None:
     """Every ``--gpu`` row of one step mode (``graph``, ``eager`` or ``compiled``), from
-    ``epochs`` epochs of each run (the first left out of the medians)."""
+    ``epochs`` epochs of each run (the first left out of the medians); with ``busy``, last,
+    the GPU busy fraction of a teacher's set-up and first two epochs (under the profiler)."""
     n, dry = data.X_train.shape[0], data.device.type != "cuda"
     cache: dict = {}
     skips0 = cudagraph_skips()
     hist = train(cfg, data, step=step, cache=cache, stop_after=epochs)
     t_s = epoch_times(hist)
-    busy = (busy_fraction(lambda: train(cfg, data, step=step, cache=cache, stop_after=2))
-            if not dry else None)
     rates[("teacher", step)] = n / t_s
     extra = dict(step=step, first_epoch_s=round(hist[1]["train_s"], 3),
                  cudagraph_skips=cudagraph_skips() - skips0)
     emit(name=f"gpu_teacher_{step}", ours_s=round(t_s, 4), baseline_s=round(base_s, 4),
          ratio=round(base_s / t_s, 3), images_per_s=round(n / t_s, 1),
-         baseline_images_per_s=round(n / base_s, 1), goal_images_per_s=12_000,
-         gpu_busy_fraction=None if busy is None else round(busy, 3), **extra, **common)
+         baseline_images_per_s=round(n / base_s, 1), goal_images_per_s=12_000, **extra,
+         **common)
     g_s, e_s = epoch_times(hist, "gradnorm_s"), epoch_times(hist, "eval_s")
     emit(name=f"gpu_gradnorm_cost_{step}", ours_s=round(g_s, 4), baseline_s=round(t_s, 4),
          ratio=round(t_s / g_s, 3), fraction=round(g_s / t_s, 4), goal_fraction=0.10,
@@ -267,6 +275,12 @@ def bench_step(step: str, cfg: RunConfig, data: DataSplit, teacher, ks: tuple[in
              sequential_student_images_per_s=round(n / one, 1),
              goal_student_images_per_s=40_000,
              gradnorm_fraction=round(epoch_times(hist_k, "gradnorm_s") / together, 4),
+             **extra, **common)
+    if busy:
+        wall, kernel = busy_times(lambda: train(cfg, data, step=step, cache=cache, stop_after=2))
+        emit(name=f"gpu_busy_{step}", ours_s=round(wall, 4), baseline_s=round(kernel, 4),
+             ratio=round(kernel / wall, 4), gpu_busy_fraction=round(kernel / wall, 4),
+             note="kernel time / wall time of a teacher's set-up and first two epochs",
              **extra, **common)
 
 
@@ -299,7 +313,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--device", default="cuda", help="for --gpu: cuda, or cpu for a dry run")
     ap.add_argument("--images", type=int, default=None, help="for --gpu: random images")
     ap.add_argument("--depth", type=int, default=None, help="for --gpu: ResNet depth (56)")
-    ap.add_argument("--steps", default="eager,graph,compiled",
+    ap.add_argument("--busy-for", default="eager,graph,compiled",
+                    help="for --gpu: the steps whose GPU busy fraction is measured (profiler)")
+    ap.add_argument("--steps", default="graph,eager,compiled",
                     help="for --gpu: the step modes to time, in this order (graph needs CUDA)")
     ap.add_argument("--compile-on-cpu", action="store_true",
                     help="dry run: also the compiled step on the CPU (minutes of compilation)")

@@ -19,11 +19,16 @@
 #              lockstep K = 7, 11, eager, graph and compiled, against the DataLoader loop and against
 #              sequential runs; the GPU busy fraction; G's share of an epoch; the GPU-hours of
 #              the paper's Figure 1 grid at the measured rates.
+#   drift   -- (not by default) benchmarks/graph_vs_eager.py: how far the graph step drifts from
+#              eager after two epochs, against two eager runs, in bf16, fp32 and
+#              deterministic fp32.
 #   profile -- `python -m dsmlib reference sec5_distillation --profile gpu` through papermill,
 #              with its wall time and every claim's verdict; the stored reference is copied to
 #              $OUT/reference/<profile>/, ready to commit as the book's gpu reference (the site
 #              then shows it on the Section 5 page).
 # On the GPU machine, a missing papermill is installed from .whl/ into /tmp/site first.
+# Limits and choices can be overridden: LIMIT_TESTS, LIMIT_BENCH, LIMIT_PROFILE, LIMIT_DRIFT (s),
+# BENCH_STEPS, BUSY_FOR (comma lists of graph, eager, compiled).
 # --dry-run: the same steps on the CPU with tiny settings (the test suite runs it, so the
 # script cannot rot): tests are only collected, the bench runs a dry ResNet-8, and the profile
 # is `smoke` (PROFILE=... overrides). Results go to $OUT (default ./gpu_check_out).
@@ -81,7 +86,7 @@ for step in $steps; do
           tests/models/test_training.py tests/theory/test_gradient_norm.py -k cuda
       else
         xdist=$($PY -c "import xdist" 2>/dev/null && echo "-n 4")
-        run_step tests 75 $PY -m pytest -q -p no:cacheprovider $xdist tests/models/test_replay.py \
+        run_step tests ${LIMIT_TESTS:-75} $PY -m pytest -q -p no:cacheprovider $xdist tests/models/test_replay.py \
           tests/models/test_lockstep.py tests/models/test_runs.py tests/models/test_training.py \
           tests/models/test_datasets.py tests/theory/test_gradient_norm.py -k cuda
       fi ;;
@@ -90,13 +95,15 @@ for step in $steps; do
         run_step bench 300 $PY benchmarks/bench_distill.py --gpu --no-cpu --device cpu \
           --images 64 --epochs 1 --depth 8
       else
-        # compiled last: its compilations are the slowest part, and a cut-off loses only them
-        run_step bench 150 $PY benchmarks/bench_distill.py --gpu --no-cpu --quick --threads 0 \
-          --steps eager,graph,compiled
+        # graph first (the headline), compiled last: its compilations are the slowest part,
+        # and a cut-off loses only them
+        run_step bench ${LIMIT_BENCH:-150} $PY benchmarks/bench_distill.py --gpu --no-cpu --quick \
+          --threads 0 --steps ${BENCH_STEPS:-graph,eager,compiled} \
+          --busy-for ${BUSY_FOR:-graph,eager,compiled}
       fi
       grep '^{' "$OUT/bench.txt" > "$OUT/bench.jsonl" ;;
     profile)
-      run_step profile $([ $DRY = 1 ] && echo 600 || echo 300) \
+      run_step profile $([ $DRY = 1 ] && echo 600 || echo ${LIMIT_PROFILE:-300}) \
         $PY -m dsmlib reference sec5_distillation --profile "$PROFILE" --no-progress --force \
         --allow-dirty
       mkdir -p "$OUT/reference/$PROFILE"
@@ -113,7 +120,10 @@ for c in doc["claims"]:
     print(f"  {c['id']}: {c['verdict']} {c['measured']:.4g} [{lo:.4g}, {hi:.4g}]")
 PY
       ;;
-    *) echo "unknown step $step (wheels | tests | bench | profile)"; exit 2 ;;
+    drift)   # the graph step's drift from eager against eager's from itself (the fp32 test's basis)
+      if [ $DRY = 1 ]; then run_step drift 300 $PY benchmarks/graph_vs_eager.py --device cpu
+      else run_step drift ${LIMIT_DRIFT:-60} $PY benchmarks/graph_vs_eager.py; fi ;;
+    *) echo "unknown step $step (wheels | tests | bench | profile | drift)"; exit 2 ;;
   esac
 done
 cat "$OUT/summary.txt" 2>/dev/null

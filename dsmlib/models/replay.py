@@ -98,12 +98,19 @@ class StepLoop:
     the backward pass and ``opt``'s step. With ``capture`` (:func:`cuda_capture` on CUDA), the
     whole step is captured after :data:`WARMUP_STEPS` eager ones and replayed. The members'
     training losses are summed on the device (:attr:`total`), so an epoch needs no host
-    synchronisation until its end."""
+    synchronisation until its end. ``static_grads``: zero the gradients in place (what a
+    captured step needs), or set them to None before each backward pass (a ``torch.compile``
+    step: inductor's CUDA graphs reuse the memory of their outputs, the gradients among them,
+    at the next replay, so the previous step's gradients must not be touched -- on an H100
+    zeroing them in place failed with "accessing tensor output of CUDAGraphs that has been
+    overwritten by a subsequent run")."""
 
     def __init__(self, run: StepFn, model: nn.Module, opt: torch.optim.Optimizer, X: Tensor,
                  y: Tensor, members: int, *, dtype: torch.dtype,
-                 capture: Capture | None = None, pool: GraphPool | None = None) -> None:
+                 capture: Capture | None = None, pool: GraphPool | None = None,
+                 static_grads: bool = True) -> None:
         self.run, self.model, self.opt, self.X, self.y = run, model, opt, X, y
+        self.static_grads = static_grads
         self.pool = pool or GraphPool()
         self.counter = torch.zeros(1, dtype=torch.long, device=X.device)
         self.total = torch.zeros(members, dtype=dtype, device=X.device)
@@ -137,7 +144,7 @@ class StepLoop:
         inputs = [None if t is None else t.index_select(0, self.counter).squeeze(0)
                   for t in self.plan]
         losses = self.run(self.X, self.y, *inputs)
-        self.opt.zero_grad(set_to_none=False)   # static gradients, zeroed in place
+        self.opt.zero_grad(set_to_none=not self.static_grads)
         losses.sum().backward()
         self.opt.step()
         self.total += losses.detach()

@@ -196,7 +196,7 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
         epochs = tqdm(epochs, desc=what, leave=False, initial=start, total=c.epochs)
     kinds = {m.kind for m in members}
     loop = StepLoop(steps_fn, model, opt, data.X_train, data.y_train, k_all, dtype=policy.dtype,
-                    capture=capture, pool=pool)
+                    capture=capture, pool=pool, static_grads=not policy.compiled)
     for epoch in epochs:
         plan = plan_epoch(c.seed, epoch, n=n, batch_size=b, device=data.device, pad=data.pad,
                           flip=data.spec.flip, augment=c.augment, num_classes=c.num_classes,

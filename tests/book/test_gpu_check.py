@@ -26,12 +26,13 @@ def test_gpu_check_dry_run(tmp_path):
                             ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "PY": sys.executable}
-    proc = subprocess.run(["bash", "benchmarks/gpu_check.sh", "--dry-run"], cwd=root, env=env,
+    proc = subprocess.run(["bash", "benchmarks/gpu_check.sh", "--dry-run", "tests", "profile",
+                           "bench", "drift"], cwd=root, env=env,
                           capture_output=True, text=True, timeout=1500)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
     summary = (out / "summary.txt").read_text()
-    for step in ("tests", "bench", "profile"):
+    for step in ("tests", "bench", "profile", "drift"):
         assert f"[gpu_check] {step}: exit 0" in summary, log[-4000:]
     collected = (out / "tests.txt").read_text().strip().splitlines()
     assert "collected" in collected[-1] and "error" not in collected[-1], collected[-1]
@@ -42,6 +43,11 @@ def test_gpu_check_dry_run(tmp_path):
             "paper_grid_gpu_hours_eager"} <= names
     assert not any(n.endswith("_error") for n in names), rows
     assert all({"name", "ours_s", "baseline_s", "ratio"} <= set(r) for r in rows)
+    drift = [json.loads(line) for line in (out / "drift.txt").read_text().splitlines()
+             if line.startswith("{")]
+    assert {r["name"] for r in drift} == {f"drift_{s}_{r}" for s in ("bf16", "fp32",
+                                          "fp32_deterministic") for r in ("teacher", "students_k3")}
+    assert all("error" not in r and r["rel_graph_eager"] == 0.0 for r in drift), drift  # all eager
     profile = (out / "profile.txt").read_text()
     assert "fig1." in profile and "[gpu_check] claims of" in profile, profile[-3000:]
     stored = out / "reference" / "smoke" / "sec5_distillation.ipynb"     # ready to commit
