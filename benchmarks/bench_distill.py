@@ -23,9 +23,9 @@ Rows:
 - ``--gpu`` (CUDA; ``--device cpu`` is a dry run with tiny settings): ResNet-56 on random
   CIFAR-shaped tensors (3x32x32, 10 classes), batch 64:
   ``gpu_teacher_<step>``: a teacher's ``train`` epoch (images/s) against the ``DataLoader``
-  loop (float32, 4 workers); ``gpu_busy_<step>`` (for the steps in ``--busy-for``, last): the
-  GPU busy fraction, kernel time / wall time from the profiler, of a teacher's set-up and first
-  two epochs;
+  loop (float32, 4 workers); ``gpu_busy_<step>`` (for the steps in ``--busy-for``): the
+  GPU busy fraction, kernel time / wall time from the profiler, of a teacher's set-up and
+  first two epochs;
   ``gpu_lockstep_k<K>_<step>``: ``K`` students in lockstep (student-images/s) against ``K``
   sequential student runs; ``gpu_gradnorm_cost_<step>``: G and evaluation per epoch against
   training (``fraction``), and against an epoch of the paper's CIFAR-10 split at the measured
@@ -225,11 +225,12 @@ def bench_gpu(args) -> None:
         if dry and step == "graph" or dry and step == "compiled" and not args.compile_on_cpu:
             continue
         try:
-            bench_step(step, cfg, data, teacher, ks, base_s, rates, common, epochs,
-                       busy=step in busy_for and not dry)
+            bench_step(step, cfg, data, teacher, ks, base_s, rates, common, epochs)
         except Exception as exc:   # one broken path must not hide the others' figures
             emit(name=f"gpu_{step}_error", ours_s=None, baseline_s=None, ratio=None,
                  error=f"{type(exc).__name__}: {exc}"[:500], **common)
+        if step in busy_for and ("teacher", step) in rates and not dry:
+            emit_busy(step, cfg, data, common)
         # the GPU-hours need the eager teacher's rate, which may come after a step's
         for done in [s for (k, s) in rates if k == ks[-1] and s not in hours_done]:
             if ("teacher", "eager") in rates:
@@ -237,12 +238,24 @@ def bench_gpu(args) -> None:
                 hours_done.add(done)
 
 
+def emit_busy(step: str, cfg: RunConfig, data: DataSplit, common: dict) -> None:
+    """The ``gpu_busy_<step>`` row: kernel time / wall time of a teacher's set-up (capture
+    or compilation included) and first two epochs, under the profiler."""
+    try:
+        wall, kernel = busy_times(lambda: train(cfg, data, step=step, cache={}, stop_after=2))
+        emit(name=f"gpu_busy_{step}", ours_s=round(wall, 4), baseline_s=round(kernel, 4),
+             ratio=round(kernel / wall, 4), gpu_busy_fraction=round(kernel / wall, 4),
+             step=step, note="kernel time / wall time of a teacher's set-up (capture or "
+             "compilation included) and first two epochs", **common)
+    except Exception as exc:   # the profiler must not hide the other figures
+        emit(name=f"gpu_busy_{step}_error", ours_s=None, baseline_s=None, ratio=None,
+             error=f"{type(exc).__name__}: {exc}"[:500], **common)
+
+
 def bench_step(step: str, cfg: RunConfig, data: DataSplit, teacher, ks: tuple[int, ...],
-               base_s: float, rates: dict, common: dict, epochs: int, *,
-               busy: bool = True) -> None:
-    """Every ``--gpu`` row of one step mode (``graph``, ``eager`` or ``compiled``), from
-    ``epochs`` epochs of each run (the first left out of the medians); with ``busy``, last,
-    the GPU busy fraction of a teacher's set-up and first two epochs (under the profiler)."""
+               base_s: float, rates: dict, common: dict, epochs: int) -> None:
+    """Every ``--gpu`` timing row of one step mode (``graph``, ``eager`` or ``compiled``), from
+    ``epochs`` epochs of each run (the first left out of the medians)."""
     n, dry = data.X_train.shape[0], data.device.type != "cuda"
     cache: dict = {}
     skips0 = cudagraph_skips()
@@ -275,12 +288,6 @@ def bench_step(step: str, cfg: RunConfig, data: DataSplit, teacher, ks: tuple[in
              sequential_student_images_per_s=round(n / one, 1),
              goal_student_images_per_s=40_000,
              gradnorm_fraction=round(epoch_times(hist_k, "gradnorm_s") / together, 4),
-             **extra, **common)
-    if busy:
-        wall, kernel = busy_times(lambda: train(cfg, data, step=step, cache=cache, stop_after=2))
-        emit(name=f"gpu_busy_{step}", ours_s=round(wall, 4), baseline_s=round(kernel, 4),
-             ratio=round(kernel / wall, 4), gpu_busy_fraction=round(kernel / wall, 4),
-             note="kernel time / wall time of a teacher's set-up and first two epochs",
              **extra, **common)
 
 
