@@ -28,7 +28,7 @@ from ..models.runs import RunRecord
 
 __all__ = ["KINDS", "CONTROL", "DistillGrid", "grid_from_parameters", "scope_note", "grid_runs",
            "Cell", "DistillResults", "METRICS", "summarise", "selected_levels",
-           "selected_test_acc", "shrinkage", "shrinkage_rows"]
+           "selected_test_acc", "shrinkage", "shrinkage_rows", "accuracy_headroom"]
 
 KINDS = {"gaussian": "σ²", "symmetric": "p"}   # the noise kinds of the paper, and their level
 CONTROL = "symmetric_mean"   # the swap's control: no noise, target E[y~] = M_p y (Eq. 24)
@@ -225,3 +225,24 @@ def shrinkage_rows(res: DistillResults) -> list[dict[str, Any]]:
             rows.append(dict(dataset=d, p=cell.level, kappa2=shrinkage(cell.level, n_classes) ** 2,
                              swap=ratio["swap"], control=ratio["control"]))
     return rows
+
+
+def accuracy_headroom(res: DistillResults, claims: Sequence[Any]) -> list[str]:
+    """Why the accuracy claims can stay undecided, per data set: the teachers' mean test
+    accuracy, the headroom it leaves a student, and the half-width of the 99 % interval of the
+    gain of the validation-selected noisy student over its teacher (the case of
+    ``fig1.noisy_beats_teacher`` among ``claims``). A gain no larger than the headroom that the
+    interval cannot separate from zero cannot be confirmed with these seeds."""
+    claim = next(c for c in claims if c.id == "fig1.noisy_beats_teacher")
+    lines = []
+    for d in res.grid.datasets:
+        acc = float(res.teacher(d).final["test_acc"].mean())
+        lo, hi = next(x["interval"] for x in claim.details if x["case"] == d)
+        half, room = (hi - lo) / 2, 1.0 - acc
+        verdict = ("so even a student that closed the whole gap would stay unconfirmed at "
+                   f"this spread with {len(res.grid.seeds)} seeds" if half >= room else
+                   "so a gain as large as the headroom could be resolved")
+        lines.append(f"{d}: the teachers reach {100 * acc:.2f} % test accuracy on average, "
+                     f"leaving {100 * room:.2f} points to gain; the 99 % interval of the "
+                     f"selected student's gain is ±{100 * half:.2f} points wide, {verdict}.")
+    return lines

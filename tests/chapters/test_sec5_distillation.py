@@ -322,3 +322,21 @@ def test_seeds_tied_at_zero_gain_do_not_confirm_a_gain():
     assert claims["fig1.noisy_beats_teacher"].interval == [0.0, 0.0]
     assert claims["fig1.noisy_beats_teacher"].verdict == "refuted"
     assert claims["fig1.some_student_beats_teacher"].verdict == "refuted"
+
+
+def test_accuracy_headroom_compares_the_teachers_room_with_the_interval():
+    """A teacher near 100 % leaves less to gain than the interval's half-width: the line says
+    that no gain could be confirmed; a teacher with room to spare says the gain could be
+    resolved. The figures are the teachers' mean and the claim's own interval."""
+    def ceiling(c):
+        f = good(c)
+        f["test_acc"] = np.minimum(f["test_acc"] + 0.2, 0.999) + jitter(c, 0.0005)
+        return f
+    for final, says in ((good, "could be resolved"), (ceiling, "would stay unconfirmed")):
+        res, claims = claims_of(final)
+        [line] = distill.accuracy_headroom(res, list(claims.values()))
+        acc = res.teacher("digits").final["test_acc"].mean()
+        lo, hi = cases(claims["fig1.noisy_beats_teacher"])["digits"]["interval"]
+        assert line.startswith(f"digits: the teachers reach {100 * acc:.2f} % test accuracy")
+        assert f"leaving {100 * (1 - acc):.2f} points" in line
+        assert f"±{100 * (hi - lo) / 2:.2f} points wide" in line and says in line, line
