@@ -5,16 +5,19 @@
 # H100 (2026-11-26, benchmarks/gpu_runs/): tests 43-47 s (27 passed), profile 244 s, and the
 # bench ran to its limit (the compiled rows, last, did not fit).
 #
-#   bash benchmarks/gpu_check.sh [--dry-run] [wheels] [tests] [bench] [profile]
+#   bash benchmarks/gpu_check.sh [--dry-run] [wheels] [tests] [bench] [profile] [drift]
 #
 # Steps (default: tests profile bench -- the bench last: its rows print as they come, so a cut-off
 # loses only the last ones, while a cut-off profile loses everything):
 #   wheels  -- run HERE, where PyPI is reachable, before the GPU call: downloads the Jupyter
 #              stack the profile step needs (papermill, jupytext, ipykernel, myst-nb, plotly,
 #              submitit and their needs) as wheels for the GPU image's Python 3.12 into .whl/
-#              (git-ignored through .git/info/exclude) and prints their size; carry `.whl` and
-#              `.git` (so the reference's provenance names its commit) with the device call
-#              (checkout + wheels + .git must stay under 64 MiB: about 3 + 48 + 2 MiB).
+#              (git-ignored through .git/info/exclude) and prints their size; it also copies
+#              .git to .gitc (the device tool will not carry .git, and the device's own copy
+#              can be older), which git reads there (GIT_DIR), so the reference's provenance
+#              names the right commit. Run it after your last commit, and carry
+#              `.whl` and `.gitc` with the device call (checkout + wheels + .gitc must stay
+#              under 64 MiB: about 3 + 48 + 2 MiB).
 #   tests   -- the CUDA cases of the Section 5 and G tests (lockstep, the graph and compiled
 #              steps against eager, resume, noise, G of every member in one pass).
 #   bench   -- benchmarks/bench_distill.py --gpu: the library's train and train_group, teacher and
@@ -53,6 +56,11 @@ run_step() {   # name, timeout (s), command...
   return 0
 }
 
+if [ $DRY = 0 ] && [ -d .gitc ] && [ "$steps" != wheels ]; then
+  # the repository copied by `wheels` (nothing is changed in .git; git reads .gitc instead)
+  export GIT_DIR="$PWD/.gitc" GIT_WORK_TREE="$PWD" GIT_CONFIG_COUNT=1 \
+    GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
+fi
 if [ $DRY = 0 ] && ! $PY -c "import papermill" 2>/dev/null && [ -d .whl ]; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
@@ -79,8 +87,9 @@ for step in $steps; do
           python_dateutil setuptools wheel pip zipp narwhals; do
         rm -f .whl/${have}-*.whl .whl/${have//_/-}-*.whl
       done
-      git gc -q 2>/dev/null   # .git travels too (carry it), so the reference records its commit
-      du -sh .whl .git | tee "$OUT/wheels.txt" ;;
+      grep -qx '/.gitc/' .git/info/exclude || echo '/.gitc/' >> .git/info/exclude
+      git gc -q 2>/dev/null && rm -rf .gitc && cp -a .git .gitc
+      du -sh .whl .gitc | tee "$OUT/wheels.txt" ;;
     tests)
       if [ $DRY = 1 ]; then
         run_step tests 300 $PY -m pytest -q -p no:cacheprovider --collect-only \
