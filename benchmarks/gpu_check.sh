@@ -68,7 +68,7 @@ fi
 { command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')"
   echo "commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
-} 2>&1 | tee "$OUT/device.txt"
+} 2>&1 | tee -a "$OUT/summary.txt"   # the device first (the tool brings back 8 files at most)
 
 for step in $steps; do
   case $step in
@@ -119,6 +119,9 @@ for step in $steps; do
         --allow-dirty
       mkdir -p "$OUT/reference/$PROFILE"
       cp reference/"$PROFILE"/sec5_distillation.* "$OUT/reference/$PROFILE/" 2>/dev/null
+      # every run's configuration and per-epoch metrics (train_s, eval_s, gradnorm_s...), not
+      # the checkpoints: where the profile's time goes
+      tar czf "$OUT/profile_runs.tgz" --exclude='*.pt' -C results runs 2>/dev/null
       $PY - "$PROFILE" <<'PY' 2>&1 | tee -a "$OUT/profile.txt"
 import glob, json, sys
 paths = sorted(glob.glob(f"reference/{sys.argv[1]}/sec5_distillation.json"))

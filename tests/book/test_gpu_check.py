@@ -50,5 +50,10 @@ def test_gpu_check_dry_run(tmp_path):
     assert all("error" not in r and r["rel_graph_eager"] == 0.0 for r in drift), drift  # all eager
     profile = (out / "profile.txt").read_text()
     assert "fig1." in profile and "[gpu_check] claims of" in profile, profile[-3000:]
+    import tarfile
+    with tarfile.open(out / "profile_runs.tgz") as tar:           # where the profile's time went
+        names = tar.getnames()
+    assert any(n.endswith("metrics.json") for n in names) and not any(n.endswith(".pt") for n in names)
+    assert "torch" in summary and len(list(out.rglob("*"))) - 2 <= 9   # 8 files come back (+ drift)
     stored = out / "reference" / "smoke" / "sec5_distillation.ipynb"     # ready to commit
     assert json.loads(stored.read_text())["metadata"]["dsmlib"]["provenance"]["profile"] == "smoke"
