@@ -47,8 +47,8 @@ Rows:
   ``<step>`` is ``graph`` (the whole step replayed from a CUDA graph), ``eager`` and
   ``compiled`` (``torch.compile``, CUDA graphs through inductor), timed in that order, so a
   cut-off loses the slowest first (a step that fails prints ``gpu_<step>_error`` and the
-  others go on; a step's GPU-hours row comes once the eager teacher has been timed). Every row gives
-  ``first_epoch_s`` (set-up: capture or compilation) and, for ``compiled``,
+  others go on; a step's GPU-hours row comes once the eager teacher has been timed). Every row
+  gives ``first_epoch_s`` (set-up: capture or compilation) and, for ``compiled``,
   ``cudagraph_skips`` (how often inductor fell back from CUDA graphs).
 
 Usage: ``python benchmarks/bench_distill.py [--quick] [--gpu] [--device cpu] [--no-cpu]
@@ -242,9 +242,8 @@ def bench_gpu(args) -> None:
                  error=f"{type(exc).__name__}: {exc}"[:500], **common)
         if step in busy_for and ("teacher", step) in rates and not dry:
             emit_busy(step, cfg, data, common)
-        # the GPU-hours need the eager teacher's rate, which may come after a step's
-        for done in [s for (k, s) in rates if k == ks[-1] and s not in hours_done]:
-            if ("teacher", "eager") in rates:
+        if ("teacher", "eager") in rates:   # the GPU-hours' baseline, timed first or later
+            for done in [s for (k, s) in rates if k == ks[-1] and s not in hours_done]:
                 emit_hours(done, rates, ks[-1], common)
                 hours_done.add(done)
 
