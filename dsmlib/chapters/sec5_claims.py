@@ -22,6 +22,7 @@ nothing.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +54,15 @@ def _seed_case(values: np.ndarray, band, quantity: str, *, level: float = CONFID
     v = np.asarray(values, dtype=float)
     return case(paper=0.0, measured=float(v.mean()), se=float(v.std(ddof=1) / math.sqrt(v.size)),
                 band=band, quantity=quantity, dof=v.size - 1, level=level)
+
+
+def _every_case(id: str, statement: str, cases: dict[str, Case], **kw: Any) -> Claim:
+    """:func:`every_case`, each case's standard error kept in its row of ``details`` (what
+    :func:`dsmlib.chapters.sec5_distillation.seeds_to_decide` plans with)."""
+    claim = every_case(id, statement, cases, **kw)
+    for row, c in zip(claim.details, cases.values()):
+        row["se"] = c.se
+    return claim
 
 
 def _log_g(cell: Cell) -> np.ndarray:
@@ -88,7 +98,7 @@ def some_case(id: str, statement: str, cases: dict[str, Case], *, note: str = ""
     key, head = (max(pool, key=lambda kc: _depth(kc[1])) if overall == "confirmed"
                  else min(pool, key=lambda kc: band_gap(kc[1])))
     details = [{"case": k, "paper": c.paper, "measured": c.measured, "interval": c.interval,
-                "band": c.band, "verdict": c.verdict} for k, c in cases.items()]
+                "band": c.band, "verdict": c.verdict, "se": c.se} for k, c in cases.items()]
     head = Case(**{**head.__dict__, "verdict": overall,
                    "quantity": f"{head.quantity} (deciding case: {key})"})
     return from_case(id, statement, head, note=note, details=details, scope=scope,
@@ -135,7 +145,7 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
             _excess(res, c), BELOW_BAND, _LOG_RATIO.format(a="noisy", b="control")
             + f"; control: {_CONTROL_TEXT[kind]}; paper: < 0") for d in ds for c in res.noisy(d, kind)}
         if cases:
-            claims.append(every_case(
+            claims.append(_every_case(
                 f"fig1.noise_lowers_gradnorm_{'sigma2' if kind == 'gaussian' else 'p'}",
                 f"Any {kind} label noise lowers G(θ): every {sym} student's G lies below that of "
                 f"{_CONTROL_TEXT[kind]} (Figure 1; Prop. 3).", cases,
@@ -157,7 +167,7 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
         steps = _steps(res, kind, log_g)
         if steps:
             extra = f" {_kappa_text(res)}" if cid.endswith("shrinkage") else ""
-            claims.append(every_case(cid, text, _joint(steps, STEP_BAND, "per-seed change of "
+            claims.append(_every_case(cid, text, _joint(steps, STEP_BAND, "per-seed change of "
                                      "log G between consecutive noisy levels; paper: < 0"),
                                      scope=scope, note=(note + extra).strip(),
                                      condition="needs levels far enough apart for the seeds to "
@@ -167,7 +177,7 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
         "epochs of " + _LOG_RATIO.format(a="noisy", b="control") + "; paper: < 0")
         for d in ds for k in KINDS for c in res.noisy(d, k)}
     if cases:
-        claims.append(every_case(
+        claims.append(_every_case(
             "fig1.gradnorm_below_control_over_epochs", "Label noise keeps G(θ) below its "
             "control's over the epochs, not only after the last one (the paper measures G after "
             "every epoch): the mean of log(G_noisy / G_control) over the second half of training "
@@ -185,7 +195,7 @@ def _below_teacher_claim(res: DistillResults, note: str) -> Claim:
             cases[f"{d}: {c.name}"] = _seed_case(_log_g(c) - log_teacher, BELOW_BAND,
                                                  _LOG_RATIO.format(a="student", b="teacher")
                                                  + "; paper: < 0")
-    return every_case("fig1.student_below_teacher", "Students have a lower gradient norm G(θ) "
+    return _every_case("fig1.student_below_teacher", "Students have a lower gradient norm G(θ) "
                       "than their teacher (Figure 1).", cases, scope="setting", note=note,
                       condition="holds only for the students whose interval lies below 0 (see "
                                 "the per-student cases)")
@@ -203,7 +213,7 @@ def accuracy_claims(res: DistillResults, note: str = "") -> list[Claim]:
             cases[d] = _seed_case(selected_test_acc(res, d) - base.final["test_acc"],
                                   ACCURACY_GAIN_BAND, "test accuracy of the validation-selected "
                                   f"noisy student − that of {what}; paper: > 0")
-        claims.append(every_case(
+        claims.append(_every_case(
             cid, f"The noisy student selected by validation accuracy has a higher test accuracy "
             f"than {what} (Figure 1).", cases, scope="setting",
             note=(note + " Selection within each seed over both noise kinds and every level; "
@@ -243,7 +253,7 @@ def figure2_claims(res: DistillResults, note: str = "") -> list[Claim]:
                     swap.final["test_acc"] - other.final["test_acc"], ACCURACY_GAIN_BAND,
                     "test accuracy of the swap student − the other's, at the selected levels; "
                     "paper: > 0")
-    claims.append(every_case(
+    claims.append(_every_case(
         "fig2.train_loss_to_zero", "The training loss of the noiseless, symmetric-noise and "
         "Gaussian-noise students (each at its validation-optimal level) goes to nearly zero "
         "(Figure 2).", cases, scope="reading",
@@ -251,7 +261,7 @@ def figure2_claims(res: DistillResults, note: str = "") -> list[Claim]:
               "against the noisy ỹ, cannot fall below the noise's variance per logit.").strip(),
         condition="needs more epochs at the small learning rates (see the per-kind cases)"))
     if flat:
-        claims.append(every_case(
+        claims.append(_every_case(
             "fig2.swap_flatter_and_better", "The minima found with symmetric noise are flatter, "
             "with better generalisation, than those of the noiseless and the Gaussian-noise "
             "students (each at its validation-optimal level; Figure 2).", flat, scope="reading",

@@ -23,12 +23,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..foundation.checks import check_int, check_probability
+from ..foundation.claims import verdict
+from ..foundation.power import POWER, units_to_decide
 from ..models.run_config import RunConfig, student_of
 from ..models.runs import RunRecord
 
 __all__ = ["KINDS", "CONTROL", "DistillGrid", "grid_from_parameters", "scope_note", "grid_runs",
            "Cell", "DistillResults", "METRICS", "summarise", "selected_levels",
-           "selected_test_acc", "shrinkage", "shrinkage_rows", "accuracy_headroom"]
+           "selected_test_acc", "shrinkage", "shrinkage_rows", "accuracy_headroom",
+           "seeds_to_decide"]
 
 KINDS = {"gaussian": "σ²", "symmetric": "p"}   # the noise kinds of the paper, and their level
 CONTROL = "symmetric_mean"   # the swap's control: no noise, target E[y~] = M_p y (Eq. 24)
@@ -246,3 +249,26 @@ def accuracy_headroom(res: DistillResults, claims: Sequence[Any]) -> list[str]:
                      f"leaving {100 * room:.2f} points to gain; the 99 % interval of the "
                      f"selected student's gain is ±{100 * half:.2f} points wide, {verdict}.")
     return lines
+
+
+def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *,
+                    power: float = POWER) -> list[dict[str, Any]]:
+    """Every undecided case of ``claims``: its measured value, the half-width of its interval and
+    the seeds that would decide it with probability ``power``, were the measured value and the
+    seeds' spread the truth (:func:`dsmlib.foundation.power.units_to_decide`; None: more than
+    100,000, or a value on the band's edge), and the verdict they would reach (``towards``:
+    confirmed if the value lies in the band, else refuted). A planning figure, not evidence."""
+    n = len(res.grid.seeds)
+    rows = []
+    for c in claims:
+        for d in c.details if c.verdict == "inconclusive" else []:
+            if d.get("verdict") != "inconclusive" or d.get("se") is None:
+                continue
+            lo, hi = d["interval"]
+            rows.append(dict(claim=c.id, case=d["case"], measured=d["measured"],
+                             half_width=(hi - lo) / 2,
+                             towards=verdict([d["measured"]] * 2, d["band"]),
+                             seeds=units_to_decide(
+                                 d["measured"], d["se"], d["interval"], d["band"], n,
+                                 power=power)))
+    return rows

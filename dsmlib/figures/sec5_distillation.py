@@ -1,14 +1,16 @@
 """Figures of the ``sec5_distillation`` chapter (figures layer): Figure 1 (gradient norm,
 validation and test accuracy against the noise level, with the swap's controls), G per epoch
-against each student's control, Figure 2 (losses per epoch), and the table of the swap's
-shrinkage ``kappa^2`` beside the measured G ratios.
+against each student's control, Figure 2 (losses per epoch), the table of the swap's
+shrinkage ``kappa^2`` beside the measured G ratios, and that of the seeds that would decide
+each undecided case.
 
 Figure 1's points are means over seeds with the ledger's 99 % Student-t intervals over seeds
 (:func:`dsmlib.figures.common.error_bars`); Figure 2 draws every seed's curve and their mean.
 """
 from __future__ import annotations
 
-from typing import Any
+import html
+from typing import Any, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -18,9 +20,10 @@ from plotly.subplots import make_subplots
 from ..chapters.sec5_distillation import (CONTROL, KINDS, DistillResults, selected_levels,
                                           shrinkage_rows)
 from .common import error_bars
+from .tables import BADGES, data_table, fmt_number
 
 __all__ = ["KIND_COLORS", "CONTROL_NAME", "figure1", "gradnorm_epochs", "figure2",
-           "shrinkage_table"]
+           "shrinkage_table", "seeds_table"]
 
 KIND_COLORS = {"gaussian": "#1f77b4", "symmetric": "#d62728", "none": "#2ca02c",
                "teacher": "#555555", CONTROL: "#ff9896"}
@@ -167,3 +170,20 @@ def shrinkage_table(res: DistillResults) -> Any:
     lines += [f"| {r['dataset']} | {r['p']:g} | {r['kappa2']:.2f} | {r['swap']:.2f} | "
               f"{r['control']:.2f} |" for r in shrinkage_rows(res)]
     return Markdown("\n".join(lines))
+
+
+def seeds_table(rows: Sequence[dict[str, Any]], seeds: int) -> Any:
+    """The undecided cases and the seeds that would decide them
+    (:func:`dsmlib.chapters.sec5_distillation.seeds_to_decide`): one card per case on a phone."""
+    from IPython.display import HTML
+    if not rows:
+        return HTML(f"<p>Every case is decided with these {seeds} seeds.</p>")
+    table = data_table(
+        ["Claim", "Case", "Measured", "± (its interval)", f"Seeds to decide (this run: {seeds})",
+         "It would be"],
+        [[f"<code>{html.escape(r['claim'])}</code>", html.escape(r["case"]),
+          fmt_number(r["measured"]), fmt_number(r["half_width"]),
+          f"{r['seeds']:,}" if r["seeds"] is not None else "over 100,000",
+          BADGES[r["towards"]]] for r in rows],
+        row_classes=[f"v-{r['towards']}" for r in rows], table_class="cases seeds-to-decide cards")
+    return HTML(table)

@@ -12,6 +12,7 @@ from scipy import stats
 
 from dsmlib.chapters import sec5_claims as sc
 from dsmlib.chapters import sec5_distillation as distill
+from dsmlib.foundation.power import units_to_decide
 from dsmlib.models.runs import RunRecord
 
 PARAMS = dict(datasets=["digits"], depth=8, teacher_epochs=3, student_epochs=2,
@@ -340,3 +341,33 @@ def test_accuracy_headroom_compares_the_teachers_room_with_the_interval():
         assert line.startswith(f"digits: the teachers reach {100 * acc:.2f} % test accuracy")
         assert f"leaving {100 * (1 - acc):.2f} points" in line
         assert f"±{100 * (hi - lo) / 2:.2f} points wide" in line and says in line, line
+
+
+def test_seeds_to_decide_lists_every_undecided_case_and_plans_beyond_the_run():
+    """Under seed spread that hides the effects, every inconclusive case (and only those) gets a
+    row with its own numbers and its standard error; an undecided case needs more seeds than
+    the run had (its measured effect is inside the interval), and the plan is the one
+    units_to_decide makes from that case. With the paper true and little spread, no rows."""
+    def noisy(c):
+        f = good(c)
+        f["gradnorm"] *= math.exp(jitter(c, 0.5))
+        f["test_acc"] += jitter(c, 0.02)
+        return f
+    res, claims = claims_of(noisy)
+    rows = distill.seeds_to_decide(res, list(claims.values()))
+    undecided = {(cid, d["case"]) for cid, c in claims.items() for d in c.details
+                 if c.verdict == "inconclusive" and d["verdict"] == "inconclusive"}
+    assert {(r["claim"], r["case"]) for r in rows} == undecided and rows
+    n = len(PARAMS["seeds"])
+    for r in rows:
+        d = cases(claims[r["claim"]])[r["case"]]
+        assert r["measured"] == d["measured"] and d["se"] > 0
+        assert r["half_width"] == pytest.approx((d["interval"][1] - d["interval"][0]) / 2)
+        assert r["seeds"] == units_to_decide(d["measured"], d["se"], d["interval"], d["band"], n)
+        assert r["seeds"] is None or r["seeds"] > n
+        lo, hi = d["band"]
+        inside = (lo is None or lo <= d["measured"]) and (hi is None or d["measured"] <= hi)
+        assert r["towards"] == ("confirmed" if inside else "refuted")
+    res, claims = claims_of(good)
+    assert not [r for r in distill.seeds_to_decide(res, list(claims.values()))
+                if r["claim"] in G_IDS]

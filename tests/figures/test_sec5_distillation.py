@@ -9,7 +9,7 @@ from scipy import stats
 
 from dsmlib.chapters import sec5_distillation as distill
 from dsmlib.figures.sec5_distillation import (CONTROL_NAME, figure1, figure2, gradnorm_epochs,
-                                              shrinkage_table)
+                                              seeds_table, shrinkage_table)
 from dsmlib.models.runs import RunRecord
 
 PARAMS = dict(datasets=["digits", "svhn"], depth=8, teacher_epochs=3, student_epochs=2,
@@ -88,3 +88,18 @@ def test_gradnorm_epochs_pairs_each_student_with_its_control():
 def test_shrinkage_table_shows_kappa_squared():
     text = shrinkage_table(results()).data
     assert "| digits | 0.1 | 0.79 |" in text and "| svhn | 0.3 | 0.44 |" in text
+
+
+def test_seeds_table_one_row_per_undecided_case():
+    """Each row's numbers, the planned seeds with a thousands separator (or "over 100,000"),
+    the verdict they would reach, and a phone card per row; no rows: a sentence saying so."""
+    rows = [dict(claim="fig1.noise_lowers_gradnorm_sigma2", case="digits: σ² = 1",
+                 measured=-0.041, half_width=0.167, towards="confirmed", seeds=1234),
+            dict(claim="fig2.swap_flatter_and_better", case="digits: better than <σ²>",
+                 measured=0.0, half_width=0.003, towards="refuted", seeds=None)]
+    text = seeds_table(rows, 6).data
+    assert text.count("<tr class='v-") == 2 and "cards" in text
+    assert "this run: 6" in text and "1,234" in text and "over 100,000" in text
+    assert "−0.041" in text or "-0.041" in text
+    assert "better than &lt;σ²&gt;" in text and "confirmed" in text and "refuted" in text
+    assert "decided with these 6 seeds" in seeds_table([], 6).data

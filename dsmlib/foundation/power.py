@@ -1,0 +1,94 @@
+"""What would decide an undecided case (foundation): the number of independent units (seeds,
+runs) at which a Student-t interval of the same kind and level would give a verdict.
+
+A case measured as the mean of ``n`` independent units has the interval ``measured +- q se``
+with ``q`` the two-sided Student-t quantile on ``n - 1`` degrees of freedom
+(:func:`dsmlib.foundation.claims.interval`). Its verdict is decided (confirmed or refuted,
+:func:`dsmlib.foundation.claims.verdict`) exactly when its half-width is below the distance
+from the mean to the nearest band edge. If the truth were the measured value and the per-unit
+spread ``s = se sqrt(n)``, then with ``m`` units the statistic ``T = (mean - edge) / (s_hat /
+sqrt(m))`` is noncentral t with ``m - 1`` degrees of freedom and noncentrality ``(measured -
+edge) sqrt(m) / s``, so the chance of a verdict is ``P(|T| > q_m)``: exact for a band with one
+finite edge (every band of a sign claim); with two, an upper bound (it ignores the far edge).
+:func:`units_to_decide` is the smallest ``m`` that makes it at least ``power``. It is a
+planning figure, not evidence: it takes the measured effect and spread at face value.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from scipy import integrate as _integrate
+from scipy import stats as _st
+
+from .checks import check_int, check_real
+from .claims import parse_band
+
+__all__ = ["decision_power", "units_to_decide", "POWER"]
+
+POWER = 0.8   # the conventional planning power
+
+
+def _edge_distance(measured: float, band: Sequence[float | None]) -> float:
+    """Distance from ``measured`` to the nearest finite edge of ``band``."""
+    lo, hi = parse_band(band)
+    return min(abs(measured - e) for e in (lo, hi) if math.isfinite(e))
+
+
+def _level(half_width: float, se: float, n: int) -> float:
+    """The two-sided level of an interval ``+- half_width`` made from ``se`` with ``n`` units."""
+    return 2.0 * float(_st.t.cdf(half_width / se, n - 1)) - 1.0
+
+
+def decision_power(distance: float, spread: float, units: int, level: float) -> float:
+    """Chance that a Student-t interval at ``level`` over ``units`` independent units, each
+    with standard deviation ``spread``, clears a band edge lying ``distance`` from the true
+    mean (the exact noncentral-t probability; the module's docstring)."""
+    units = check_int("units", units, minimum=2)
+    q = float(_st.t.ppf(0.5 + level / 2.0, units - 1))
+    nc, dof = abs(distance) * math.sqrt(units) / spread, units - 1
+    p = float(_st.nct.sf(q, dof, nc) + _st.nct.cdf(-q, dof, nc))
+    if math.isfinite(p):
+        return min(1.0, p)
+
+    # scipy's noncentral t gives NaN at some large noncentralities: then integrate
+    # P(|Z + nc| > q sqrt(V / dof)), V ~ chi2(dof), over V's quantiles u (bounded for any dof).
+    def given(u: float) -> float:
+        w = q * math.sqrt(_st.chi2.ppf(u, dof) / dof)
+        return float(_st.norm.sf(w - nc) + _st.norm.cdf(-w - nc))
+
+    return min(1.0, float(_integrate.quad(given, 0.0, 1.0, limit=200)[0]))
+
+
+def units_to_decide(measured: float, se: float, interval: Sequence[float],
+                    band: Sequence[float | None], units: int, *, power: float = POWER,
+                    max_units: int = 100_000) -> int | None:
+    """The fewest independent units for a verdict with probability ``power``, were the truth
+    the ``measured`` value and the per-unit spread ``se sqrt(units)``; the interval's level is
+    read from ``interval``'s half-width (it may be a joint level). None when the measured value
+    sits on a band edge, the spread is zero, or more than ``max_units`` would be needed."""
+    measured, se = check_real("measured", measured), check_real("se", se)
+    units = check_int("units", units, minimum=2)
+    power = check_real("power", power)
+    if not 0.0 < power < 1.0:
+        raise ValueError(f"power must lie in (0, 1), got {power}")
+    if se <= 0:
+        return None
+    distance = _edge_distance(measured, band)
+    if distance == 0:
+        return None
+    level = _level((interval[1] - interval[0]) / 2.0, se, units)
+    spread = se * math.sqrt(units)
+
+    def enough(m: int) -> bool:
+        return decision_power(distance, spread, m, level) >= power
+
+    if not enough(max_units):
+        return None
+    lo, hi = 1, 2
+    while not enough(hi):           # power rises with m: bracket, then bisect
+        lo, hi = hi, min(2 * hi, max_units)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi
