@@ -179,11 +179,10 @@ def seeds_table(rows: Sequence[dict[str, Any]], seeds: int) -> Any:
     if not rows:
         return HTML(f"<p>Every case is decided with these {seeds} seeds.</p>")
     table = data_table(
-        ["Claim", "Case", "Measured", "± (its interval)", f"Seeds to decide (this run: {seeds})",
-         "It would be"],
+        ["Claim", "Case", "Measured", "± (its interval)", "Seeds to decide", "It would be"],
         [[f"<code>{html.escape(r['claim'])}</code>", html.escape(r["case"]),
           fmt_number(r["measured"]), fmt_number(r["half_width"]),
           f"{r['seeds']:,}" if r["seeds"] is not None else "over 100,000",
           BADGES[r["towards"]]] for r in rows],
         row_classes=[f"v-{r['towards']}" for r in rows], table_class="cases seeds-to-decide cards")
-    return HTML(table)
+    return HTML(f"<p>This run has {seeds} seeds.</p>{table}")

@@ -99,7 +99,7 @@ def test_seeds_table_one_row_per_undecided_case():
                  measured=0.0, half_width=0.003, towards="refuted", seeds=None)]
     text = seeds_table(rows, 6).data
     assert text.count("<tr class='v-") == 2 and "cards" in text
-    assert "this run: 6" in text and "1,234" in text and "over 100,000" in text
+    assert "This run has 6 seeds" in text and "1,234" in text and "over 100,000" in text
     assert "−0.041" in text or "-0.041" in text
     assert "better than &lt;σ²&gt;" in text and "confirmed" in text and "refuted" in text
     assert "decided with these 6 seeds" in seeds_table([], 6).data
