@@ -261,13 +261,16 @@ def test_claims_refuted_when_the_paper_fails():
         assert claims[cid].condition
 
 
+def noisy(c) -> dict:
+    """The paper true, under seed-to-seed spread of ±0.5 in log G and ±2 % in accuracy."""
+    f = good(c)
+    f["gradnorm"] *= math.exp(jitter(c, 0.5))
+    f["test_acc"] += jitter(c, 0.02)
+    return f
+
+
 def test_inconclusive_when_seeds_disagree():
     """Seed-to-seed spread of ±0.5 in log G and ±2 % in accuracy hides every effect."""
-    def noisy(c):
-        f = good(c)
-        f["gradnorm"] *= math.exp(jitter(c, 0.5))
-        f["test_acc"] += jitter(c, 0.02)
-        return f
     _, claims = claims_of(noisy)
     for cid in G_IDS | {"fig1.some_student_beats_teacher", "fig2.swap_flatter_and_better"}:
         assert claims[cid].verdict == "inconclusive", cid
@@ -348,11 +351,6 @@ def test_seeds_to_decide_lists_every_undecided_case_and_plans_beyond_the_run():
     row with its own numbers and its standard error; an undecided case needs more seeds than
     the run had (its measured effect is inside the interval), and the plan is the one
     units_to_decide makes from that case. With the paper true and little spread, no rows."""
-    def noisy(c):
-        f = good(c)
-        f["gradnorm"] *= math.exp(jitter(c, 0.5))
-        f["test_acc"] += jitter(c, 0.02)
-        return f
     res, claims = claims_of(noisy)
     rows = distill.seeds_to_decide(res, list(claims.values()))
     undecided = {(cid, d["case"]) for cid, c in claims.items() for d in c.details
