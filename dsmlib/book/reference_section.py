@@ -7,6 +7,10 @@ their captions, verdict tables, printed scope notes) becomes a cell with its inp
 under a bold label naming the reference section it came from. Figure names get the profile
 as a suffix so that they stay unique on the page, and glue records are dropped (their names
 belong to the page's own run).
+
+A *stale* reference (executed with code that has changed since) is shown too, never as
+current: its heading says stale, a notice under it names the commit it was executed at, and
+every figure caption says so.
 """
 from __future__ import annotations
 
@@ -35,14 +39,14 @@ def _shown(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if o.get("output_type") != "stream" or o.get("name") == "stdout"]
 
 
-def _renamed(meta: dict[str, Any], profile: str) -> dict[str, Any]:
+def _renamed(meta: dict[str, Any], profile: str, stale: str = "") -> dict[str, Any]:
     meta = copy.deepcopy(meta)
     fig = (meta.get("mystnb") or {}).get("figure")
     if fig:
         if fig.get("name"):
             fig["name"] = f"{fig['name']}-{profile}-reference"
         if fig.get("caption"):
-            fig["caption"] = f"(`{profile}` reference.) {fig['caption']}"
+            fig["caption"] = f"(`{profile}` reference{stale}.) {fig['caption']}"
     tags = [t for t in meta.get("tags", []) if t not in ("hide-input", "hide-output")]
     meta["tags"] = [*tags, "remove-input", SECTION_TAG]
     return meta
@@ -59,11 +63,20 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
     p = ref.profile
     fixture = (f"\n\n<div class='fixture-notice'><strong>Test fixture.</strong> "
                f"{html.escape(ref.fixture)}</div>" if ref.fixture else "")
-    cells = [_md(f"## The `{p}` reference execution\n\n"
+    stale = "" if ref.fresh else f", stale: commit {ref.commit}"
+    notice = "" if ref.fresh else (
+        f"\n\n<div class='stale-notice'><strong>Stale.</strong> Executed at commit "
+        f"<code>{html.escape(ref.commit)}</code>; the code this page runs has changed since (the "
+        "content key differs), so these figures and verdicts are not necessarily what the "
+        "current code gives, and the ledger greys them. To refresh it: <code>python -m dsmlib "
+        f"reference {html.escape(ref.name)} --profile {html.escape(p)}</code> where its "
+        "hardware is.</div>")
+    cells = [_md(f"## The `{p}` reference execution{' (stale)' if stale else ''}\n\n"
                  f"The figures and verdicts below were not made by this build: they come from "
                  f"the chapter's committed `{p}` reference, executed once where its hardware "
                  "is and stored with its provenance (`python -m dsmlib reference --profile "
-                 f"{p}`). The claims ledger shows its verdicts beside this build's.{fixture}\n\n"
+                 f"{p}`). The claims ledger shows its verdicts beside this build's.{fixture}"
+                 f"{notice}\n\n"
                  f"<div class='provenance'>{provenance_line(ref.provenance)}</div>\n", 0, p)]
     heading, labelled = "", ""
     for i, cell in enumerate(ref_nb.get("cells", []), start=1):
@@ -85,7 +98,7 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
             labelled = heading
         # The input is removed from the page; an empty one would drop the outputs too.
         cells.append({"cell_type": "code", "execution_count": None,
-                      "id": f"dsmlib-ref-{p}-code-{i}", "metadata": _renamed(cell["metadata"], p),
+                      "id": f"dsmlib-ref-{p}-code-{i}", "metadata": _renamed(cell["metadata"], p, stale),
                       "outputs": outputs, "source": f"# output of the {p} reference"})
     return cells
 

@@ -19,7 +19,8 @@ from .store import book_lock, executed_path, stage_site_copy
 __all__ = ["SHOWN_PROFILES", "current_references", "site_chapter", "build"]
 
 #: Reference profiles whose executions a GPU chapter's page shows in full (figures and
-#: verdicts), when fresh; every reference's verdicts are in the ledger.
+#: verdicts; a stale one under a notice saying so); every reference's verdicts are in the
+#: ledger.
 SHOWN_PROFILES = ("gpu", "paper")
 
 
@@ -32,9 +33,9 @@ def current_references(root: Path, profile: str, specs: dict) -> list[Reference]
 
 def site_chapter(root: Path, spec, profile: str, refs: list[Reference]) -> str:
     """The site's copy of a chapter: its execution under ``profile``, and for a GPU chapter
-    a section per fresh ``gpu``/``paper`` reference."""
+    a section per ``gpu``/``paper`` reference (a stale one marked stale)."""
     text = executed_path(root, profile, spec.name).read_text()
-    shown = [r for r in refs if r.name == spec.name and r.fresh and spec.gpu
+    shown = [r for r in refs if r.name == spec.name and spec.gpu
              and r.profile in SHOWN_PROFILES]
     if not shown:
         return text

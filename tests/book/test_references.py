@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -247,6 +247,36 @@ def test_a_gpu_chapter_page_shows_its_fresh_reference_in_a_section_of_its_own(tm
     assert "**Results** (`paper` reference)" in srcs[at:guide]
     assert not any("after the guide" in json.dumps(c) for c in added)
     assert with_reference_sections(page, []) == page
+
+
+def test_a_stale_reference_is_shown_under_a_notice_never_as_current(tmp_path):
+    """A stale reference keeps its section, but its heading says stale, a notice names the
+    commit it was executed at, and every figure caption says stale; a fresh one has none."""
+    _, by_chapter = _refs(tmp_path)
+    _, paper = by_chapter["ols"]
+    page = _notebook("quick", "kq", {"profile": "quick"})
+    ref_nb = json.loads(paper.notebook.read_text())
+    fresh = with_reference_sections(page, [(ref_nb, replace(paper, fresh=True))])
+    stale = with_reference_sections(page, [(ref_nb, replace(paper, fresh=False))])
+    head = next(c["source"] for c in stale["cells"] if SECTION_TAG in c["metadata"].get("tags", []))
+    assert head.startswith("## The `paper` reference execution (stale)")
+    assert "<strong>Stale.</strong> Executed at commit <code>abc123</code>" in head
+    assert "python -m dsmlib reference ols --profile paper" in head
+    [caption] = [c["metadata"]["mystnb"]["figure"]["caption"] for c in stale["cells"]
+                 if "mystnb" in c["metadata"] and SECTION_TAG in c["metadata"]["tags"]]
+    assert caption.startswith("(`paper` reference, stale: commit abc123.)")
+    assert "stale" not in json.dumps([c for c in fresh["cells"]
+                                      if SECTION_TAG in c["metadata"].get("tags", [])]).lower()
+    from dsmlib.book.site import site_chapter
+    fake_execution(tmp_path, "quick")
+    gpu_ref = by_chapter["ols"][0]                      # the stale gpu reference of _refs
+    assert not gpu_ref.fresh
+
+    class Spec:
+        name, gpu = "ols", True
+    assert "reference execution (stale)" in site_chapter(tmp_path, Spec, "quick", [gpu_ref])
+    Spec.gpu = False                                    # a CPU chapter shows no section
+    assert "reference execution" not in site_chapter(tmp_path, Spec, "quick", [gpu_ref])
 
 
 def _git_book(tmp_path: Path) -> Path:
