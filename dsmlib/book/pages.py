@@ -5,7 +5,9 @@ copies of plotly.js and MathJax."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,8 @@ from .provenance import provenance_table
 from .references import Reference, references_by_chapter
 from .store import executed_path, results_mismatch, results_path
 
-__all__ = ["checked_results", "write_generated_pages", "references_markdown", "copy_assets"]
+__all__ = ["checked_results", "write_generated_pages", "references_markdown", "PLOTLY_BUNDLE",
+           "bundle_version", "plotly_source", "copy_assets"]
 
 
 def checked_results(root: Path, profile: str, specs: dict) -> list[dict[str, Any]]:
@@ -95,14 +98,43 @@ def write_generated_pages(root: Path, profile: str,
     atomic_write_text(gen / "references.md", references_markdown(refs, paths))
 
 
-def copy_assets(root: Path) -> None:
-    """Serve plotly.js and MathJax from the site itself, matching the installed versions."""
-    import mathjax  # django-static-mathjax
+#: plotly.js's cartesian bundle (every trace type the book draws, a third of the full size),
+#: committed with its licence and a README saying how to update it.
+PLOTLY_BUNDLE = Path("book") / "_vendor" / "plotly-cartesian.min.js"
+
+
+def bundle_version(path: Path) -> str | None:
+    """The plotly.js version a bundle's licence header names (``v4.1.1`` -> ``4.1.1``)."""
+    with path.open(encoding="utf-8") as f:
+        head = f.read(400)
+    m = re.search(r"plotly\.js \([^)]*\) v(\d+\.\d+\.\d+)", head)
+    return m.group(1) if m else None
+
+
+def plotly_source(root: Path) -> Path:
+    """The plotly.js the site serves: the committed cartesian bundle when it is the version the
+    installed ``plotly`` writes figures for, else (with a warning) that package's full bundle."""
     import plotly
+    from plotly.offline import get_plotlyjs_version
+    full = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    bundle = root / PLOTLY_BUNDLE
+    want = get_plotlyjs_version()
+    have = bundle_version(bundle) if bundle.exists() else None
+    if have == want:
+        return bundle
+    print(f"[dsmlib] warning: {PLOTLY_BUNDLE} is plotly.js {have or 'missing'}, the installed "
+          f"plotly writes figures for {want}: serving the full bundle (4.8 MB, slower pages); "
+          f"see {PLOTLY_BUNDLE.parent}/README.md to update it", file=sys.stderr)
+    return full
+
+
+def copy_assets(root: Path) -> None:
+    """Serve plotly.js (:func:`plotly_source`) and MathJax from the site itself, matching the
+    installed versions."""
+    import mathjax  # django-static-mathjax
     static = root / "book" / "_static"
     static.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js",
-                 static / "plotly.min.js")
+    shutil.copy2(plotly_source(root), static / "plotly.min.js")
     src = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
     dst = static / "mathjax"
     if not (dst / "tex-mml-chtml.js").exists():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -100,7 +101,9 @@ def test_site_pages_exist_and_reference_only_local_scripts(smoke_book):
     assert re.search(r'<script async id="dsm-plotly-js" src="[./]*_static/plotly.min.js">', ols)
     assert 'src="../../_static/dsm-plotly.js' in ols and 'class="dsm-plotly-data"' in ols
     assert "plotly.min.js" not in (html / "book/ledger.html").read_text()
-    assert (html / "_static" / "plotly.min.js").exists()
+    from dsmlib.book.pages import plotly_source
+    served = (html / "_static" / "plotly.min.js").read_bytes()
+    assert served == plotly_source(smoke_book).read_bytes()    # the bundle the build chose
     assert "ols.stationary_cov_paper" in (html / "book/ledger.html").read_text()
     assert (html / "_static" / "mathjax" / "tex-mml-chtml.js").exists()
 
@@ -225,3 +228,23 @@ def test_carried_notebooks_build_elsewhere_without_re_running(smoke_book, tmp_pa
     proc = run("build")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (other / "_build" / "html" / "book" / "ledger.html").exists()
+
+
+def test_the_site_serves_the_cartesian_bundle_only_when_its_version_matches(monkeypatch, capsys):
+    """The committed cartesian bundle is served when it is the plotly.js version the installed
+    plotly writes figures for; otherwise the package's full bundle, with a one-line warning
+    that names the README saying how to update it."""
+    import plotly.offline
+    from dsmlib.book.pages import PLOTLY_BUNDLE, bundle_version, plotly_source
+    root = Path(__file__).resolve().parents[2]
+    have = bundle_version(root / PLOTLY_BUNDLE)
+    assert have and re.fullmatch(r"\d+\.\d+\.\d+", have)
+    assert (root / PLOTLY_BUNDLE).stat().st_size < 2_000_000
+    monkeypatch.setattr(plotly.offline, "get_plotlyjs_version", lambda: have)
+    assert plotly_source(root) == root / PLOTLY_BUNDLE and capsys.readouterr().err == ""
+    monkeypatch.setattr(plotly.offline, "get_plotlyjs_version", lambda: "0.0.1")
+    full = plotly_source(root)
+    assert full.name == "plotly.min.js" and full.stat().st_size > 4_000_000
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"plotly.js {have}" in err and "0.0.1" in err
+    assert "book/_vendor/README.md" in err

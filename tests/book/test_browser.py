@@ -104,13 +104,19 @@ OVERFLOW_JS = """(phone) => {
     .map(el => el.tagName + '.' + (el.className || '').toString().slice(0, 40));
 }"""
 
-FIGURES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => {
+FIGURES_JS = """() => {
+ const known = new Set(Object.keys(window.Plotly ? window.Plotly.PlotSchema.get().traces : {}));
+ return [...document.querySelectorAll('.js-plotly-plot')].map(gd => {
   const L = gd._fullLayout, used = new Set();
   (gd._fullData || []).forEach(t => { if (t.xaxis) used.add('xaxis' + t.xaxis.slice(1));
                                       if (t.yaxis) used.add('yaxis' + t.yaxis.slice(1)); });
   const untitled = [...used].filter(k => L[k] && !(L[k].title && L[k].title.text));
-  return {traces: gd._fullData.length, untitled};
-})"""
+  // a trace type the served bundle lacks draws nothing and only warns (the site serves
+  // plotly.js's cartesian bundle: dsmlib.book.pages.plotly_source)
+  const unregistered = (gd.data || []).map(t => t.type || 'scatter').filter(t => !known.has(t));
+  return {traces: gd._fullData.length, untitled, unregistered};
+ });
+}"""
 
 
 def test_every_page_is_offline_error_free_and_fits(browser, site):
@@ -124,7 +130,7 @@ def test_every_page_is_offline_error_free_and_fits(browser, site):
         bad = [e for e in errors if not any(a in e for a in ALLOWED_CONSOLE)]
         over = page.evaluate(OVERFLOW_JS, False)
         figs = page.evaluate(FIGURES_JS)
-        empty = [f for f in figs if f["traces"] == 0 or f["untitled"]]
+        empty = [f for f in figs if f["traces"] == 0 or f["untitled"] or f["unregistered"]]
         math = page.evaluate("document.querySelectorAll('mjx-container').length")
         raw_math = page.evaluate("document.querySelector('main').innerText"
                                  ".match(/\\$[^$\\n]{1,80}\\$|\\\\\\(|\\\\frac|\\\\mathbb/g)")
