@@ -18,8 +18,9 @@ parameters cell, so the command and the notebook always agree), then:
   checkpoints, so launching again after an interruption (or a SLURM preemption) loses at most
   one epoch per run.
 - ``status`` counts finished, partial and new runs.
-- ``collect`` gathers the finished runs into ``<runs_dir>/collected-<profile>.json``; the notebook
-  reads the same runs and trains nothing that is finished.
+- ``collect`` gathers the finished runs into ``<runs_dir>/collected-<profile>.json`` (written
+  atomically, only by this command: a notebook run with other parameters must not replace a
+  profile's file); the notebook reads the same runs and trains nothing that is finished.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from typing import Any, Sequence
 
 from ..chapters.sec5_distillation import DistillGrid, grid_from_parameters, grid_runs
 from ..foundation.checks import check_choice, check_int
+from ..foundation.results import atomic_write_text
 from ..models.dataset_files import check_dataset, download, missing_files
 from ..models.policy import STEP_MODES
 from ..models.run_config import RunConfig
@@ -211,9 +213,8 @@ def collect(runs: Sequence[RunConfig], runs_dir: str | Path, *, out: str | Path 
                          f"{', '.join(missing[:3])}): launch them with `python -m dsmlib grid "
                          "launch --profile PROFILE` (see the chapter's reader guide)")
     if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps({"runs": [dict(config=r.config.to_dict(), done=r.done,
-                                                       history=r.history) for r in records]}))
+        atomic_write_text(Path(out), json.dumps({"runs": [dict(
+            config=r.config.to_dict(), done=r.done, history=r.history) for r in records]}))
     return records
 
 
