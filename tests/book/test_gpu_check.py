@@ -27,12 +27,12 @@ def test_gpu_check_dry_run(tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "PY": sys.executable}
     proc = subprocess.run(["bash", "benchmarks/gpu_check.sh", "--dry-run", "tests", "profile",
-                           "bench", "drift"], cwd=root, env=env,
+                           "bench", "drift", "explore"], cwd=root, env=env,
                           capture_output=True, text=True, timeout=1500)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
     summary = (out / "summary.txt").read_text()
-    for step in ("tests", "bench", "profile", "drift"):
+    for step in ("tests", "bench", "profile", "drift", "explore"):
         assert f"[gpu_check] {step}: exit 0" in summary, log[-4000:]
     collected = (out / "tests.txt").read_text().strip().splitlines()
     assert "collected" in collected[-1] and "error" not in collected[-1], collected[-1]
@@ -50,10 +50,16 @@ def test_gpu_check_dry_run(tmp_path):
     assert all("error" not in r and r["rel_graph_eager"] == 0.0 for r in drift), drift  # all eager
     profile = (out / "profile.txt").read_text()
     assert "fig1." in profile and "[gpu_check] claims of" in profile, profile[-3000:]
+    for role in ("teacher", "student"):                       # where the profile's time went
+        assert f"[gpu_check] time of the {role} runs: train_s " in profile, profile[-3000:]
+    explore = (out / "explore.txt").read_text()            # longer students, a custom run
+    assert "[gpu_check] explore, student_epochs 3:" in explore, explore[-3000:]
+    assert "fig1.noise_lowers_gradnorm_sigma2 | digits: σ² = 4:" in explore, explore[-3000:]
     import tarfile
     with tarfile.open(out / "profile_runs.tgz") as tar:           # where the profile's time went
         names = tar.getnames()
     assert any(n.endswith("metrics.json") for n in names) and not any(n.endswith(".pt") for n in names)
-    assert "torch" in summary and len(list(out.rglob("*"))) - 2 <= 9   # 8 files come back (+ drift)
+    # 8 files come back from one device call: the default steps' 8, plus drift's and explore's
+    assert "torch" in summary and len(list(out.rglob("*"))) - 2 <= 10
     stored = out / "reference" / "smoke" / "sec5_distillation.ipynb"     # ready to commit
     assert json.loads(stored.read_text())["metadata"]["dsmlib"]["provenance"]["profile"] == "smoke"
