@@ -24,6 +24,8 @@ import sys
 import threading
 from pathlib import Path
 
+from dsmlib.book.pages import full_plotly_bundle
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 
@@ -41,11 +43,6 @@ def serve(site: Path) -> str:
 FULL = "plotly-full.min.js"   # the old design's bundle, served from the plotly package
 
 
-def full_bundle() -> Path:
-    import plotly
-    return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-
-
 def blocking_variant(html: str, depth: int) -> str:
     """The page as the old design served it: the full plotly.js in the head, blocking the
     first paint."""
@@ -59,7 +56,7 @@ def measure(browser, url: str, body: str | None, figures: bool) -> tuple[float, 
     if body is not None:
         page.route(url, lambda r: r.fulfill(status=200, content_type="text/html", body=body))
         page.route(f"**/_static/{FULL}", lambda r: r.fulfill(
-            status=200, content_type="application/javascript", path=str(full_bundle())))
+            status=200, content_type="application/javascript", path=str(full_plotly_bundle())))
     page.goto(url, wait_until="load")
     fcp = page.evaluate("""() => new Promise(res => {
         const e = performance.getEntriesByName('first-contentful-paint');

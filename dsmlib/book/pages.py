@@ -19,7 +19,7 @@ from .references import Reference, references_by_chapter
 from .store import executed_path, results_mismatch, results_path
 
 __all__ = ["checked_results", "write_generated_pages", "references_markdown", "PLOTLY_BUNDLE",
-           "bundle_version", "plotly_source", "copy_assets"]
+           "bundle_version", "full_plotly_bundle", "plotly_source", "copy_assets"]
 
 
 def checked_results(root: Path, profile: str, specs: dict) -> list[dict[str, Any]]:
@@ -111,12 +111,16 @@ def bundle_version(path: Path) -> str | None:
     return m.group(1) if m else None
 
 
+def full_plotly_bundle() -> Path:
+    """The full plotly.js bundle that the installed ``plotly`` package ships."""
+    import plotly
+    return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
 def plotly_source(root: Path) -> Path:
     """The plotly.js the site serves: the committed cartesian bundle when it is the version the
     installed ``plotly`` writes figures for, else (with a warning) that package's full bundle."""
-    import plotly
     from plotly.offline import get_plotlyjs_version
-    full = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     bundle = root / PLOTLY_BUNDLE
     want = get_plotlyjs_version()
     have = bundle_version(bundle) if bundle.exists() else None
@@ -125,7 +129,7 @@ def plotly_source(root: Path) -> Path:
     print(f"[dsmlib] warning: {PLOTLY_BUNDLE} is plotly.js {have or 'missing'}, the installed "
           f"plotly writes figures for {want}: serving the full bundle (4.8 MB, slower pages); "
           f"see {PLOTLY_BUNDLE.parent}/README.md to update it", file=sys.stderr)
-    return full
+    return full_plotly_bundle()
 
 
 def copy_assets(root: Path) -> None:

@@ -71,7 +71,7 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
         "current code gives, and the ledger greys them. To refresh it: <code>python -m dsmlib "
         f"reference {html.escape(ref.name)} --profile {html.escape(p)}</code> where its "
         "hardware is.</div>")
-    cells = [_md(f"## The `{p}` reference execution{' (stale)' if stale else ''}\n\n"
+    cells = [_md(f"## The `{p}` reference execution{'' if ref.fresh else ' (stale)'}\n\n"
                  f"The figures and verdicts below were not made by this build: they come from "
                  f"the chapter's committed `{p}` reference, executed once where its hardware "
                  "is and stored with its provenance (`python -m dsmlib reference --profile "
@@ -98,7 +98,8 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
             labelled = heading
         # The input is removed from the page; an empty one would drop the outputs too.
         cells.append({"cell_type": "code", "execution_count": None,
-                      "id": f"dsmlib-ref-{p}-code-{i}", "metadata": _renamed(cell["metadata"], p, stale),
+                      "id": f"dsmlib-ref-{p}-code-{i}",
+                      "metadata": _renamed(cell["metadata"], p, stale),
                       "outputs": outputs, "source": f"# output of the {p} reference"})
     return cells
 

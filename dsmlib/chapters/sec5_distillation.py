@@ -24,7 +24,7 @@ import numpy as np
 
 from ..foundation.checks import check_int, check_probability
 from ..foundation.claims import verdict
-from ..foundation.power import POWER, units_to_decide
+from ..foundation.power import MAX_UNITS, POWER, units_to_decide
 from ..models.run_config import RunConfig, student_of
 from ..models.runs import RunRecord
 
@@ -256,12 +256,14 @@ def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *,
     """Every undecided case of ``claims``: its measured value, the half-width of its interval and
     the seeds that would decide it with probability ``power``, were the measured value and the
     seeds' spread the truth (:func:`dsmlib.foundation.power.units_to_decide`; None: more than
-    100,000, or a value on the band's edge), and the verdict they would reach (``towards``:
+    ``MAX_UNITS``, or a value on the band's edge), and the verdict they would reach (``towards``:
     confirmed if the value lies in the band, else refuted). A planning figure, not evidence."""
     n = len(res.grid.seeds)
     rows = []
     for c in claims:
-        for d in c.details if c.verdict == "inconclusive" else []:
+        if c.verdict != "inconclusive":
+            continue
+        for d in c.details:
             if d.get("verdict") != "inconclusive" or d.get("se") is None:
                 continue
             lo, hi = d["interval"]

@@ -19,6 +19,7 @@ from plotly.subplots import make_subplots
 
 from ..chapters.sec5_distillation import (CONTROL, KINDS, DistillResults, selected_levels,
                                           shrinkage_rows)
+from ..foundation.power import MAX_UNITS
 from .common import error_bars
 from .tables import BADGES, data_table, fmt_number
 
@@ -182,7 +183,7 @@ def seeds_table(rows: Sequence[dict[str, Any]], seeds: int) -> Any:
         ["Claim", "Case", "Measured", "± (its interval)", "Seeds to decide", "It would be"],
         [[f"<code>{html.escape(r['claim'])}</code>", html.escape(r["case"]),
           fmt_number(r["measured"]), fmt_number(r["half_width"]),
-          f"{r['seeds']:,}" if r["seeds"] is not None else "over 100,000",
+          f"{r['seeds']:,}" if r["seeds"] is not None else f"over {MAX_UNITS:,}",
           BADGES[r["towards"]]] for r in rows],
         row_classes=[f"v-{r['towards']}" for r in rows], table_class="cases seeds-to-decide cards")
     return HTML(f"<p>This run has {seeds} seeds.</p>{table}")

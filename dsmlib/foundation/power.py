@@ -24,9 +24,10 @@ from scipy import stats as _st
 from .checks import check_int, check_real
 from .claims import parse_band
 
-__all__ = ["decision_power", "units_to_decide", "POWER"]
+__all__ = ["decision_power", "units_to_decide", "POWER", "MAX_UNITS"]
 
-POWER = 0.8   # the conventional planning power
+POWER = 0.8          # the conventional planning power
+MAX_UNITS = 100_000  # beyond this many units, :func:`units_to_decide` gives up (None)
 
 
 def _edge_distance(measured: float, band: Sequence[float | None]) -> float:
@@ -62,7 +63,7 @@ def decision_power(distance: float, spread: float, units: int, level: float) -> 
 
 def units_to_decide(measured: float, se: float, interval: Sequence[float],
                     band: Sequence[float | None], units: int, *, power: float = POWER,
-                    max_units: int = 100_000) -> int | None:
+                    max_units: int = MAX_UNITS) -> int | None:
     """The fewest independent units for a verdict with probability ``power``, were the truth
     the ``measured`` value and the per-unit spread ``se sqrt(units)``; the interval's level is
     read from ``interval``'s half-width (it may be a joint level). None when the measured value
