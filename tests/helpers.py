@@ -182,3 +182,21 @@ def install_fixture_reference(root: Path, profile: str = "gpu",
     (dest / f"{name}.ipynb").write_text(json.dumps(nb))
     (dest / f"{name}.json").write_text(json.dumps(res))
     return dest / f"{name}.ipynb", dest / f"{name}.json"
+
+
+@contextmanager
+def deterministic_fp32(monkeypatch):
+    """True float32 (no TF32) and deterministic kernels, restored afterwards."""
+    import torch
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")   # read at every cuBLAS call
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+             torch.backends.cudnn.benchmark, torch.are_deterministic_algorithms_enabled())
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = False
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+         torch.backends.cudnn.benchmark) = saved[:3]
+        torch.use_deterministic_algorithms(saved[3])

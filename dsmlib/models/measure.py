@@ -91,12 +91,21 @@ class GradNormMeter:
                  chunk_size: int, capture: Capture | None = None,
                  pool: GraphPool | None = None) -> None:
         self.model, self.members, self.seed = model, members, seed
-        self.X = X.to(next(model.parameters()).dtype)
+        self.X = X.to(next(model.parameters()).dtype, copy=True)   # its own: a graph reads it
         self.n_probes, self.chunk_size = n_probes, chunk_size
         self.pool = pool or GraphPool()
         self.U: Tensor | None = None
         self.q: Tensor | None = None
         self.pass_ = Replayed(self._pass, self.X.device, capture, self.pool, warmup=1)
+
+    def rebind(self, X: Tensor, seed: int) -> None:
+        """Measure another run of the same shape: its images ``X`` (copied into this meter's
+        own) and its seed; a captured pass stays valid."""
+        if X.shape != self.X.shape:
+            raise ValueError(f"X must have the shape {tuple(self.X.shape)} of the images this "
+                             f"meter was built for, got {tuple(X.shape)}")
+        self.X.copy_(X)
+        self.seed = seed
 
     def _pass(self) -> None:
         assert self.U is not None and self.q is not None

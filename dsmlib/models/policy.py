@@ -18,6 +18,7 @@ from typing import Iterator
 import torch
 
 from ..foundation.checks import check_choice
+from .replay import Capture, cuda_capture
 
 __all__ = ["STEP_MODES", "DevicePolicy", "device_policy", "execution"]
 
@@ -33,7 +34,9 @@ class DevicePolicy:
     images and weights; ``eval_batch`` and ``gradnorm_chunk``: images per evaluation batch and
     per chunk of the per-sample probes of ``G``; ``step``: ``eager``, ``graph`` (the whole step
     replayed from a CUDA graph) or ``compiled`` (the forward and loss through
-    ``torch.compile``)."""
+    ``torch.compile``); ``capture``: how the ``graph`` step captures
+    (:func:`dsmlib.models.replay.cuda_capture`; a test may put a recording one in its place,
+    which is how the CPU checks the graph path), None on the other steps."""
     device: torch.device
     precision: str
     dtype: torch.dtype
@@ -42,6 +45,7 @@ class DevicePolicy:
     eval_batch: int
     gradnorm_chunk: int
     step: str
+    capture: Capture | None = None
 
     @property
     def compiled(self) -> bool:
@@ -70,7 +74,8 @@ def device_policy(precision: str, device: torch.device, step: str = "auto") -> D
         dtype=torch.float64 if precision == "fp64" else torch.float32,
         amp=precision == "bf16", channels_last=cuda, eval_batch=1024,
         # a captured G pass holds its chunk's per-sample gradients for the whole run
-        gradnorm_chunk=256 if cuda and step != "graph" else 64, step=step)
+        gradnorm_chunk=256 if cuda and step != "graph" else 64, step=step,
+        capture=cuda_capture if step == "graph" else None)
 
 
 @contextlib.contextmanager

@@ -6,8 +6,10 @@ Measured on one NVIDIA H100 (80 GB HBM3, torch 2.11, 2026-11-26; ``benchmarks/be
 --gpu --quick``, ResNet-56, batch 64, bf16, augmentation and noise included): a teacher trains
 at 13,390 images/s replayed (5.8x the ``DataLoader`` loop's 2,310; eager 1,349-2,362), and
 lockstep students at 41,085 student-images/s for K = 7 and 48,554 for K = 11 (eager 7,887
-and 11,434). Capture and set-up take about 3 s per run. Raw figures:
-``benchmarks/gpu_runs/2026-11-26_h100/``.
+and 11,434). Capture and set-up took about 3 s per run then, when every run captured its own
+graphs; a run now replays the graphs of the run of its shape before it
+(:mod:`dsmlib.models.engine`; ``bench_distill.py``'s ``gpu_run_setup_graph`` row times that,
+not yet on a GPU). Raw figures: ``benchmarks/gpu_runs/2026-11-26_h100/``.
 
 Why a capture of one step is enough: the step draws nothing (the epoch's randomness is planned
 up front, :func:`dsmlib.models.pipeline.plan_epoch`) and reads every input from *static*

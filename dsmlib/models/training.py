@@ -6,7 +6,9 @@ The data live on the device (:class:`dsmlib.models.datasets.DataSplit`); batches
 augmented there. How a run executes -- bf16 autocast and channels-last on CUDA, the step eager,
 replayed from a CUDA graph (:mod:`dsmlib.models.replay`) or compiled -- is decided once, by
 :func:`dsmlib.models.policy.device_policy`; losses, targets, noise and every measurement are
-float32 (float64 if asked for).
+float32 (float64 if asked for). What the step bakes in (network, optimizer, data, ``G``'s
+meter) is an engine (:mod:`dsmlib.models.engine`), captured or compiled once per shape and
+rebound to each later run in place.
 
 Randomness: each epoch draws its order and augmentation from ``child_seed(seed, DATA, epoch)``
 and its label noise from ``child_seed(seed, NOISE, epoch)``, all before its first step
@@ -37,11 +39,11 @@ from ..foundation.rng import child_seed
 from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise
 from .datasets import DataSplit
 from .lockstep import stack_optimizer_states, stack_states
-from .measure import STREAM_GRADNORM, GradNormMeter, clock, measure, noiseless_targets, predict
+from .engine import engine_for, load_optimizer_in_place
+from .measure import STREAM_GRADNORM, clock, measure, noiseless_targets, predict
 from .networks import cifar_resnet
-from .pipeline import STREAM_DATA, STREAM_NOISE, Member, Step, compile_step, plan_epoch
+from .pipeline import STREAM_DATA, STREAM_NOISE, Member, plan_epoch
 from .policy import DevicePolicy, device_policy, execution
-from .replay import GraphPool, StepLoop, cuda_capture
 from .run_config import RunConfig
 
 __all__ = ["STREAM_INIT", "STREAM_DATA", "STREAM_NOISE", "STREAM_GRADNORM", "noise_model",
@@ -111,40 +113,11 @@ def _check_group(configs: Sequence[RunConfig], teacher: nn.Module | None) -> Non
         raise ValueError("a student run needs its trained teacher, and a teacher run none")
 
 
-def _step_for(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module | None,
-              policy: DevicePolicy, cache: dict | None) -> tuple[Step, Callable]:
-    """The step and the callable that runs it. A compiled step is compiled once per shape and
-    reused: a cached step's networks are reloaded with this run's weights (fresh
-    initialisation, then the teacher's or a checkpoint's), so nothing recompiles."""
-    members, c = _members(configs), configs[0]
-    key = ("step", members, c.depth, c.batch_size, c.augment, data.X_train.shape[1:],
-           data.pad, teacher is None, policy)
-    if policy.compiled and cache is not None and key in cache:
-        step, run = cache[key]
-        step.net.load_state_dict(build_model(c, data, len(configs), policy).state_dict())
-    else:
-        own_teacher = (teacher if teacher is None or not policy.compiled else
-                       build_model(c.teacher, data, 1, policy).eval().requires_grad_(False))
-        step = run = Step(build_model(c, data, len(configs), policy), own_teacher, members,
-                          pad=data.pad, augment=c.augment, amp=policy.amp,
-                          channels_last=policy.channels_last, dtype=policy.dtype)
-        if policy.compiled:
-            run = compile_step(step, data.device)
-            if cache is not None:
-                cache[key] = (step, run)
-    if policy.compiled:
-        torch._dynamo.mark_static_address(data.X_train)   # indexed in place, never copied
-        torch._dynamo.mark_static_address(data.y_train)
-        if teacher is not None:
-            step.teacher.load_state_dict(teacher.state_dict())
-    return step, run
-
-
 def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
                 teacher: nn.Module | None = None, states: Sequence[dict] | None = None,
                 on_epoch: EpochHook | None = None, stop_after: int | None = None,
-                progress: bool = False, step: str = "auto", cache: dict | None = None
-                ) -> list[list[dict[str, float]]]:
+                progress: bool = False, step: str | DevicePolicy = "auto",
+                cache: dict | None = None) -> list[list[dict[str, float]]]:
     """Train ``configs`` -- one teacher, or students of one teacher (:func:`lockstep_key`) --
     together on ``data``; return each run's metrics rows (row 0: before training).
 
@@ -153,35 +126,36 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
     epoch) to continue from. ``on_epoch(epoch, histories, model, optimizer)`` runs after every
     epoch (checkpoints: :mod:`dsmlib.models.lockstep` splits the grouped state). ``stop_after``:
     at most that many epochs in this call. ``step``: ``auto`` | ``eager`` | ``graph`` |
-    ``compiled`` (see :func:`dsmlib.models.policy.device_policy`); ``cache``: compiled steps to
-    reuse.
+    ``compiled`` (see :func:`dsmlib.models.policy.device_policy`), or a whole policy.
+    ``cache``: where the ``graph`` and ``compiled`` steps keep their engines
+    (:mod:`dsmlib.models.engine`) for the next run of the same shape: captured and compiled
+    once, then replayed run after run.
     """
     _check_group(configs, teacher)
     c, k_all = configs[0], len(configs)
-    policy = device_policy(c.precision, data.device, step)
+    policy = step if isinstance(step, DevicePolicy) else device_policy(c.precision, data.device,
+                                                                       step)
     n, b = data.X_train.shape[0], c.batch_size
     if b > n:
         raise ValueError(f"batch_size must be <= the {n} training images, got {b}")
-    steps_fn: Any
-    net_step, steps_fn = _step_for(configs, data, teacher, policy, cache)
-    model = net_step.net
+    members = _members(configs)
+
+    def build(config: RunConfig, k: int) -> nn.Module:
+        return build_model(config, data, k, policy)
+    engine = engine_for(configs, data, teacher, policy, members, build, cache)
+    model, opt, gradnorm = engine.model, engine.opt, engine.gradnorm
     if teacher is not None:
         teacher.eval()
         model.load_state_dict(stack_states([teacher.state_dict()] * k_all))
-    opt = torch.optim.SGD(model.parameters(), lr=c.lr, momentum=c.momentum,
-                          weight_decay=c.weight_decay)
-    members = _members(configs)
+    elif engine.owned and states is None:   # a reused engine: this seed's initialisation
+        model.load_state_dict(build(c, k_all).state_dict())
     targets = noiseless_targets(teacher, members, data, policy)
-    capture, pool = (cuda_capture if policy.graphed else None), GraphPool()
-    gradnorm = GradNormMeter(model, data.X_train[:c.n_gradnorm], k_all, seed=c.seed,
-                             n_probes=c.gradnorm_probes, chunk_size=policy.gradnorm_chunk,
-                             capture=capture, pool=pool)
     t_train = targets["train"]   # the loss of predicting the mean target: the loss's scale
     scales = ([math.log(c.num_classes)] if t_train is None else
               [float(F.mse_loss(t, t.mean(0).expand_as(t))) for t in t_train.unbind(1)])
     if states is not None:
         model.load_state_dict(stack_states([s["model"] for s in states]))
-        opt.load_state_dict(stack_optimizer_states([s["optimizer"] for s in states]))
+        load_optimizer_in_place(opt, stack_optimizer_states([s["optimizer"] for s in states]))
         histories = [list(s["history"]) for s in states]
     else:
         histories = [[dict(epoch=0, lr=0.0, train_objective=None, train_s=0.0, loss_scale=sc,
@@ -195,8 +169,6 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
         what = c.label() + (f" (+{k_all - 1} in lockstep)" if k_all > 1 else "")
         epochs = tqdm(epochs, desc=what, leave=False, initial=start, total=c.epochs)
     kinds = {m.kind for m in members}
-    loop = StepLoop(steps_fn, model, opt, data.X_train, data.y_train, k_all, dtype=policy.dtype,
-                    capture=capture, pool=pool, static_grads=not policy.compiled)
     for epoch in epochs:
         plan = plan_epoch(c.seed, epoch, n=n, batch_size=b, device=data.device, pad=data.pad,
                           flip=data.spec.flip, augment=c.augment, num_classes=c.num_classes,
@@ -206,7 +178,7 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
             group["lr"] = lr
         model.train()
         t0 = clock(data.device)
-        total = loop.epoch(plan)
+        total = engine.loop.epoch(plan)
         train_s = clock(data.device) - t0
         rows = measure(model, data, targets, configs, policy, epoch + 1, gradnorm)
         for hist, sc, tot, row in zip(histories, scales, total.tolist(), rows):
@@ -220,8 +192,9 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
 def train(config: RunConfig, data: DataSplit, *, teacher: nn.Module | None = None,
           state: dict[str, Any] | None = None,
           on_epoch: Callable[[int, list, nn.Module, torch.optim.Optimizer], None] | None = None,
-          stop_after: int | None = None, progress: bool = False, step: str = "auto",
-          cache: dict | None = None) -> list[dict[str, float]]:
+          stop_after: int | None = None, progress: bool = False,
+          step: str | DevicePolicy = "auto", cache: dict | None = None
+          ) -> list[dict[str, float]]:
     """One run: :func:`train_group` with a single member (``on_epoch(epoch, history, model,
     optimizer)`` gets that run's history and its own network)."""
     hook = None if on_epoch is None else (lambda e, hs, m, o: on_epoch(e, hs[0], m, o))

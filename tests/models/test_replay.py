@@ -17,6 +17,7 @@ from dsmlib.models.policy import device_policy
 from dsmlib.models.replay import WARMUP_STEPS, StepLoop
 from dsmlib.models.run_config import RunConfig, student_of
 from dsmlib.models.training import build_model, train, train_group
+from helpers import deterministic_fp32
 
 # Ops a CUDA graph cannot hold: a host synchronisation (a value read back, a data-dependent
 # shape) or a random draw (the step's randomness is planned before the epoch).
@@ -120,23 +121,6 @@ def test_graph_step_needs_cuda():
     data = load_dataset("digits", train_limit=64, device="cpu")
     with pytest.raises(ValueError, match="needs a CUDA device"):
         train(dataclasses.replace(TEACHER, epochs=1), data, step="graph")
-
-
-@contextlib.contextmanager
-def deterministic_fp32(monkeypatch):
-    """True float32 (no TF32) and deterministic kernels, restored afterwards."""
-    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")   # read at every cuBLAS call
-    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
-             torch.backends.cudnn.benchmark, torch.are_deterministic_algorithms_enabled())
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cudnn.benchmark = False
-    torch.use_deterministic_algorithms(True)
-    try:
-        yield
-    finally:
-        (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
-         torch.backends.cudnn.benchmark) = saved[:3]
-        torch.use_deterministic_algorithms(saved[3])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (CUDA graphs)")
