@@ -36,7 +36,9 @@ Rows:
   ``gpu_teacher_<step>``: a teacher's ``train`` epoch (images/s) against the ``DataLoader``
   loop (float32, 4 workers); ``gpu_busy_<step>`` (for the steps in ``--busy-for``): the
   GPU busy fraction, kernel time / wall time from the profiler, of a teacher's set-up and
-  first two epochs;
+  first two epochs; ``gpu_run_setup_<step>`` (not ``compiled``): a one-epoch teacher run on the
+  engine the runs before it cached (graph: nothing captured again) against the same run on a
+  fresh engine;
   ``gpu_lockstep_k<K>_<step>``: ``K`` students in lockstep (student-images/s) against ``K``
   sequential student runs; ``gpu_gradnorm_cost_<step>``: G and evaluation per epoch against
   training (``fraction``), and against an epoch of the paper's CIFAR-10 split at the measured
