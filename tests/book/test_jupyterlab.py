@@ -88,8 +88,20 @@ def test_live_explorer_slider_changes_the_figure(lab):
                 break
             except Exception:
                 page.keyboard.press("Escape")
+        # the explorer's figure, or the run over without it (Run All stops at a failing cell,
+        # and its queued cells lose their [*]): then fail at once, with the error shown
+        page.wait_for_function(
+            "document.querySelector('.jupyter-widgets.widget-vbox .js-plotly-plot') || "
+            "![...document.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('[*]'))",
+            timeout=600_000)
+        if not page.locator(".jupyter-widgets.widget-vbox .js-plotly-plot").count():
+            page.wait_for_timeout(2000)   # a figure drawn just after its cell's prompt settled
+        if not page.locator(".jupyter-widgets.widget-vbox .js-plotly-plot").count():
+            err = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+            shown = err.last.inner_text()[-2000:] if err.count() else "(no error output)"
+            pytest.fail(f"the live chapter's run ended without the explorer's figure: {shown}")
         widget = page.locator(".jupyter-widgets.widget-vbox").last
-        widget.locator(".js-plotly-plot").first.wait_for(timeout=600_000)
+        widget.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
         status = widget.locator(".widget-html-content").first
         plot = widget.locator(".js-plotly-plot").first
         x_before = plot.evaluate("gd => JSON.stringify(gd.data[0].x)")
