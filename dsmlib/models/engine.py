@@ -129,17 +129,24 @@ def load_optimizer_in_place(opt: torch.optim.Optimizer, state_dict: dict[str, An
 def engine_for(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module | None,
                policy: DevicePolicy, members: tuple[Member, ...], build: Builder,
                cache: dict | None) -> Engine:
-    """The engine of a run: from ``cache`` when one of this shape was built before (graph or
-    compiled steps), rebound to this run's data, teacher, seed and hyper-parameters; else a
-    new one (kept in ``cache`` when it can be reused). The network's weights and the
-    optimizer's state are set by the caller (initialisation, teacher or checkpoint)."""
+    """The engine of a run: from ``cache`` when the last one built for its role (teacher or
+    students) has this run's shape (graph or compiled steps), rebound to this run's data,
+    teacher, seed and hyper-parameters; else a new one, which replaces that one in ``cache``
+    when it can be reused (at most an engine per role stays alive: a grid's runs come data
+    set by data set, and an engine's graphs and data copies hold device memory). The
+    network's weights and the optimizer's state are set by the caller (initialisation,
+    teacher or checkpoint)."""
     c = configs[0]
+    role = "students" if teacher is not None else "teacher"
     key = engine_key(configs, data, teacher is not None, policy, members)
-    engine = cache.get(key) if cache is not None else None
+    kept = cache.get(role) if cache is not None else None
+    engine = kept[1] if kept is not None and kept[0] == key else None
     if engine is None:
+        if cache is not None:
+            cache.pop(role, None)   # its memory is free before the new engine takes its own
         engine = build_engine(configs, data, teacher, policy, members, build)
         if cache is not None and engine.owned:
-            cache[key] = engine
+            cache[role] = (key, engine)
     else:
         engine.X.copy_(data.X_train)
         engine.y.copy_(data.y_train)

@@ -137,6 +137,21 @@ def test_a_reused_engine_equals_fresh_eager_runs(role):
     assert len(cache) == 1 and capture.replays > 0
 
 
+def test_a_new_shape_replaces_the_engine_of_its_role():
+    capture, cache = CheckedCapture(), {}
+    policy = graph_policy(capture)
+    data, t, t_model, students = _group(0)
+    train_group(students, data, teacher=t_model, step=policy, cache=cache, stop_after=1)
+    train_group([t], data, step=policy, cache=cache, stop_after=1)
+    first = cache["students"][1]
+    assert set(cache) == {"teacher", "students"}
+    train_group(students[:2], data, teacher=t_model, step=policy, cache=cache, stop_after=1)
+    assert cache["students"][1] is not first and set(cache) == {"teacher", "students"}
+    eager = train_group(students, data, teacher=t_model, step="eager")
+    again = train_group(students, data, teacher=t_model, step=policy, cache=cache)
+    _same(eager, again)   # a K = 4 engine built anew after the K = 2 one, same numbers
+
+
 def test_a_run_resumed_on_a_reused_engine_equals_its_whole_run():
     capture, cache = CheckedCapture(), {}
     policy = graph_policy(capture)
@@ -220,4 +235,4 @@ def test_graphs_reused_across_seeds_match_eager_on_cuda(monkeypatch):
                         assert b[-1][key] == pytest.approx(a[-1][key], rel=1e-6), (seed, key)
                     for key in ("train_acc", "val_acc", "test_acc"):
                         assert b[-1][key] == a[-1][key], (seed, key)
-    assert len(cache) == 2   # one engine for the teachers, one for the students
+    assert set(cache) == {"teacher", "students"}   # an engine per role
