@@ -4,6 +4,7 @@ chapter through papermill, in a throw-away copy of the book."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import os
 import subprocess
@@ -52,6 +53,8 @@ def test_gpu_check_dry_run(tmp_path):
     assert "fig1." in profile and "[gpu_check] claims of" in profile, profile[-3000:]
     for role in ("teacher", "student"):                       # where the profile's time went
         assert f"[gpu_check] time of the {role} runs: train_s " in profile, profile[-3000:]
+        assert re.search(f"time of the {role} runs: .*; wall [0-9.]+ s, of which set-up and "
+                         "checkpoints -?[0-9.]+ s", profile), profile[-3000:]
     explore = (out / "explore.txt").read_text()            # longer students, a custom run
     assert "[gpu_check] explore, student_epochs 3:" in explore, explore[-3000:]
     assert "fig1.noise_lowers_gradnorm_sigma2 | digits: σ² = 4:" in explore, explore[-3000:]
