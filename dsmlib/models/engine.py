@@ -61,10 +61,11 @@ def engine_key(configs: Sequence[RunConfig], data: DataSplit, students: bool,
                policy: DevicePolicy, members: tuple[Member, ...]) -> tuple:
     """Everything a capture or a compilation bakes in besides Python numbers of the optimizer
     (those key the graphs themselves, :meth:`dsmlib.models.replay.StepLoop.baked`): the
-    members and their levels, the network's shape, the batch, the data's shapes and padding,
-    the ``G`` subsample and probes, and the device policy."""
+    members and their levels, the network's shape, the batch, the data set (its augmentation:
+    a plan's flips exist or not), shapes and padding, the ``G`` subsample and probes, and the
+    device policy."""
     c = configs[0]
-    return ("engine", members, c.depth, c.num_classes, c.batch_size, c.augment,
+    return ("engine", members, c.depth, c.num_classes, c.batch_size, c.augment, data.spec,
             tuple(data.X_train.shape), data.X_train.dtype, data.pad, c.n_gradnorm,
             c.gradnorm_probes, students, policy)
 

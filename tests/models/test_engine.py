@@ -236,3 +236,17 @@ def test_graphs_reused_across_seeds_match_eager_on_cuda(monkeypatch):
                     for key in ("train_acc", "val_acc", "test_acc"):
                         assert b[-1][key] == a[-1][key], (seed, key)
     assert set(cache) == {"teacher", "students"}   # an engine per role
+
+
+def test_data_sets_that_augment_differently_get_their_own_engines():
+    """Same shapes, but one data set flips and the other does not: their epoch plans differ
+    in kind, so one engine cannot serve both."""
+    from dsmlib.models.engine import engine_key
+    data = _data(0)
+    other = dataclasses.replace(data, spec=dataclasses.replace(data.spec, flip=not data.spec.flip))
+    policy = device_policy("fp32", torch.device("cpu"))
+    members = (Member("teacher"),)
+    assert engine_key([TEACHER], data, False, policy, members) == \
+        engine_key([TEACHER], dataclasses.replace(data), False, policy, members)
+    assert engine_key([TEACHER], data, False, policy, members) != \
+        engine_key([TEACHER], other, False, policy, members)
