@@ -19,6 +19,7 @@ own tensors (no copies).
 """
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -32,8 +33,8 @@ from .policy import DevicePolicy
 from .replay import GraphPool, StepLoop
 from .run_config import RunConfig
 
-__all__ = ["Engine", "engine_key", "build_engine", "engine_for", "zero_momentum",
-           "load_optimizer_in_place"]
+__all__ = ["Engine", "engine_key", "kernel_settings", "build_engine", "engine_for",
+           "zero_momentum", "load_optimizer_in_place"]
 
 # build(config, members) -> a freshly initialised network of config's seed (training.build_model)
 Builder = Callable[[RunConfig, int], nn.Module]
@@ -62,12 +63,23 @@ def engine_key(configs: Sequence[RunConfig], data: DataSplit, students: bool,
     """Everything a capture or a compilation bakes in besides Python numbers of the optimizer
     (those key the graphs themselves, :meth:`dsmlib.models.replay.StepLoop.baked`): the
     members and their levels, the network's shape, the batch, the data set (its augmentation:
-    a plan's flips exist or not), shapes and padding, the ``G`` subsample and probes, and the
-    device policy."""
+    a plan's flips exist or not), shapes and padding, the ``G`` subsample and probes, the
+    device policy, whether SGD keeps momentum buffers (a graph captured without them would
+    clone the gradient into a new buffer at every replay: no momentum), and the kernel
+    settings in force (:func:`kernel_settings`: a replay launches the kernels chosen at its
+    capture)."""
     c = configs[0]
     return ("engine", members, c.depth, c.num_classes, c.batch_size, c.augment, data.spec,
             tuple(data.X_train.shape), data.X_train.dtype, data.pad, c.n_gradnorm,
-            c.gradnorm_probes, students, policy)
+            c.gradnorm_probes, students, policy, c.momentum != 0, kernel_settings())
+
+
+def kernel_settings() -> tuple:
+    """Torch's switches that choose kernels (cuDNN autotuning and determinism, deterministic
+    algorithms, TF32), as they are now; :func:`dsmlib.models.policy.execution` sets some."""
+    return (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
+            torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.allow_tf32,
+            torch.backends.cuda.matmul.allow_tf32)
 
 
 def build_engine(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module | None,
@@ -142,11 +154,13 @@ def engine_for(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module
     key = engine_key(configs, data, teacher is not None, policy, members)
     kept = cache.get(role) if cache is not None else None
     engine = kept[1] if kept is not None and kept[0] == key else None
+    del kept
     if engine is None:
-        if cache is not None:
-            cache.pop(role, None)   # its memory is free before the new engine takes its own
+        reusable = cache is not None and (policy.graphed or policy.compiled)
+        if reusable and cache.pop(role, None) is not None:
+            gc.collect()   # an engine's parts refer to each other: free its memory now
         engine = build_engine(configs, data, teacher, policy, members, build)
-        if cache is not None and engine.owned:
+        if reusable:
             cache[role] = (key, engine)
     else:
         engine.X.copy_(data.X_train)

@@ -250,3 +250,42 @@ def test_data_sets_that_augment_differently_get_their_own_engines():
         engine_key([TEACHER], dataclasses.replace(data), False, policy, members)
     assert engine_key([TEACHER], data, False, policy, members) != \
         engine_key([TEACHER], other, False, policy, members)
+
+
+def test_momentum_switched_on_gets_an_engine_that_warms_up():
+    """An engine built for SGD without momentum has no momentum buffers; a graph captured for a
+    later run with momentum, without a warm-up, would clone the gradient into a new buffer at
+    every replay (no momentum at all). Such a run gets its own engine, and the eager numbers."""
+    capture, cache = CheckedCapture(), {}
+    policy = graph_policy(capture)
+    data = _data(0)
+    plain = dataclasses.replace(TEACHER, momentum=0.0)
+    train_group([plain], data, step=policy, cache=cache)
+    eager = train_group([TEACHER], data, step="eager")
+    again = train_group([TEACHER], data, step=policy, cache=cache)
+    _same(eager, again)
+
+
+def test_a_replaced_engine_is_freed_and_an_eager_run_keeps_the_cache():
+    import weakref
+    capture, cache = CheckedCapture(), {}
+    policy = graph_policy(capture)
+    data, t, t_model, students = _group(0)
+    train_group(students, data, teacher=t_model, step=policy, cache=cache, stop_after=1)
+    old = weakref.ref(cache["students"][1].X)
+    train_group(students, data, teacher=t_model, step="eager", cache=cache, stop_after=1)
+    assert old() is not None                # an eager run neither uses nor drops it
+    train_group(students[:2], data, teacher=t_model, step=policy, cache=cache, stop_after=1)
+    assert old() is None                    # replaced: its memory is free at once
+
+
+def test_kernel_settings_are_part_of_the_engine_key(monkeypatch):
+    """A replay launches the kernels chosen at its capture: a run under other settings
+    (deterministic kernels, TF32) must not replay another's graphs."""
+    from dsmlib.models.engine import engine_key
+    data = _data(0)
+    policy = device_policy("fp32", torch.device("cpu"))
+    before = engine_key([TEACHER], data, False, policy, (Member("teacher"),))
+    monkeypatch.setattr(torch.backends.cudnn, "deterministic",
+                        not torch.backends.cudnn.deterministic)
+    assert engine_key([TEACHER], data, False, policy, (Member("teacher"),)) != before
