@@ -43,9 +43,9 @@ Builder = Callable[[RunConfig, int], nn.Module]
 @dataclass
 class Engine:
     """The per-shape objects of a run (see the module's docstring). ``step.net`` is the
-    grouped network being trained; ``run`` calls the step (or its compiled form)."""
+    grouped network being trained; ``owned``: the data and the teacher are the engine's own
+    copies (graph and compiled steps), so it can be rebound to later runs."""
     step: Step
-    run: Callable
     opt: torch.optim.Optimizer
     X: Tensor
     y: Tensor
@@ -87,7 +87,7 @@ def build_engine(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Modu
     """A new engine for ``configs``; on the ``graph`` and ``compiled`` steps it owns copies
     of the data and of the teacher (so it can be rebound in place to later runs)."""
     c, k_all = configs[0], len(configs)
-    owned = policy.graphed or policy.compiled
+    owned = policy.reusable
     X, y = ((data.X_train.clone(), data.y_train.clone()) if owned
             else (data.X_train, data.y_train))
     own_teacher = (teacher if teacher is None or not owned else
@@ -107,7 +107,7 @@ def build_engine(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Modu
                              capture=capture, pool=pool)
     loop = StepLoop(run, net, opt, X, y, k_all, dtype=policy.dtype, capture=capture, pool=pool,
                     static_grads=not policy.compiled)
-    return Engine(step, run, opt, X, y, loop, gradnorm, owned)
+    return Engine(step, opt, X, y, loop, gradnorm, owned)
 
 
 def zero_momentum(opt: torch.optim.Optimizer) -> None:
@@ -146,9 +146,9 @@ def engine_for(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module
     students) has this run's shape (graph or compiled steps), rebound to this run's data,
     teacher, seed and hyper-parameters; else a new one, which replaces that one in ``cache``
     when it can be reused (at most an engine per role stays alive: a grid's runs come data
-    set by data set, and an engine's graphs and data copies hold device memory). The
-    network's weights and the optimizer's state are set by the caller (initialisation,
-    teacher or checkpoint)."""
+    set by data set, and an engine's graphs and data copies hold device memory). A teacher
+    run's network holds its seed's initialisation; a student's weights and a checkpoint's
+    state are set by the caller."""
     c = configs[0]
     role = "students" if teacher is not None else "teacher"
     key = engine_key(configs, data, teacher is not None, policy, members)
@@ -156,7 +156,7 @@ def engine_for(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module
     engine = kept[1] if kept is not None and kept[0] == key else None
     del kept
     if engine is None:
-        reusable = cache is not None and (policy.graphed or policy.compiled)
+        reusable = cache is not None and policy.reusable
         if reusable and cache.pop(role, None) is not None:
             gc.collect()   # an engine's parts refer to each other: free its memory now
         engine = build_engine(configs, data, teacher, policy, members, build)
@@ -167,6 +167,8 @@ def engine_for(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module
         engine.y.copy_(data.y_train)
         engine.gradnorm.rebind(data.X_train[:c.n_gradnorm], c.seed)
         zero_momentum(engine.opt)
+        if teacher is None:   # this seed's initialisation (a student starts from its teacher)
+            engine.model.load_state_dict(build(c, len(configs)).state_dict())
     if engine.owned and teacher is not None:
         engine.step.teacher.load_state_dict(teacher.state_dict())
     for group in engine.opt.param_groups:

@@ -55,6 +55,12 @@ class DevicePolicy:
     def graphed(self) -> bool:
         return self.step == "graph"
 
+    @property
+    def reusable(self) -> bool:
+        """The step bakes in tensors' addresses (a graph) or compiled code: what it runs with
+        is built once per shape and reused (:mod:`dsmlib.models.engine`)."""
+        return self.graphed or self.compiled
+
 
 def device_policy(precision: str, device: torch.device, step: str = "auto") -> DevicePolicy:
     """The policy of a run with ``precision`` (``auto``: bf16 on CUDA, fp32 on the CPU) on

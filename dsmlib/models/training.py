@@ -147,8 +147,6 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
     if teacher is not None:
         teacher.eval()
         model.load_state_dict(stack_states([teacher.state_dict()] * k_all))
-    elif engine.owned and states is None:   # a reused engine: this seed's initialisation
-        model.load_state_dict(build(c, k_all).state_dict())
     targets = noiseless_targets(teacher, members, data, policy)
     t_train = targets["train"]   # the loss of predicting the mean target: the loss's scale
     scales = ([math.log(c.num_classes)] if t_train is None else

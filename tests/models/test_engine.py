@@ -22,7 +22,8 @@ from torch.utils._pytree import tree_flatten
 
 from dsmlib.models.datasets import load_dataset
 from dsmlib.models.engine import load_optimizer_in_place
-from dsmlib.models.pipeline import Member, Step
+from dsmlib.models.lockstep import member_optimizer_state, member_state
+from dsmlib.models.pipeline import Member, Step, plan_epoch
 from dsmlib.models.policy import device_policy
 from dsmlib.models.replay import StepLoop
 from dsmlib.models.run_config import RunConfig, student_of
@@ -162,7 +163,6 @@ def test_a_run_resumed_on_a_reused_engine_equals_its_whole_run():
     saved = {}
 
     def keep(epoch, histories, model, opt):
-        from dsmlib.models.lockstep import member_optimizer_state, member_state
         k = len(students)
         saved["states"] = [dict(model=member_state(model.state_dict(), i, k),
                                 optimizer=member_optimizer_state(opt.state_dict(), i, k),
@@ -185,7 +185,6 @@ def test_the_check_catches_a_step_that_reads_a_new_tensor():
     capture = CheckedCapture()
     loop = StepLoop(step, net, opt, data.X_train, data.y_train, 1, dtype=torch.float32,
                     capture=capture)
-    from dsmlib.models.pipeline import plan_epoch
     plan = plan_epoch(0, 0, n=64, batch_size=8, device=data.device, pad=data.pad, flip=False,
                       augment=False, num_classes=10)
     loop.epoch(plan)                    # 3 eager warm-up steps, a capture, its replays
