@@ -4,7 +4,8 @@ A run lives in ``root/<config.key()>/``:
 
 - ``config.json``: the configuration (written first; a directory never changes owner);
 - ``checkpoint.pt``: model, optimizer, finished epochs and metrics, rewritten atomically after
-  every epoch, so an interrupted run loses at most the epoch in flight;
+  every epoch, so an interrupted run loses at most the epoch in flight (model and optimizer
+  packed, :mod:`dsmlib.models.checkpoints`; older checkpoints hold them as state dicts);
 - ``metrics.json``: the metrics so far (for people and for :func:`load_record`);
 - ``final.pt`` and ``done.json``: the final weights and metrics, once the last epoch is done
   (the checkpoint is then deleted).
@@ -33,13 +34,14 @@ from torch import nn
 from ..foundation.checks import check_int
 from ..foundation.rng import resolve_device
 from .datasets import DataSplit, load_dataset
-from .lockstep import member_optimizer_state, member_state
+from .checkpoints import is_packed, pack_members, unpack
+from .lockstep import member_state
 from .run_config import RunConfig
 from .training import build_model, execution, lockstep_key, resolved_precision, train_group
 
 __all__ = ["CONFIG", "CHECKPOINT", "METRICS", "FINAL", "DONE", "RunRecord", "run_dir",
-           "run_status", "load_record", "load_checkpoint", "execute_run", "execute_group",
-           "lockstep_groups", "run_many", "torch_threads"]
+           "run_status", "load_record", "load_checkpoint", "epoch_saver", "execute_run",
+           "execute_group", "lockstep_groups", "run_many", "torch_threads"]
 
 CONFIG, CHECKPOINT, METRICS, FINAL, DONE = ("config.json", "checkpoint.pt", "metrics.json",
                                             "final.pt", "done.json")
@@ -96,8 +98,9 @@ def load_record(config: RunConfig, root: str | Path) -> RunRecord | None:
 
 
 def load_checkpoint(path: str | Path, config: RunConfig, device: torch.device) -> dict[str, Any]:
-    """A checkpoint to resume ``config`` from; refused, with the reason, if it was written for
-    another configuration or with another precision."""
+    """A checkpoint to resume ``config`` from (``model`` and ``optimizer`` as state dicts on
+    ``device``); refused, with the reason, if it was written for another configuration or with
+    another precision."""
     path = Path(path)
     if not path.exists():
         raise ValueError(f"checkpoint {path} does not exist")
@@ -111,6 +114,8 @@ def load_checkpoint(path: str | Path, config: RunConfig, device: torch.device) -
         raise ValueError(f"refusing to resume from {path}: it was trained in {ck['precision']}, "
                          f"and this device ({device}) would continue in {mine}; set precision "
                          f"explicitly or resume on a {ck['device_type']} device")
+    if is_packed(ck.get("state")):
+        ck.update(unpack(ck.pop("state"), device))
     return ck
 
 
@@ -147,24 +152,26 @@ def execute_run(config: RunConfig, root: str | Path, *, resume_from: str | Path 
                          else {config.key(): resume_from}, **options)[0]
 
 
-def _save_hook(configs: Sequence[RunConfig], dirs: Sequence[Path], precision: str,
-               dev: torch.device):
-    """After each epoch, every member's metrics and checkpoint (or final weights) in its own
-    run directory, in a separate run's layout."""
+def epoch_saver(configs: Sequence[RunConfig], dirs: Sequence[Path], precision: str,
+                dev: torch.device):
+    """``train_group``'s ``on_epoch``: after each epoch, every member's metrics and checkpoint
+    (or final weights) in its own run directory, in a separate run's layout."""
     def save(epoch: int, histories: list, model: nn.Module, opt: torch.optim.Optimizer) -> None:
         k_all = len(configs)
         state, opt_state = model.state_dict(), opt.state_dict()
+        packed = (None if all(epoch == c.epochs for c in configs) else
+                  pack_members(dict(model=state, optimizer=opt_state), k_all))
         for k, (config, d, history) in enumerate(zip(configs, dirs, histories)):
             _write_json(d / METRICS, {"config": config.to_dict(), "history": history})
-            weights = member_state(state, k, k_all)
             if epoch == config.epochs:   # final weights first: done.json means all is there
+                weights = member_state(state, k, k_all)
                 _atomic_write(d / FINAL, lambda p: torch.save(weights, p))
                 _write_json(d / DONE, {"config": config.to_dict(), "history": history,
                                        "precision": precision, "device": str(dev)})
                 continue
             ck = dict(config=config.to_dict(), precision=precision, device_type=dev.type,
-                      epoch=epoch, history=history, model=weights,
-                      optimizer=member_optimizer_state(opt_state, k, k_all))
+                      epoch=epoch, history=history,
+                      state=packed[k])
             _atomic_write(d / CHECKPOINT, lambda p: torch.save(ck, p))
     return save
 
@@ -210,7 +217,7 @@ def execute_group(configs: Sequence[RunConfig], root: str | Path, *,
         with execution(deterministic):
             histories = train_group(
                 todo, data, teacher=teacher, states=None if states[0] is None else states,
-                on_epoch=_save_hook(todo, dirs, resolved_precision(first, dev), dev),
+                on_epoch=epoch_saver(todo, dirs, resolved_precision(first, dev), dev),
                 stop_after=stop_after, progress=progress, step=step,
                 cache=cache.setdefault("steps", {}))
         for c, d, history in zip(todo, dirs, histories):

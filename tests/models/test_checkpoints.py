@@ -1,0 +1,101 @@
+"""Packed checkpoints: a member's packed state unpacks to exactly what the state-dict slicing
+of :mod:`dsmlib.models.lockstep` gives, and a checkpoint written before packing (plain state
+dicts) still resumes a run to the numbers of an uninterrupted one."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from dsmlib.models.checkpoints import PACKED, is_packed, pack_members, unpack
+from dsmlib.models.lockstep import member_optimizer_state, member_state
+from dsmlib.models.networks import cifar_resnet
+from dsmlib.models.run_config import RunConfig
+from dsmlib.models.runs import CHECKPOINT, execute_run, load_checkpoint, run_dir
+
+TIMING = ("train_s", "eval_s", "gradnorm_s")
+
+
+def group_after_a_step(device, dtype, members=3):
+    """A grouped network (channels-last on CUDA, as the graph step keeps it) and its SGD state
+    after one step with momentum."""
+    net = cifar_resnet(8, 5, in_channels=2, members=members, seed=0, device=device, dtype=dtype)
+    if torch.device(device).type == "cuda":
+        net = net.to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    x = torch.randn(6, 2, 8, 8, generator=torch.Generator().manual_seed(1), dtype=dtype)
+    net(x.to(device)).square().sum().backward()
+    opt.step()
+    return net.state_dict(), opt.state_dict()
+
+
+def assert_identical(a, b):
+    """The same tree: same keys in the same order, equal non-tensors, tensors equal bit for bit
+    with the same dtype, shape and device, and contiguous."""
+    if torch.is_tensor(a):
+        assert torch.is_tensor(b) and b.is_contiguous()
+        assert (a.dtype, a.shape, a.device) == (b.dtype, b.shape, b.device)
+        assert torch.equal(a, b)
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for key in a:
+            assert_identical(a[key], b[key])
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            assert_identical(x, y)
+    else:
+        assert a == b
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_packed_member_unpacks_to_its_sliced_state_dicts(device, dtype):
+    state, opt_state = group_after_a_step(device, dtype)
+    assert any(t.ndim == 0 and t.dtype == torch.int64 for t in state.values())   # BN counts
+    for k in range(3):
+        packed = pack_members(dict(model=state, optimizer=opt_state), 3)[k]
+        assert is_packed(packed) and packed["format"] == PACKED
+        assert {t.device.type for t in packed["flat"].values()} == {"cpu"}
+        assert set(packed["flat"]) == {str(dtype).removeprefix("torch."), "int64"}
+        back = unpack(packed, device)
+        assert_identical(dict(model=member_state(state, k, 3),
+                              optimizer=member_optimizer_state(opt_state, k, 3)), back)
+    # a single network packs whole
+    whole = unpack(pack_members(state)[0], device)
+    assert_identical({n: t.contiguous() for n, t in state.items()}, whole)
+
+
+def test_packed_tensors_do_not_share_memory():
+    state, _ = group_after_a_step("cpu", torch.float64)
+    back = unpack(pack_members(state, 3)[1])
+    first, second = list(back.values())[:2]
+    first.add_(1.0)
+    torch.testing.assert_close(second, member_state(state, 1, 3)[list(back)[1]], rtol=0, atol=0)
+
+
+def test_bad_input_is_a_clear_error():
+    state, _ = group_after_a_step("cpu", torch.float32)
+    with pytest.raises(ValueError, match="members must be >= 1"):
+        pack_members(state, 0)
+    with pytest.raises(ValueError, match="does not split into 4 members"):
+        pack_members(state, 4)
+    with pytest.raises(ValueError, match="not a packed state"):
+        unpack({"model": state})
+
+
+def test_checkpoint_written_before_packing_still_resumes(tmp_path):
+    """A run interrupted after one epoch, its checkpoint rewritten in the old layout (model and
+    optimizer as plain state dicts), resumes to the numbers of the uninterrupted run."""
+    config = RunConfig(dataset="digits", depth=8, epochs=2, batch_size=32, train_limit=96,
+                       n_gradnorm=4)
+    whole = execute_run(config, tmp_path / "a", deterministic=True)
+    execute_run(config, tmp_path / "b", deterministic=True, stop_after=1)
+    path = run_dir(config, tmp_path / "b") / CHECKPOINT
+    raw = torch.load(path, weights_only=False)
+    assert is_packed(raw["state"]) and "model" not in raw
+    old = load_checkpoint(path, config, torch.device("cpu"))
+    assert "state" not in old and set(old) >= {"model", "optimizer", "epoch", "history"}
+    torch.save(old, path)
+    resumed = execute_run(config, tmp_path / "b", deterministic=True)
+    strip = [[{k: v for k, v in row.items() if k not in TIMING} for row in r.history]
+             for r in (whole, resumed)]
+    assert resumed.done and strip[0] == strip[1]
