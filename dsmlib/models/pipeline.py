@@ -16,8 +16,9 @@ and their sum is minimised (member ``k``'s parameters see only loss ``k``'s grad
 """
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -195,9 +196,18 @@ class Step:
         return (out.view(x.shape[0], k, -1) - target).pow(2).mean(dim=(0, 2))
 
 
-def compile_step(step: Step, device: torch.device):
+def compile_step(step: Step, device: torch.device, backend: str = "inductor"):
     """The step's forward and loss through ``torch.compile`` as one graph: on CUDA with
     ``mode="reduce-overhead"`` (CUDA graphs: the forward and its backward replay without
-    per-kernel launches), elsewhere inductor's default mode."""
-    mode = "reduce-overhead" if device.type == "cuda" else "default"
-    return torch.compile(step.__call__, mode=mode, fullgraph=True, dynamic=False)
+    per-kernel launches), elsewhere inductor's default mode (``backend``: another of
+    ``torch.compile``'s, e.g. ``"eager"`` to trace without compiling)."""
+    # Each step gets a code object of its own: dynamo keeps compiled code per code object, and
+    # a shared one would count every engine of a process (one per shape) against one
+    # recompile limit (8 by default; past it, with fullgraph, every new engine is an error).
+    call = Step.__call__
+    own = types.FunctionType(call.__code__.replace(), call.__globals__, call.__name__,
+                             call.__defaults__, call.__closure__)
+    options: dict[str, Any] = {"backend": backend}
+    if backend == "inductor":
+        options["mode"] = "reduce-overhead" if device.type == "cuda" else "default"
+    return torch.compile(types.MethodType(own, step), fullgraph=True, dynamic=False, **options)

@@ -197,6 +197,29 @@ def test_the_step_is_one_graph_and_equals_the_eager_step():
         assert eager.shape == (4,) and bool((eager[1] > eager[0]) & (eager[2] > eager[0]))
 
 
+def test_compiled_steps_of_many_engines_each_compile_once():
+    """A process builds an engine, and compiles its step, per shape. dynamo keeps compiled code
+    per code object with a recompile limit (8 by default, an error under ``fullgraph``), so
+    every step compiles a code object of its own: more steps than the limit all compile, and
+    each call after its first reuses its code. ``backend="eager"`` traces without compiling."""
+    from dsmlib.models.pipeline import Member, Step, compile_step
+    from torch._dynamo.utils import counters
+    y = torch.arange(16) % 10
+    idx = torch.arange(8)
+    limit = torch._dynamo.config.recompile_limit
+    frames = counters["stats"]["unique_graphs"]
+    for i in range(limit + 2):   # a shape each, as the engines of a process have
+        X = torch.randn(16, 1, 4, 4 + i, generator=torch.Generator().manual_seed(i))
+        net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 + 4 * i, 10))
+        step = Step(net, None, [Member("none")], pad=0, augment=False, amp=False,
+                    channels_last=False, dtype=torch.float32)
+        compiled = compile_step(step, torch.device("cpu"), backend="eager")
+        for _ in range(2):
+            torch.testing.assert_close(compiled(X, y, idx, *[None] * 6),
+                                       step(X, y, idx, *[None] * 6))
+    assert counters["stats"]["unique_graphs"] - frames == limit + 2   # one each, none again
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (the compiled step)")
 def test_captured_step_matches_eager_on_cuda():
     """bf16 tolerance, stated: after one epoch the compiled (inductor's CUDA graphs) and eager
