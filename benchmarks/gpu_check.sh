@@ -19,10 +19,12 @@
 #              `.whl` and `.gitc` with the device call (checkout + wheels + .gitc must stay
 #              under 64 MiB: about 3 + 48 + 2 MiB).
 #   tests   -- the CUDA cases of the Section 5 and G tests (lockstep, the graph and compiled
-#              steps against eager, resume, noise, G of every member in one pass).
+#              steps against eager, engines reused across runs, resume, packed checkpoints,
+#              noise, G of every member in one pass).
 #   bench   -- benchmarks/bench_distill.py --gpu: the library's train and train_group, teacher and
 #              lockstep K = 7, 11, eager, graph and compiled, against the DataLoader loop and against
-#              sequential runs; the GPU busy fraction; G's share of an epoch; the GPU-hours of
+#              sequential runs; a lockstep group's per-epoch checkpoints, packed against state
+#              dicts; the GPU busy fraction; G's share of an epoch; the GPU-hours of
 #              the paper's Figure 1 grid at the measured rates.
 #   drift   -- (not by default) benchmarks/graph_vs_eager.py: how far the graph step drifts from
 #              eager after two epochs, against two eager runs, in bf16, fp32 and
@@ -101,12 +103,12 @@ for step in $steps; do
       if [ $DRY = 1 ]; then
         run_step tests 300 $PY -m pytest -q -p no:cacheprovider --collect-only \
           tests/models/test_replay.py tests/models/test_engine.py tests/models/test_lockstep.py tests/models/test_runs.py \
-          tests/models/test_training.py tests/theory/test_gradient_norm.py -k cuda
+          tests/models/test_checkpoints.py tests/models/test_training.py tests/theory/test_gradient_norm.py -k cuda
       else
         xdist=$($PY -c "import xdist" 2>/dev/null && echo "-n 4")
         run_step tests ${LIMIT_TESTS:-60} $PY -m pytest -q -p no:cacheprovider $xdist tests/models/test_replay.py tests/models/test_engine.py \
-          tests/models/test_lockstep.py tests/models/test_runs.py tests/models/test_training.py \
-          tests/models/test_datasets.py tests/theory/test_gradient_norm.py -k cuda
+          tests/models/test_lockstep.py tests/models/test_runs.py tests/models/test_checkpoints.py \
+          tests/models/test_training.py tests/models/test_datasets.py tests/theory/test_gradient_norm.py -k cuda
       fi ;;
     bench)
       if [ $DRY = 1 ]; then
