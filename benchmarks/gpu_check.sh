@@ -34,14 +34,17 @@
 #              evaluation and G; the stored reference is copied to $OUT/reference/<profile>/,
 #              ready to commit as the book's gpu reference (the site then shows it on the
 #              Section 5 page).
-#   explore -- (not by default; 420 s) the gpu profile with students trained
-#              EXPLORE_STUDENT_EPOCHS (default 60, not 20) epochs, a custom run: every case's
-#              verdict. On the CPU, longer student runs shrank the seeds' spread of the
-#              sigma2 = 1 case threefold (issue 14's note); this asks whether the GPU profile's
-#              does too. Teachers are reused when `profile` ran on the same machine.
+#   explore -- (not by default; 420 s) the gpu profile's sigma2 = 1 question, a custom run:
+#              students trained EXPLORE_STUDENT_EPOCHS (default 60, not 20) epochs, only the
+#              noiseless and Gaussian ones (EXPLORE_SIGMA2S, default [1.0,4.0]; EXPLORE_PS,
+#              default []: lockstep groups of 3, not 10), over EXPLORE_SEEDS (default 12 seeds,
+#              not 6); every case's verdict. On the CPU, longer student runs shrank the seeds'
+#              spread of the sigma2 = 1 case threefold (issue 14's note); this asks whether
+#              the GPU profile's does too, and gives the spread to plan seeds with. The first 6
+#              teachers are reused when `profile` ran on the same machine.
 # On the GPU machine, a missing papermill is installed from .whl/ into /tmp/site first.
 # Limits and choices can be overridden: LIMIT_TESTS, LIMIT_BENCH, LIMIT_PROFILE, LIMIT_DRIFT,
-# LIMIT_EXPLORE (s), EXPLORE_STUDENT_EPOCHS,
+# LIMIT_EXPLORE (s), EXPLORE_STUDENT_EPOCHS, EXPLORE_SEEDS, EXPLORE_SIGMA2S, EXPLORE_PS,
 # BENCH_STEPS, BUSY_FOR (comma lists of graph, eager, compiled).
 # --dry-run: the same steps on the CPU with tiny settings (the test suite runs it, so the
 # script cannot rot): tests are only collected, the bench runs a dry ResNet-8, and the profile
@@ -170,9 +173,11 @@ PY
       ;;
     explore)   # the gpu profile with longer student runs (the sigma2 = 1 question, issue 14)
       E=${EXPLORE_STUDENT_EPOCHS:-$([ $DRY = 1 ] && echo 3 || echo 60)}
+      S=${EXPLORE_SEEDS:-$([ $DRY = 1 ] && echo "[0,1]" || echo "[0,1,2,3,4,5,6,7,8,9,10,11]")}
       run_step explore $([ $DRY = 1 ] && echo 600 || echo ${LIMIT_EXPLORE:-420}) \
         $PY -m dsmlib execute sec5_distillation --profile "$PROFILE" --no-progress \
-        -p student_epochs "$E"
+        -p student_epochs "$E" -p seeds "$S" -p sigma2s "${EXPLORE_SIGMA2S:-[1.0,4.0]}" \
+        -p ps "${EXPLORE_PS:-[]}"
       $PY - <<'PY' 2>&1 | tee -a "$OUT/explore.txt"
 import glob, json, os
 paths = sorted(glob.glob("results/custom/sec5_distillation-*.json"), key=os.path.getmtime)
