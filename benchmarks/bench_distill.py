@@ -34,8 +34,9 @@ Rows:
 - ``distill_checkpoint_k10``: one epoch's checkpoints of a lockstep group of 10 ResNet-56
   students (every member's weights and momentum, each in its own run directory, atomically):
   :func:`dsmlib.models.runs.epoch_saver` (packed, :mod:`dsmlib.models.checkpoints`) against a
-  plain state dict per member, one ``torch.save`` each (the library's format before); medians
-  of 5. CPU, one thread: 0.114 s against 0.285 s (x2.5).
+  plain state dict per member, one ``torch.save`` each (the library's format before), both
+  with the members' metrics files; medians of 5 alternated pairs. CPU, one thread: 0.13-0.16 s
+  against 0.32 s (x1.9-2.4 over three runs; most of what is left is file I/O).
 - ``--gpu`` (CUDA; ``--device cpu`` is a dry run with tiny settings): ResNet-56 on random
   CIFAR-shaped tensors (3x32x32, 10 classes), batch 64:
   ``gpu_checkpoint_k<K>``: the row above for the largest lockstep group, on the device;
@@ -191,17 +192,24 @@ def bench_cpu(args) -> None:
                     dict(model="resnet56", threads=torch.get_num_threads()))
 
 
-def statedict_checkpoints(configs, dirs, model, opt) -> None:
-    """The baseline: every member's checkpoint as plain state dicts, one ``torch.save`` each
-    (what :func:`dsmlib.models.runs.epoch_saver` wrote before it packed them)."""
+def statedict_checkpoints(configs, dirs, histories, model, opt) -> None:
+    """The baseline: every member's metrics and checkpoint, the checkpoint as plain state dicts,
+    one ``torch.save`` each (what :func:`dsmlib.models.runs.epoch_saver` did before it packed
+    them)."""
     k_all, state, opt_state = len(configs), model.state_dict(), opt.state_dict()
-    for k, (config, d) in enumerate(zip(configs, dirs)):
-        ck = dict(config=config.to_dict(), epoch=1, history=[],
-                  model=member_state(state, k, k_all),
+    for k, (config, d, history) in enumerate(zip(configs, dirs, histories)):
+        (d / "baseline.json.tmp").write_text(json.dumps({"config": config.to_dict(),
+                                                         "history": history}, indent=1))
+        os.replace(d / "baseline.json.tmp", d / "baseline.json")
+        ck = dict(config=config.to_dict(), precision="fp32", device_type=model_device(model),
+                  epoch=1, history=history, model=member_state(state, k, k_all),
                   optimizer=member_optimizer_state(opt_state, k, k_all))
-        tmp = d / "baseline.pt.tmp"
-        torch.save(ck, tmp)
-        os.replace(tmp, d / "baseline.pt")
+        torch.save(ck, d / "baseline.pt.tmp")
+        os.replace(d / "baseline.pt.tmp", d / "baseline.pt")
+
+
+def model_device(model) -> str:
+    return next(model.parameters()).device.type
 
 
 def emit_checkpoint(name: str, dev: torch.device, depth: int, k: int, common: dict,
@@ -223,15 +231,15 @@ def emit_checkpoint(name: str, dev: torch.device, depth: int, k: int, common: di
         save = epoch_saver(configs, dirs, "fp32", dev)
         hists = [[{"epoch": 0}] for _ in configs]
 
-        def median(fn) -> float:
-            times = []
-            for _ in range(repeats):
-                t0 = clock(dev)
-                fn()
-                times.append(clock(dev) - t0)
-            return statistics.median(times)
-        ours = median(lambda: save(1, hists, model, opt))
-        base = median(lambda: statedict_checkpoints(configs, dirs, model, opt))
+        def timed(fn) -> float:
+            t0 = clock(dev)
+            fn()
+            return clock(dev) - t0
+        times = [(timed(lambda: save(1, hists, model, opt)),   # alternated: same conditions
+                  timed(lambda: statedict_checkpoints(configs, dirs, hists, model, opt)))
+                 for _ in range(repeats)]
+        ours = statistics.median(t for t, _ in times)
+        base = statistics.median(b for _, b in times)
     emit(name=name, ours_s=round(ours, 4), baseline_s=round(base, 4), ratio=round(base / ours, 3),
          students=k, note=f"one epoch's checkpoints of {k} lockstep ResNet-{depth} students "
          "(weights and momentum): packed against a state dict per member", **common)

@@ -3,18 +3,23 @@ tensor per dtype, written after every epoch.
 
 ``torch.save`` spends tens of microseconds of Python on each tensor it pickles, whatever its
 size. A ResNet-56 has 332 tensors in its state dict and 170 momentum buffers, so a lockstep
-group of ``K`` = 10 students spent 0.29 s per epoch saving its members' state dicts on this
-project's CPU (2 cores, one thread, torch 2.11): more than the group's whole training epoch on
-an H100 (about 0.22 s on 32x32 digits). On CUDA each of those tensors was also cloned and
+group of ``K`` = 10 students spent 0.32 s per epoch writing its members' metrics and state
+dicts on this project's CPU (2 cores, one thread, torch 2.14): more than the group's whole
+training epoch on an H100 (about 0.22 s on 32x32 digits). On CUDA each of those tensors was also cloned and
 copied to the host, one synchronising copy at a time. :func:`pack_members` concatenates every
 member's slice of every tensor (:mod:`dsmlib.models.lockstep`: a member is a slice along the
 first axis) into one flat tensor per member and dtype on their device and copies that to the
 host; the state's structure, with a small marker in place of each tensor, is pickled once as
-plain Python. The same save then takes 0.11 s, x2.5 (``benchmarks/bench_distill.py``, row
-``distill_checkpoint_k10``, medians of 5; what is left is writing and renaming the files).
+plain Python. The same epoch's files then take 0.13-0.16 s, x1.9-2.4 over three runs
+(``benchmarks/bench_distill.py``, row ``distill_checkpoint_k10``, medians of 7 alternated
+pairs); what is left is writing and renaming the files (69 MB), which varies with the disk.
+Each tensor comes back with the strides ``clone()`` gives its member's slice, channels-last
+included: SGD's fast multi-tensor path on CUDA needs a momentum buffer laid out as its
+parameter.
 
 :func:`unpack` gives back exactly what :func:`dsmlib.models.lockstep.member_state` and
-``member_optimizer_state`` give (every tensor its own, contiguous, on the requested device);
+``member_optimizer_state`` give (every tensor its own, with the same strides, on the requested
+device);
 ``tests/models/test_checkpoints.py`` checks that bit for bit. A checkpoint that holds plain
 state dicts (written before packing) is read as it was.
 """
@@ -31,7 +36,7 @@ from ..foundation.checks import check_int
 __all__ = ["PACKED", "pack_members", "unpack", "is_packed"]
 
 PACKED = "dsmlib-packed-1"
-_LEAF = "dsmlib-packed-tensor"   # a tensor's place in the tree: (_LEAF, dtype, offset, shape)
+_LEAF = "dsmlib-packed-tensor"   # a tensor's place: (_LEAF, dtype, offset, shape, strides)
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -71,8 +76,11 @@ def pack_members(tree: Any, members: int = 1) -> list[dict[str, Any]]:
         offset = sizes.get(name, 0)
         parts.setdefault(name, []).append(rows)
         sizes[name] = offset + rows.shape[1]
-        shape = tuple(t.shape) if t.ndim == 0 else (t.shape[0] // members, *t.shape[1:])
-        return (_LEAF, name, offset, shape)
+        part = t if t.ndim == 0 else t.chunk(members, dim=0)[0]
+        # the layout clone() would give a member's slice (channels-last stays channels-last:
+        # SGD's fast multi-tensor path needs a momentum buffer laid out as its parameter)
+        stride = torch.empty_like(part, device="meta").stride()
+        return (_LEAF, name, offset, tuple(part.shape), stride)
 
     structure = pickle.dumps(_walk(tree, leaf))
     # one concatenation per member and dtype, so that each member's flat tensor has a storage
@@ -87,19 +95,22 @@ def is_packed(obj: Any) -> bool:
 
 
 def unpack(packed: dict[str, Any], device: Any = "cpu") -> Any:
-    """The tree :func:`pack_members` packed, every tensor its own contiguous copy on ``device``."""
+    """The tree :func:`pack_members` packed, every tensor its own copy on ``device``, laid out as
+    ``clone()`` lays out its member's slice (contiguous, or channels-last)."""
     if not is_packed(packed):
         raise ValueError(f"not a packed state (format {packed.get('format')!r}, expected "
                          f"{PACKED!r})" if isinstance(packed, dict) else "not a packed state")
     flat = {name: t.to(device) for name, t in packed["flat"].items()}
 
     def restore(node: Any) -> Any:
-        if isinstance(node, tuple) and len(node) == 4 and node[0] == _LEAF:
-            _, name, offset, shape = node
+        if isinstance(node, tuple) and len(node) == 5 and node[0] == _LEAF:
+            _, name, offset, shape, stride = node
             n = 1
             for s in shape:
                 n *= s
-            return flat[name][offset:offset + n].view(shape).clone()
+            values = flat[name][offset:offset + n].view(shape)
+            return torch.empty_strided(shape, stride, dtype=values.dtype,
+                                       device=values.device).copy_(values)
         if isinstance(node, dict):
             return {key: restore(value) for key, value in node.items()}
         if isinstance(node, (list, tuple)):

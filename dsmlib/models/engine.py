@@ -28,7 +28,7 @@ from torch import Tensor, nn
 
 from .datasets import DataSplit
 from .measure import GradNormMeter
-from .pipeline import Member, Step, compile_step
+from .pipeline import CompiledStep, Member, Step
 from .policy import DevicePolicy
 from .replay import GraphPool, StepLoop
 from .run_config import RunConfig
@@ -44,7 +44,8 @@ Builder = Callable[[RunConfig, int], nn.Module]
 class Engine:
     """The per-shape objects of a run (see the module's docstring). ``step.net`` is the
     grouped network being trained; ``owned``: the data and the teacher are the engine's own
-    copies (graph and compiled steps), so it can be rebound to later runs."""
+    copies (graph and compiled steps), so it can be rebound to later runs; ``compiled``: the
+    compiled step (``compiled`` step only)."""
     step: Step
     opt: torch.optim.Optimizer
     X: Tensor
@@ -52,6 +53,7 @@ class Engine:
     loop: StepLoop
     gradnorm: GradNormMeter
     owned: bool
+    compiled: CompiledStep | None = None
 
     @property
     def model(self) -> nn.Module:
@@ -95,8 +97,9 @@ def build_engine(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Modu
     net = build(c, k_all)
     step = run = Step(net, own_teacher, members, pad=data.pad, augment=c.augment, amp=policy.amp,
                       channels_last=policy.channels_last, dtype=policy.dtype)
+    compiled = None
     if policy.compiled:
-        run = compile_step(step, data.device)
+        run = compiled = CompiledStep(step, data.device, policy.compile_backend)
         torch._dynamo.mark_static_address(X)   # indexed in place, never copied
         torch._dynamo.mark_static_address(y)
     opt = torch.optim.SGD(net.parameters(), lr=c.lr, momentum=c.momentum,
@@ -107,7 +110,7 @@ def build_engine(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Modu
                              capture=capture, pool=pool)
     loop = StepLoop(run, net, opt, X, y, k_all, dtype=policy.dtype, capture=capture, pool=pool,
                     static_grads=not policy.compiled)
-    return Engine(step, opt, X, y, loop, gradnorm, owned)
+    return Engine(step, opt, X, y, loop, gradnorm, owned, compiled)
 
 
 def zero_momentum(opt: torch.optim.Optimizer) -> None:
@@ -157,7 +160,11 @@ def engine_for(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module
     del kept
     if engine is None:
         reusable = cache is not None and policy.reusable
-        if reusable and cache.pop(role, None) is not None:
+        replaced = cache.pop(role, None) if reusable else None
+        if replaced is not None:
+            if replaced[1].compiled is not None:
+                replaced[1].compiled.release()   # dynamo would keep its code for good
+            del replaced
             gc.collect()   # an engine's parts refer to each other: free its memory now
         engine = build_engine(configs, data, teacher, policy, members, build)
         if reusable:

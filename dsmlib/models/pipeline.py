@@ -5,7 +5,7 @@ Every random number an epoch needs -- the batch order, the crops and flips, and 
 ``child_seed(seed, DATA, epoch)`` and ``child_seed(seed, NOISE, epoch)``, in exactly the order
 a per-step loop would draw them. The step (:class:`Step`) then draws nothing: it is a pure
 function of tensors, the same on the CPU and on CUDA, which is what makes it safe to capture
-as a CUDA graph (:func:`compile_step`).
+as a CUDA graph (:mod:`dsmlib.models.replay`) or to compile (:class:`CompiledStep`).
 
 The students of one teacher share their seed, hence their batches, crops and standard-normal
 draws (common random numbers across noise levels), and are trained together: ``K`` members of
@@ -28,7 +28,7 @@ from ..foundation.rng import as_torch_generator, child_seed
 from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise
 
 __all__ = ["STREAM_DATA", "STREAM_NOISE", "augment_draws", "apply_augment", "augment",
-           "EpochPlan", "plan_epoch", "Member", "member_noise", "member_targets", "Step", "compile_step"]
+           "EpochPlan", "plan_epoch", "Member", "member_noise", "member_targets", "Step", "CompiledStep"]
 
 STREAM_DATA, STREAM_NOISE = 2, 3
 
@@ -196,18 +196,32 @@ class Step:
         return (out.view(x.shape[0], k, -1) - target).pow(2).mean(dim=(0, 2))
 
 
-def compile_step(step: Step, device: torch.device, backend: str = "inductor"):
-    """The step's forward and loss through ``torch.compile`` as one graph: on CUDA with
+class CompiledStep:
+    """``step``'s forward and loss through ``torch.compile`` as one graph: on CUDA with
     ``mode="reduce-overhead"`` (CUDA graphs: the forward and its backward replay without
     per-kernel launches), elsewhere inductor's default mode (``backend``: another of
-    ``torch.compile``'s, e.g. ``"eager"`` to trace without compiling)."""
-    # Each step gets a code object of its own: dynamo keeps compiled code per code object, and
-    # a shared one would count every engine of a process (one per shape) against one
-    # recompile limit (8 by default; past it, with fullgraph, every new engine is an error).
-    call = Step.__call__
-    own = types.FunctionType(call.__code__.replace(), call.__globals__, call.__name__,
-                             call.__defaults__, call.__closure__)
-    options: dict[str, Any] = {"backend": backend}
-    if backend == "inductor":
-        options["mode"] = "reduce-overhead" if device.type == "cuda" else "default"
-    return torch.compile(types.MethodType(own, step), fullgraph=True, dynamic=False, **options)
+    ``torch.compile``'s, e.g. ``"eager"`` to trace without compiling). Called as the step is.
+
+    It compiles a code object of its own. dynamo keeps compiled code per code object, so a
+    shared one would count every engine of a process (one per shape) against one recompile
+    limit (8 by default; past it, under ``fullgraph``, every new engine is an error), and
+    keeps it for the life of the process: :meth:`release` drops this step's (an engine that is
+    replaced calls it)."""
+
+    def __init__(self, step: Step, device: torch.device, backend: str = "inductor") -> None:
+        call = Step.__call__
+        own = types.FunctionType(call.__code__.replace(), call.__globals__, call.__name__,
+                                 call.__defaults__, call.__closure__)
+        self.code = own.__code__
+        options: dict[str, Any] = {"backend": backend}
+        if backend == "inductor":
+            options["mode"] = "reduce-overhead" if device.type == "cuda" else "default"
+        self.fn = torch.compile(types.MethodType(own, step), fullgraph=True, dynamic=False,
+                                **options)
+
+    def __call__(self, *args: Any) -> Tensor:
+        return self.fn(*args)
+
+    def release(self) -> None:
+        """Forget the code compiled for this step (its graphs and their memory with it)."""
+        torch._dynamo.reset_code(self.code)

@@ -36,7 +36,9 @@ class DevicePolicy:
     replayed from a CUDA graph) or ``compiled`` (the forward and loss through
     ``torch.compile``); ``capture``: how the ``graph`` step captures
     (:func:`dsmlib.models.replay.cuda_capture`; a test may put a recording one in its place,
-    which is how the CPU checks the graph path), None on the other steps."""
+    which is how the CPU checks the graph path), None on the other steps; ``compile_backend``:
+    ``torch.compile``'s backend on the ``compiled`` step (``inductor``; a test may trace with
+    ``eager`` instead, in seconds)."""
     device: torch.device
     precision: str
     dtype: torch.dtype
@@ -46,6 +48,7 @@ class DevicePolicy:
     gradnorm_chunk: int
     step: str
     capture: Capture | None = None
+    compile_backend: str = "inductor"
 
     @property
     def compiled(self) -> bool:

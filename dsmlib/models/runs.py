@@ -114,7 +114,10 @@ def load_checkpoint(path: str | Path, config: RunConfig, device: torch.device) -
         raise ValueError(f"refusing to resume from {path}: it was trained in {ck['precision']}, "
                          f"and this device ({device}) would continue in {mine}; set precision "
                          f"explicitly or resume on a {ck['device_type']} device")
-    if is_packed(ck.get("state")):
+    if "state" in ck:   # packed (older checkpoints hold model and optimizer state dicts)
+        if not is_packed(ck["state"]):
+            raise ValueError(f"cannot resume from {path}: its state is in a format this version "
+                             f"does not read ({ck['state'].get('format')!r})")
         ck.update(unpack(ck.pop("state"), device))
     return ck
 

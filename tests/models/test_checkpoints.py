@@ -6,20 +6,26 @@ from __future__ import annotations
 import pytest
 import torch
 
+import dataclasses
+
 from dsmlib.models.checkpoints import PACKED, is_packed, pack_members, unpack
+from dsmlib.models.datasets import load_dataset
 from dsmlib.models.lockstep import member_optimizer_state, member_state
 from dsmlib.models.networks import cifar_resnet
+from dsmlib.models.policy import device_policy
 from dsmlib.models.run_config import RunConfig
 from dsmlib.models.runs import CHECKPOINT, execute_run, load_checkpoint, run_dir
+from dsmlib.models.training import train_group
 
 TIMING = ("train_s", "eval_s", "gradnorm_s")
 
 
-def group_after_a_step(device, dtype, members=3):
-    """A grouped network (channels-last on CUDA, as the graph step keeps it) and its SGD state
-    after one step with momentum."""
-    net = cifar_resnet(8, 5, in_channels=2, members=members, seed=0, device=device, dtype=dtype)
-    if torch.device(device).type == "cuda":
+def group_after_a_step(device, dtype, members=3, channels_last=False):
+    """A grouped network (channels-last, as CUDA runs keep it, if asked) and its SGD state
+    after one step with momentum (buffers laid out as their parameters)."""
+    net = cifar_resnet(8, 5, in_channels=2, members=members, seed=0, device=device, dtype=dtype,
+                       shortcut="B")   # 1x1 convolutions: strides of size-1 dimensions
+    if channels_last:
         net = net.to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     x = torch.randn(6, 2, 8, 8, generator=torch.Generator().manual_seed(1), dtype=dtype)
@@ -30,10 +36,10 @@ def group_after_a_step(device, dtype, members=3):
 
 def assert_identical(a, b):
     """The same tree: same keys in the same order, equal non-tensors, tensors equal bit for bit
-    with the same dtype, shape and device, and contiguous."""
+    with the same dtype, shape, strides and device."""
     if torch.is_tensor(a):
-        assert torch.is_tensor(b) and b.is_contiguous()
-        assert (a.dtype, a.shape, a.device) == (b.dtype, b.shape, b.device)
+        assert torch.is_tensor(b)
+        assert (a.dtype, a.shape, a.stride(), a.device) == (b.dtype, b.shape, b.stride(), b.device)
         assert torch.equal(a, b)
     elif isinstance(a, dict):
         assert list(a) == list(b)
@@ -48,9 +54,12 @@ def assert_identical(a, b):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_packed_member_unpacks_to_its_sliced_state_dicts(device, dtype):
-    state, opt_state = group_after_a_step(device, dtype)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_packed_member_unpacks_to_its_sliced_state_dicts(device, dtype, channels_last):
+    state, opt_state = group_after_a_step(device, dtype, channels_last=channels_last)
     assert any(t.ndim == 0 and t.dtype == torch.int64 for t in state.values())   # BN counts
+    if channels_last:
+        assert any(not t.is_contiguous() for t in state.values())
     for k in range(3):
         packed = pack_members(dict(model=state, optimizer=opt_state), 3)[k]
         assert is_packed(packed) and packed["format"] == PACKED
@@ -61,7 +70,10 @@ def test_packed_member_unpacks_to_its_sliced_state_dicts(device, dtype):
                               optimizer=member_optimizer_state(opt_state, k, 3)), back)
     # a single network packs whole
     whole = unpack(pack_members(state)[0], device)
-    assert_identical({n: t.contiguous() for n, t in state.items()}, whole)
+    assert_identical({n: t.clone() for n, t in state.items()}, whole)
+    # a slice that is not dense (a transposed tensor's rows) comes back laid out as clone() does
+    odd = {"w": torch.arange(24.0, device=device).view(4, 6).t()}
+    assert_identical(member_state(odd, 1, 2), unpack(pack_members(odd, 2)[1], device))
 
 
 def test_packed_tensors_do_not_share_memory():
@@ -99,3 +111,29 @@ def test_checkpoint_written_before_packing_still_resumes(tmp_path):
     strip = [[{k: v for k, v in row.items() if k not in TIMING} for row in r.history]
              for r in (whole, resumed)]
     assert resumed.done and strip[0] == strip[1]
+
+
+def test_resumed_momentum_is_laid_out_as_in_an_uninterrupted_run(tmp_path):
+    """Channels-last weights (as on CUDA): after a resume from a packed checkpoint, every SGD
+    momentum buffer has the strides it has in an uninterrupted run, its parameter's (SGD's fast
+    multi-tensor path on CUDA needs that; a row-major buffer would fall back to one kernel per
+    tensor at every step)."""
+    policy = dataclasses.replace(device_policy("fp32", torch.device("cpu"), "eager"),
+                                 channels_last=True)
+    config = RunConfig(dataset="digits", depth=8, epochs=2, batch_size=32, train_limit=96,
+                       n_gradnorm=4)
+    data = load_dataset(config.dataset, split_seed=config.split_seed,
+                        train_limit=config.train_limit)
+
+    def layouts(states=None) -> list:
+        seen = []
+        train_group([config], data, states=states, step=policy,
+                    on_epoch=lambda e, h, model, opt: seen.append(
+                        [opt.state[p]["momentum_buffer"].stride() for p in model.parameters()]))
+        return seen[-1]
+    whole = layouts()
+    execute_run(config, tmp_path, stop_after=1, step=policy)
+    state = load_checkpoint(run_dir(config, tmp_path) / CHECKPOINT, config, torch.device("cpu"))
+    assert layouts([state]) == whole
+    contiguous = [p.stride() for p in cifar_resnet(8, 10, in_channels=1).parameters()]
+    assert whole != contiguous   # channels-last buffers: the check can fail

@@ -288,3 +288,28 @@ def test_kernel_settings_are_part_of_the_engine_key(monkeypatch):
     monkeypatch.setattr(torch.backends.cudnn, "deterministic",
                         not torch.backends.cudnn.deterministic)
     assert engine_key([TEACHER], data, False, policy, (Member("teacher"),)) != before
+
+
+def test_compiled_engines_give_eager_numbers_and_drop_their_code_when_replaced():
+    """The compiled step (traced by dynamo without compiling: ``compile_backend="eager"``):
+    lockstep groups of four shapes on one cache give the eager numbers, and the compiled code
+    of each replaced engine is dropped (dynamo would otherwise keep it, its graphs with it,
+    for the life of the process)."""
+    import gc
+    import weakref
+    policy = dataclasses.replace(device_policy("fp32", torch.device("cpu"), "compiled"),
+                                 compile_backend="eager")
+    cache: dict = {}
+    data, _, t_model, students = _group(0)
+    codes = []
+    for k in range(1, 5):
+        eager = train_group(students[:k], data, teacher=t_model, step="eager", stop_after=1)
+        compiled = train_group(students[:k], data, teacher=t_model, step=policy, cache=cache,
+                               stop_after=1)
+        for run_e, run_c in zip(eager, compiled):
+            for key in ("train_objective", "train_loss", "test_loss", "gradnorm"):
+                assert run_c[-1][key] == pytest.approx(run_e[-1][key], rel=1e-6), key
+        codes.append(weakref.ref(cache["students"][1].compiled.code))
+    gc.collect()
+    # (dynamo keeps the first code it compiles in a process for good, a one-off: not counted)
+    assert [ref() is not None for ref in codes[1:]] == [False, False, True]

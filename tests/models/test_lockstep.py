@@ -202,7 +202,7 @@ def test_compiled_steps_of_many_engines_each_compile_once():
     per code object with a recompile limit (8 by default, an error under ``fullgraph``), so
     every step compiles a code object of its own: more steps than the limit all compile, and
     each call after its first reuses its code. ``backend="eager"`` traces without compiling."""
-    from dsmlib.models.pipeline import Member, Step, compile_step
+    from dsmlib.models.pipeline import CompiledStep, Member, Step
     from torch._dynamo.utils import counters
     y = torch.arange(16) % 10
     idx = torch.arange(8)
@@ -213,7 +213,7 @@ def test_compiled_steps_of_many_engines_each_compile_once():
         net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 + 4 * i, 10))
         step = Step(net, None, [Member("none")], pad=0, augment=False, amp=False,
                     channels_last=False, dtype=torch.float32)
-        compiled = compile_step(step, torch.device("cpu"), backend="eager")
+        compiled = CompiledStep(step, torch.device("cpu"), backend="eager")
         for _ in range(2):
             torch.testing.assert_close(compiled(X, y, idx, *[None] * 6),
                                        step(X, y, idx, *[None] * 6))
