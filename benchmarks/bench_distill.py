@@ -35,8 +35,9 @@ Rows:
   students (every member's weights and momentum, each in its own run directory, atomically):
   :func:`dsmlib.models.runs.epoch_saver` (packed, :mod:`dsmlib.models.checkpoints`) against a
   plain state dict per member, one ``torch.save`` each (the library's format before), both
-  with the members' metrics files; medians of 5 alternated pairs. CPU, one thread: 0.13-0.16 s
-  against 0.32 s (x1.9-2.4 over three runs; most of what is left is file I/O).
+  with the members' metrics files; medians of 7, the arms alternated and each first in turn.
+  CPU, one thread: 0.14-0.15 s against 0.33-0.35 s (x2.2-2.5 over three runs; most of what is
+  left is file I/O).
 - ``--gpu`` (CUDA; ``--device cpu`` is a dry run with tiny settings): ResNet-56 on random
   CIFAR-shaped tensors (3x32x32, 10 classes), batch 64:
   ``gpu_checkpoint_k<K>``: the row above for the largest lockstep group, on the device;
@@ -213,7 +214,7 @@ def model_device(model) -> str:
 
 
 def emit_checkpoint(name: str, dev: torch.device, depth: int, k: int, common: dict,
-                    repeats: int = 5) -> None:
+                    repeats: int = 7) -> None:
     """The per-epoch checkpoints of a ``k``-student lockstep group (ResNet-``depth``, SGD with
     momentum): the library's ``epoch_saver`` (packed) against plain state dicts; medians."""
     import tempfile
@@ -235,11 +236,13 @@ def emit_checkpoint(name: str, dev: torch.device, depth: int, k: int, common: di
             t0 = clock(dev)
             fn()
             return clock(dev) - t0
-        times = [(timed(lambda: save(1, hists, model, opt)),   # alternated: same conditions
-                  timed(lambda: statedict_checkpoints(configs, dirs, hists, model, opt)))
-                 for _ in range(repeats)]
-        ours = statistics.median(t for t, _ in times)
-        base = statistics.median(b for _, b in times)
+        ours_t, base_t = [], []
+        for i in range(repeats):   # alternated, each arm first in turn: the same conditions
+            arms = [(ours_t, lambda: save(1, hists, model, opt)),
+                    (base_t, lambda: statedict_checkpoints(configs, dirs, hists, model, opt))]
+            for times, fn in (arms if i % 2 == 0 else arms[::-1]):
+                times.append(timed(fn))
+        ours, base = statistics.median(ours_t), statistics.median(base_t)
     emit(name=name, ours_s=round(ours, 4), baseline_s=round(base, 4), ratio=round(base / ours, 3),
          students=k, note=f"one epoch's checkpoints of {k} lockstep ResNet-{depth} students "
          "(weights and momentum): packed against a state dict per member", **common)

@@ -3,19 +3,19 @@ tensor per dtype, written after every epoch.
 
 ``torch.save`` spends tens of microseconds of Python on each tensor it pickles, whatever its
 size. A ResNet-56 has 332 tensors in its state dict and 170 momentum buffers, so a lockstep
-group of ``K`` = 10 students spent 0.32 s per epoch writing its members' metrics and state
+group of ``K`` = 10 students spent about 0.33 s per epoch writing its members' metrics and state
 dicts on this project's CPU (2 cores, one thread, torch 2.14): more than the group's whole
 training epoch on an H100 (about 0.22 s on 32x32 digits). On CUDA each of those tensors was also cloned and
 copied to the host, one synchronising copy at a time. :func:`pack_members` concatenates every
 member's slice of every tensor (:mod:`dsmlib.models.lockstep`: a member is a slice along the
 first axis) into one flat tensor per member and dtype on their device and copies that to the
 host; the state's structure, with a small marker in place of each tensor, is pickled once as
-plain Python. The same epoch's files then take 0.13-0.16 s, x1.9-2.4 over three runs
-(``benchmarks/bench_distill.py``, row ``distill_checkpoint_k10``, medians of 7 alternated
-pairs); what is left is writing and renaming the files (69 MB), which varies with the disk.
+plain Python. The same epoch's files then take 0.14-0.15 s against 0.33-0.35 s, x2.2-2.5
+over three runs (``benchmarks/bench_distill.py``, row ``distill_checkpoint_k10``, medians of
+7, the arms alternated); what is left is writing and renaming the files (69 MB), which varies with the disk.
 Each tensor comes back with the strides ``clone()`` gives its member's slice, channels-last
-included: SGD's fast multi-tensor path on CUDA needs a momentum buffer laid out as its
-parameter.
+included, so a resumed run's SGD momentum buffers are laid out as an uninterrupted run's
+(SGD's fast multi-tensor path on CUDA needs matching layouts).
 
 :func:`unpack` gives back exactly what :func:`dsmlib.models.lockstep.member_state` and
 ``member_optimizer_state`` give (every tensor its own, with the same strides, on the requested
@@ -35,7 +35,8 @@ from ..foundation.checks import check_int
 
 __all__ = ["PACKED", "pack_members", "unpack", "is_packed"]
 
-PACKED = "dsmlib-packed-1"
+PACKED = "dsmlib-packed-2"
+_READABLE = (PACKED, "dsmlib-packed-1")   # -1: no strides (tensors came back row-major)
 _LEAF = "dsmlib-packed-tensor"   # a tensor's place: (_LEAF, dtype, offset, shape, strides)
 
 
@@ -91,7 +92,8 @@ def pack_members(tree: Any, members: int = 1) -> list[dict[str, Any]]:
 
 
 def is_packed(obj: Any) -> bool:
-    return isinstance(obj, dict) and obj.get("format") == PACKED
+    """A packed state this version reads (this format, or the first one)."""
+    return isinstance(obj, dict) and obj.get("format") in _READABLE
 
 
 def unpack(packed: dict[str, Any], device: Any = "cpu") -> Any:
@@ -99,17 +101,20 @@ def unpack(packed: dict[str, Any], device: Any = "cpu") -> Any:
     ``clone()`` lays out its member's slice (contiguous, or channels-last)."""
     if not is_packed(packed):
         raise ValueError(f"not a packed state (format {packed.get('format')!r}, expected "
-                         f"{PACKED!r})" if isinstance(packed, dict) else "not a packed state")
+                         f"{PACKED!r})" if isinstance(packed, dict) else
+                         f"not a packed state (a {type(packed).__name__})")
     flat = {name: t.to(device) for name, t in packed["flat"].items()}
 
     def restore(node: Any) -> Any:
-        if isinstance(node, tuple) and len(node) == 5 and node[0] == _LEAF:
-            _, name, offset, shape, stride = node
+        if isinstance(node, tuple) and len(node) in (4, 5) and node[0] == _LEAF:
+            _, name, offset, shape, *stride = node
             n = 1
             for s in shape:
                 n *= s
             values = flat[name][offset:offset + n].view(shape)
-            return torch.empty_strided(shape, stride, dtype=values.dtype,
+            if not stride:   # the first format
+                return values.clone()
+            return torch.empty_strided(shape, stride[0], dtype=values.dtype,
                                        device=values.device).copy_(values)
         if isinstance(node, dict):
             return {key: restore(value) for key, value in node.items()}

@@ -17,6 +17,7 @@ and their sum is minimised (member ``k``'s parameters see only loss ``k``'s grad
 from __future__ import annotations
 
 import types
+import weakref
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -206,7 +207,9 @@ class CompiledStep:
     shared one would count every engine of a process (one per shape) against one recompile
     limit (8 by default; past it, under ``fullgraph``, every new engine is an error), and
     keeps it for the life of the process: :meth:`release` drops this step's (an engine that is
-    replaced calls it)."""
+    replaced calls it; a step dropped otherwise does it when it is collected). On CUDA the
+    recorded graphs' memory pool is inductor's, shared by every compiled step on the device,
+    and is freed only once none is left."""
 
     def __init__(self, step: Step, device: torch.device, backend: str = "inductor") -> None:
         call = Step.__call__
@@ -218,10 +221,11 @@ class CompiledStep:
             options["mode"] = "reduce-overhead" if device.type == "cuda" else "default"
         self.fn = torch.compile(types.MethodType(own, step), fullgraph=True, dynamic=False,
                                 **options)
+        weakref.finalize(self, torch._dynamo.reset_code, self.code)   # dropped unreleased
 
     def __call__(self, *args: Any) -> Tensor:
         return self.fn(*args)
 
     def release(self) -> None:
-        """Forget the code compiled for this step (its graphs and their memory with it)."""
+        """Forget the code compiled for this step (calling it again compiles anew)."""
         torch._dynamo.reset_code(self.code)

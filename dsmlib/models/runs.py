@@ -116,8 +116,10 @@ def load_checkpoint(path: str | Path, config: RunConfig, device: torch.device) -
                          f"explicitly or resume on a {ck['device_type']} device")
     if "state" in ck:   # packed (older checkpoints hold model and optimizer state dicts)
         if not is_packed(ck["state"]):
+            fmt = (ck["state"].get("format") if isinstance(ck["state"], dict)
+                   else type(ck["state"]).__name__)
             raise ValueError(f"cannot resume from {path}: its state is in a format this version "
-                             f"does not read ({ck['state'].get('format')!r})")
+                             f"does not read ({fmt!r})")
         ck.update(unpack(ck.pop("state"), device))
     return ck
 

@@ -94,6 +94,39 @@ def test_bad_input_is_a_clear_error():
         unpack({"model": state})
 
 
+def test_the_first_packed_format_still_reads():
+    """Checkpoints of the first packed format (no strides) unpack to the same values,
+    row-major, as that version gave them."""
+    import pickle
+    state, opt_state = group_after_a_step("cpu", torch.float32, channels_last=True)
+    packed = pack_members(dict(model=state, optimizer=opt_state), 3)[2]
+
+    def drop_strides(node):
+        if isinstance(node, tuple) and len(node) == 5 and node[0] == "dsmlib-packed-tensor":
+            return node[:4]
+        if isinstance(node, dict):
+            return {key: drop_strides(value) for key, value in node.items()}
+        return type(node)(drop_strides(v) for v in node) if isinstance(node, (list, tuple)) else node
+    first = dict(packed, format="dsmlib-packed-1",
+                 tree=pickle.dumps(drop_strides(pickle.loads(packed["tree"]))))
+    assert is_packed(first)
+    old, new = unpack(first), unpack(packed)
+    assert all(t.is_contiguous() for t in old["model"].values())
+    assert all(torch.equal(old["model"][n], t) for n, t in new["model"].items())
+
+
+def test_a_checkpoint_in_an_unknown_format_is_a_clear_error(tmp_path):
+    config = RunConfig(dataset="digits", depth=8, epochs=2, batch_size=32, train_limit=96,
+                       n_gradnorm=4)
+    execute_run(config, tmp_path, stop_after=1)
+    path = run_dir(config, tmp_path) / CHECKPOINT
+    raw = torch.load(path, weights_only=False)
+    for state, shown in (({"format": "dsmlib-packed-99"}, "'dsmlib-packed-99'"), ([1], "'list'")):
+        torch.save(dict(raw, state=state), path)
+        with pytest.raises(ValueError, match=f"format this version does not read \\({shown}\\)"):
+            load_checkpoint(path, config, torch.device("cpu"))
+
+
 def test_checkpoint_written_before_packing_still_resumes(tmp_path):
     """A run interrupted after one epoch, its checkpoint rewritten in the old layout (model and
     optimizer as plain state dicts), resumes to the numbers of the uninterrupted run."""

@@ -293,8 +293,8 @@ def test_kernel_settings_are_part_of_the_engine_key(monkeypatch):
 def test_compiled_engines_give_eager_numbers_and_drop_their_code_when_replaced():
     """The compiled step (traced by dynamo without compiling: ``compile_backend="eager"``):
     lockstep groups of four shapes on one cache give the eager numbers, and the compiled code
-    of each replaced engine is dropped (dynamo would otherwise keep it, its graphs with it,
-    for the life of the process)."""
+    of each replaced engine is dropped (dynamo would otherwise keep it for the life of the
+    process), as is that of an engine dropped with its cache."""
     import gc
     import weakref
     policy = dataclasses.replace(device_policy("fp32", torch.device("cpu"), "compiled"),
@@ -313,3 +313,6 @@ def test_compiled_engines_give_eager_numbers_and_drop_their_code_when_replaced()
     gc.collect()
     # (dynamo keeps the first code it compiles in a process for good, a one-off: not counted)
     assert [ref() is not None for ref in codes[1:]] == [False, False, True]
+    cache.clear()   # an engine dropped without being replaced: its code goes with it
+    gc.collect()
+    assert codes[-1]() is None
