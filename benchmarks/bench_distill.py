@@ -202,15 +202,12 @@ def statedict_checkpoints(configs, dirs, histories, model, opt) -> None:
         (d / "baseline.json.tmp").write_text(json.dumps({"config": config.to_dict(),
                                                          "history": history}, indent=1))
         os.replace(d / "baseline.json.tmp", d / "baseline.json")
-        ck = dict(config=config.to_dict(), precision="fp32", device_type=model_device(model),
+        ck = dict(config=config.to_dict(), precision="fp32",
+                  device_type=next(model.parameters()).device.type,
                   epoch=1, history=history, model=member_state(state, k, k_all),
                   optimizer=member_optimizer_state(opt_state, k, k_all))
         torch.save(ck, d / "baseline.pt.tmp")
         os.replace(d / "baseline.pt.tmp", d / "baseline.pt")
-
-
-def model_device(model) -> str:
-    return next(model.parameters()).device.type
 
 
 def emit_checkpoint(name: str, dev: torch.device, depth: int, k: int, common: dict,

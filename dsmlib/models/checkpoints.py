@@ -25,6 +25,7 @@ state dicts (written before packing) is read as it was.
 """
 from __future__ import annotations
 
+import math
 import pickle
 from typing import Any
 
@@ -44,14 +45,19 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _walk(tree: Any, leaf) -> Any:
-    """``tree`` with ``leaf(t)`` in place of each tensor ``t`` (dicts, lists and tuples kept)."""
-    if torch.is_tensor(tree):
+def _is_marker(node: Any) -> bool:
+    return isinstance(node, tuple) and len(node) in (4, 5) and node[0] == _LEAF
+
+
+def _walk(tree: Any, is_leaf, leaf) -> Any:
+    """``tree`` with ``leaf(x)`` in place of each ``x`` that ``is_leaf`` (dicts, lists and
+    tuples kept)."""
+    if is_leaf(tree):
         return leaf(tree)
     if isinstance(tree, dict):
-        return {key: _walk(value, leaf) for key, value in tree.items()}
+        return {key: _walk(value, is_leaf, leaf) for key, value in tree.items()}
     if isinstance(tree, (list, tuple)):
-        return type(tree)(_walk(value, leaf) for value in tree)
+        return type(tree)(_walk(value, is_leaf, leaf) for value in tree)
     return tree
 
 
@@ -83,7 +89,7 @@ def pack_members(tree: Any, members: int = 1) -> list[dict[str, Any]]:
         stride = torch.empty_like(part, device="meta").stride()
         return (_LEAF, name, offset, tuple(part.shape), stride)
 
-    structure = pickle.dumps(_walk(tree, leaf))
+    structure = pickle.dumps(_walk(tree, torch.is_tensor, leaf))
     # one concatenation per member and dtype, so that each member's flat tensor has a storage
     # of its own (torch.save writes a view's whole storage)
     return [{"format": PACKED, "tree": structure,
@@ -105,21 +111,12 @@ def unpack(packed: dict[str, Any], device: Any = "cpu") -> Any:
                          f"not a packed state (a {type(packed).__name__})")
     flat = {name: t.to(device) for name, t in packed["flat"].items()}
 
-    def restore(node: Any) -> Any:
-        if isinstance(node, tuple) and len(node) in (4, 5) and node[0] == _LEAF:
-            _, name, offset, shape, *stride = node
-            n = 1
-            for s in shape:
-                n *= s
-            values = flat[name][offset:offset + n].view(shape)
-            if not stride:   # the first format
-                return values.clone()
-            return torch.empty_strided(shape, stride[0], dtype=values.dtype,
-                                       device=values.device).copy_(values)
-        if isinstance(node, dict):
-            return {key: restore(value) for key, value in node.items()}
-        if isinstance(node, (list, tuple)):
-            return type(node)(restore(value) for value in node)
-        return node
+    def restore(marker: tuple) -> Tensor:
+        _, name, offset, shape, *stride = marker
+        values = flat[name][offset:offset + math.prod(shape)].view(shape)
+        if not stride:   # the first format
+            return values.clone()
+        return torch.empty_strided(shape, stride[0], dtype=values.dtype,
+                                   device=values.device).copy_(values)
 
-    return restore(pickle.loads(packed["tree"]))
+    return _walk(pickle.loads(packed["tree"]), _is_marker, restore)

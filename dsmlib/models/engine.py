@@ -44,8 +44,7 @@ Builder = Callable[[RunConfig, int], nn.Module]
 class Engine:
     """The per-shape objects of a run (see the module's docstring). ``step.net`` is the
     grouped network being trained; ``owned``: the data and the teacher are the engine's own
-    copies (graph and compiled steps), so it can be rebound to later runs; ``compiled``: the
-    compiled step (``compiled`` step only)."""
+    copies (graph and compiled steps), so it can be rebound to later runs."""
     step: Step
     opt: torch.optim.Optimizer
     X: Tensor
@@ -53,7 +52,6 @@ class Engine:
     loop: StepLoop
     gradnorm: GradNormMeter
     owned: bool
-    compiled: CompiledStep | None = None
 
     @property
     def model(self) -> nn.Module:
@@ -97,9 +95,8 @@ def build_engine(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Modu
     net = build(c, k_all)
     step = run = Step(net, own_teacher, members, pad=data.pad, augment=c.augment, amp=policy.amp,
                       channels_last=policy.channels_last, dtype=policy.dtype)
-    compiled = None
     if policy.compiled:
-        run = compiled = CompiledStep(step, data.device, policy.compile_backend)
+        run = CompiledStep(step, data.device, policy.compile_backend)
         torch._dynamo.mark_static_address(X)   # indexed in place, never copied
         torch._dynamo.mark_static_address(y)
     opt = torch.optim.SGD(net.parameters(), lr=c.lr, momentum=c.momentum,
@@ -110,7 +107,7 @@ def build_engine(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Modu
                              capture=capture, pool=pool)
     loop = StepLoop(run, net, opt, X, y, k_all, dtype=policy.dtype, capture=capture, pool=pool,
                     static_grads=not policy.compiled)
-    return Engine(step, opt, X, y, loop, gradnorm, owned, compiled)
+    return Engine(step, opt, X, y, loop, gradnorm, owned)
 
 
 def zero_momentum(opt: torch.optim.Optimizer) -> None:
@@ -160,12 +157,9 @@ def engine_for(configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module
     del kept
     if engine is None:
         reusable = cache is not None and policy.reusable
-        replaced = cache.pop(role, None) if reusable else None
-        if replaced is not None:
-            if replaced[1].compiled is not None:
-                replaced[1].compiled.release()   # dynamo would keep its code for good
-            del replaced
-            gc.collect()   # an engine's parts refer to each other: free its memory now
+        if reusable and cache.pop(role, None) is not None:
+            gc.collect()   # an engine's parts refer to each other: free its memory (and a
+                           # compiled step's code, :class:`CompiledStep`) now
         engine = build_engine(configs, data, teacher, policy, members, build)
         if reusable:
             cache[role] = (key, engine)

@@ -206,10 +206,10 @@ class CompiledStep:
     It compiles a code object of its own. dynamo keeps compiled code per code object, so a
     shared one would count every engine of a process (one per shape) against one recompile
     limit (8 by default; past it, under ``fullgraph``, every new engine is an error), and
-    keeps it for the life of the process: :meth:`release` drops this step's (an engine that is
-    replaced calls it; a step dropped otherwise does it when it is collected). On CUDA the
-    recorded graphs' memory pool is inductor's, shared by every compiled step on the device,
-    and is freed only once none is left."""
+    keeps it for the life of the process: this step's is dropped when the step is collected
+    (an engine that is replaced collects at once). On CUDA the recorded graphs' memory pool
+    is inductor's, shared by every compiled step on the device, and is freed only once none
+    is left."""
 
     def __init__(self, step: Step, device: torch.device, backend: str = "inductor") -> None:
         call = Step.__call__
@@ -221,11 +221,7 @@ class CompiledStep:
             options["mode"] = "reduce-overhead" if device.type == "cuda" else "default"
         self.fn = torch.compile(types.MethodType(own, step), fullgraph=True, dynamic=False,
                                 **options)
-        weakref.finalize(self, torch._dynamo.reset_code, self.code)   # dropped unreleased
+        weakref.finalize(self, torch._dynamo.reset_code, self.code)
 
     def __call__(self, *args: Any) -> Tensor:
         return self.fn(*args)
-
-    def release(self) -> None:
-        """Forget the code compiled for this step (calling it again compiles anew)."""
-        torch._dynamo.reset_code(self.code)

@@ -309,7 +309,7 @@ def test_compiled_engines_give_eager_numbers_and_drop_their_code_when_replaced()
         for run_e, run_c in zip(eager, compiled):
             for key in ("train_objective", "train_loss", "test_loss", "gradnorm"):
                 assert run_c[-1][key] == pytest.approx(run_e[-1][key], rel=1e-6), key
-        codes.append(weakref.ref(cache["students"][1].compiled.code))
+        codes.append(weakref.ref(cache["students"][1].loop.run.code))
     gc.collect()
     # (dynamo keeps the first code it compiles in a process for good, a one-off: not counted)
     assert [ref() is not None for ref in codes[1:]] == [False, False, True]
