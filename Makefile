@@ -9,6 +9,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROFILE ?= quick
 PYTEST_ARGS ?=
+# pytest-xdist workers for `make test` (`TEST_WORKERS=0`: one process); see tests/conftest.py.
+TEST_WORKERS ?= auto
 ARGS ?=
 NB ?= ols
 
@@ -57,7 +59,7 @@ browser-deps:
 	    || echo "WARNING: could not install chromium; browser tests will skip (or fail under CI=true)"; }
 
 test: $(VENV)/.installed-test browser-deps
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/run.py $(ARGS)

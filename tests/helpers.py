@@ -1,6 +1,7 @@
 """Helpers shared by the test modules (importable because pytest puts tests/ on sys.path)."""
 from __future__ import annotations
 
+import re
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
@@ -200,3 +201,16 @@ def deterministic_fp32(monkeypatch):
         (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
          torch.backends.cudnn.benchmark) = saved[:3]
         torch.use_deterministic_algorithms(saved[3])
+
+
+def files_using(root: Path, fixture: str) -> set[str]:
+    """The test files under ``root/tests`` whose text names ``fixture``, as node-id paths."""
+    return {p.relative_to(root).as_posix() for p in (root / "tests").rglob("test_*.py")
+            if re.search(rf"\b{re.escape(fixture)}\b", p.read_text())}
+
+
+def xdist_scope(nodeid: str, together: set[str]) -> str:
+    """The pytest-xdist work unit of a test: its file, or one shared unit for the files in
+    ``together`` (the files that use the session's smoke book)."""
+    path = nodeid.split("::", 1)[0]
+    return "smoke_book" if path in together else path

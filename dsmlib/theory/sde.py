@@ -23,6 +23,7 @@ The mean-square error is ``O(h^(2p))``; tests hold every solver to its declared 
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -108,7 +109,10 @@ class Milstein:
             return EulerMaruyama.step(sde, x, dt, dW)
         f, g = sde.coefficients(x)
         # For diagonal noise the Jacobian of g is diagonal, so a JVP with ones gives g_i'.
-        _, dg = torch.func.jvp(lambda y: sde.coefficients(y)[1], (x,), (torch.ones_like(x),))
+        with warnings.catch_warnings():
+            # torch registers its forward-mode decompositions with torch.jit.script on first use.
+            warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
+            _, dg = torch.func.jvp(lambda y: sde.coefficients(y)[1], (x,), (torch.ones_like(x),))
         return x + f * dt + g * dW + 0.5 * g * dg * (dW * dW - dt)
 
 
