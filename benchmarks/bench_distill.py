@@ -4,7 +4,8 @@ Measured figures (one JSON object per line, ``{"name", "ours_s", "baseline_s", "
 ours and the baseline timed in the same run; ``ratio`` = baseline / ours):
 
 - CPU (2 cores, this project's machines, torch 2.14, one thread): lockstep students (K = 4,
-  ResNet-8, 8x8 digits) train an epoch 1.7x faster than the same students one after another.
+  ResNet-8, 8x8 digits) train an epoch 1.4-1.5x faster than the same students one after
+  another (``make bench ARGS=--only=distill``, 2026-11-26: 1.43 and 1.48 in two runs).
 - GPU (``--gpu --quick``: 4,096 random CIFAR-shaped images, 3 epochs), one NVIDIA H100 80 GB,
   torch 2.11, 2026-11-26 (raw rows: ``benchmarks/gpu_runs/2026-11-26_h100/``), against the
   goals of issue 14 (ResNet-56, batch 64, bf16):

@@ -12,9 +12,9 @@ parameters cell, so the command and the notebook always agree), then:
   set is present and readable (a problem is a one-line error and nothing is submitted), then
   submits the runs that are not finished, teachers before students. ``local``: ``N`` worker
   processes on this machine, each running its share of the runs one after the other (and
-  ``cpus / N`` threads); ``debug``: in this process; ``slurm``: one job per run in two job
-  arrays (on ``--partition``), the students' array starting after the teachers' (``afterok``),
-  at most ``N`` at a time. Finished runs are skipped and unfinished ones resume from their
+  ``cpus / N`` threads); ``debug``: in this process; ``slurm``: two job arrays (on ``--partition``),
+  one job per teacher, then one job per teacher's students (in lockstep) starting after the
+  teachers' (``afterok``), at most ``N`` at a time. Finished runs are skipped and unfinished ones resume from their
   checkpoints, so launching again after an interruption (or a SLURM preemption) loses at most
   one epoch per run.
 - ``status`` counts finished, partial and new runs.
@@ -233,7 +233,8 @@ def add_grid_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=1, help="local processes, or SLURM jobs at a time")
     p.add_argument("--threads", type=int, default=None, help="threads per local worker")
     p.add_argument("--partition", default=None, help="SLURM partition")
-    p.add_argument("--timeout-min", type=int, default=24 * 60, help="per job (SLURM: per run)")
+    p.add_argument("--timeout-min", type=int, default=24 * 60,
+                   help="per job (one teacher, or one teacher's students)")
     p.add_argument("--download", action="store_true",
                    help="launch: fetch missing data sets first, in this process, then train")
     p.add_argument("--deterministic", action="store_true", help="deterministic kernels")

@@ -127,16 +127,17 @@ def errata_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
     """Every claim of the paper that the measurements refute or cannot confirm, with the
     correction, the evidence and the claim's scope; with ``references``, what the
     ``paper`` references measured for each, and the book's corrections at that scale."""
-    from ..figures.tables import fmt_band, fmt_interval
+    from ..figures.tables import condition_label, fmt_band, fmt_interval
     references = references or {}
     lines = ["# Errata", "",
-             "Every place where the paper is wrong or loose, as measured in this book under the "
-             f"`{profile}` profile: the paper's claim, the measurement with its "
-             f"{int(CONFIDENCE * 100)} % interval, the exact value where theory gives one, what "
-             "would make the claim hold, and its scope (*assumptions*: wrong even under the "
-             "paper's own assumptions; *setting*: wrong for the experiment as the paper "
-             "describes it, right under another averaging; *reading*: wrong under one reading "
-             "of an ambiguous text). This page is generated from the "
+             "Every claim of the paper that this book's measurements under the "
+             f"`{profile}` profile *refute* (the paper is wrong or loose there) or cannot decide "
+             "(*inconclusive*: not evidence against the paper, only no confirmation at this "
+             f"scale): the paper's claim, the measurement with its {int(CONFIDENCE * 100)} % "
+             "interval, the exact value where theory gives one, for a refuted claim what would "
+             "make it hold, and its scope (*assumptions*: under the paper's own assumptions; "
+             "*setting*: for the experiment as the paper describes it; *reading*: under one "
+             "reading of an ambiguous text). This page is generated from the "
              "{doc}`claims ledger <ledger>`.", ""]
     if machinery_notice(profile):
         return "\n".join(lines[:2] + [
@@ -165,7 +166,8 @@ def errata_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
                       f"around the paper's {fmt_number(c['paper'])}.{exact} "
                       f"({c.get('quantity', '')}; `{c['id']}`)"]
             if c.get("condition"):
-                lines += [f": *Correction.* {c['condition']}"]
+                label = "Correction" if c["verdict"] == "refuted" else condition_label(c["verdict"])
+                lines += [f": *{label}.* {c['condition']}"]
             if c.get("note"):
                 lines += [f": *Note.* {c['note']}"]
             at_scale = erratum_at_scale(c, references.get(nb, []), doc)

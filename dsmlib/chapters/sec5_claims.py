@@ -170,8 +170,8 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
             claims.append(_every_case(cid, text, _joint(steps, STEP_BAND, "per-seed change of "
                                      "log G between consecutive noisy levels; paper: < 0"),
                                      scope=scope, note=(note + extra).strip(),
-                                     condition="needs levels far enough apart for the seeds to "
-                                               "resolve each step"))
+                                     condition="holds only at the steps whose interval lies "
+                                               "below 0 (see the per-step cases)"))
     cases = {f"{d}: {c.name}": _seed_case(
         _excess(res, c, late_log_gradnorm), BELOW_BAND, "mean over the second half of the "
         "epochs of " + _LOG_RATIO.format(a="noisy", b="control") + "; paper: < 0")

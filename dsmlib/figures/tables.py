@@ -2,8 +2,8 @@
 
 A verdict table leads with what a reader looks for: the verdict, the paper's value, the exact
 theory's and the measurement with its interval. Everything else (the statement's quantity, the
-band, the scope, what would make a refuted claim hold, the note, every case) folds into an
-expandable row. The table fits a 784 px column and collapses into cards on a phone
+band, the scope, what would make a refuted claim hold or might decide an undecided one, the
+note, every case) folds into an expandable row. The table fits a 784 px column and collapses into cards on a phone
 (``book/_assets/custom.css``).
 
 Statements may carry LaTeX between ``$...$``: the Markdown summary keeps it (MyST renders it),
@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from ..foundation.claims import CONFIDENCE
 
-__all__ = ["BADGES", "fmt_number", "fmt_interval", "fmt_band", "math_html", "claims_html",
+__all__ = ["BADGES", "condition_label", "fmt_number", "fmt_interval", "fmt_band", "math_html", "claims_html",
            "claims_table", "cases_table", "data_table", "verdict_summary"]
 
 BADGES = {"confirmed": "✔ confirmed", "refuted": "✘ refuted", "inconclusive": "? inconclusive"}
@@ -27,6 +27,13 @@ SCOPE_TEXT = {"assumptions": "wrong (or right) even under the paper's own assump
               "setting": "about the experiment as the paper describes running it",
               "reading": "depends on one reading of an ambiguous text"}
 LEVEL = f"{CONFIDENCE:.0%}"
+
+
+def condition_label(verdict: str) -> str:
+    """How a claim's ``condition`` is introduced: for a refuted claim it is the correction;
+    for an undecided one only a guess at what would decide it (nothing measured it)."""
+    return ("What would make it hold" if verdict == "refuted"
+            else "What might decide it (a guess, not measured)")
 
 
 def fmt_number(x: float | None, open_end: str = "—") -> str:
@@ -101,7 +108,7 @@ def _details_html(c: dict[str, Any]) -> str:
     if c.get("scope"):
         items.append(("Scope", f"<em>{c['scope']}</em>: {SCOPE_TEXT[c['scope']]}"))
     if c.get("condition") and c["verdict"] != "confirmed":
-        items.append(("What would make it hold", math_html(c["condition"])))
+        items.append((condition_label(c["verdict"]), math_html(c["condition"])))
     if c.get("note"):
         items.append(("Note", math_html(c["note"])))
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items if v)
@@ -152,7 +159,7 @@ def verdict_summary(claims) -> Any:
     for c in map(_as_dict, claims):
         book = " *(the book's correction)*" if c.get("source") == "book" else ""
         exact = f"; exact {fmt_number(c['exact'])}" if c.get("exact") is not None else ""
-        hold = (f" *What would make it hold:* {c['condition']}"
+        hold = (f" *{condition_label(c['verdict'])}:* {c['condition']}"
                 if c.get("condition") and c["verdict"] != "confirmed" else "")
         note = f" {c['note']}" if c.get("note") else ""
         lines.append(

@@ -71,7 +71,8 @@ def _fixture_docs():
         se = 0.05 if verdict == "inconclusive" else 0.001
         c = C.measure(id_, f"Claim {id_}", paper=1, measured=measured, se=se, band=(0.9, 1.1),
                       source=source, scope=scope,
-                      condition="Holds if y." if source == "paper" and verdict == "refuted" else "")
+                      condition={"refuted": "Holds if y.", "inconclusive": "Needs z."}.get(verdict, "")
+                      if source == "paper" else "")
         assert c.verdict == verdict, (id_, c.verdict)
         return asdict(c)
     ols = [m("ols.p1", "confirmed", "paper", "setting"), m("ols.p2", "refuted", "paper", "assumptions"),
@@ -112,6 +113,9 @@ def test_errata_list_exactly_the_papers_unconfirmed_claims():
         ["ols.p2", "prop1.p4", "prop1.p5"]                # book claims and confirmations: none
     assert [n.split(".")[0] for n in numbered] == ["**1", "**2", "**3"]
     assert err.count("*Correction.* Holds if y.") == 2
+    # an undecided claim is not corrected: its condition is shown as the guess it is
+    assert err.count("*What might decide it (a guess, not measured).* Needs z.") == 1
+    assert "Correction.* Needs z." not in err
 
 
 def test_smoke_builds_list_no_errata_and_say_they_test_machinery():

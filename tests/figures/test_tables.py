@@ -47,3 +47,20 @@ def test_data_table_labels_every_cell_for_the_phone_cards():
     import pytest
     with pytest.raises(ValueError, match="^every row and labels must have 1 cells"):
         tables.data_table(["a"], [["1", "2"]])
+
+
+def test_a_condition_is_a_correction_only_for_a_refuted_claim():
+    """A refuted claim's condition says what would make it hold; an undecided claim's is only
+    a guess at what would decide it, and is never presented as a correction."""
+    refuted = C.measure("x.r", "R.", paper=0.0, measured=0.5, se=0.01, band=(None, 0.1),
+                        condition="Holds if y.")
+    undecided = C.measure("x.u", "U.", paper=0.0, measured=0.1, se=0.1, band=(None, 0.1),
+                          condition="Needs z.")
+    assert (refuted.verdict, undecided.verdict) == ("refuted", "inconclusive")
+    html = tables.claims_table([refuted, undecided]).data
+    md = tables.verdict_summary([refuted, undecided]).data
+    for text in (html, md):
+        assert text.count("What would make it hold") == 1
+        assert text.count("What might decide it (a guess, not measured)") == 1
+        assert text.index("What would make it hold") < text.index("Holds if y.") \
+            < text.index("What might decide it") < text.index("Needs z.")
