@@ -151,8 +151,8 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
                 f"{_CONTROL_TEXT[kind]} (Figure 1; Prop. 3).", cases,
                 scope="setting" if kind == "gaussian" else "reading",
                 note=(note + ("" if kind == "gaussian" else _SWAP_NOTE)).strip(),
-                condition="needs students trained long enough at the noisy learning rates for the "
-                          "implicit regularizer to act"))
+                condition="Needs students trained long enough at the noisy learning rates for the "
+                          "implicit regularizer to act."))
     for cid, kind, log_g, text, scope in (
             ("fig1.gradnorm_falls_with_sigma2", "gaussian", _log_g,
              "More Gaussian noise lowers G(θ) further: G falls at every step up the σ² grid "
@@ -170,8 +170,8 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
             claims.append(_every_case(cid, text, _joint(steps, STEP_BAND, "per-seed change of "
                                      "log G between consecutive noisy levels; paper: < 0"),
                                      scope=scope, note=(note + extra).strip(),
-                                     condition="holds only at the steps whose interval lies "
-                                               "below 0 (see the per-step cases)"))
+                                     condition="Holds only at the steps whose interval lies "
+                                               "below 0 (see the per-step cases)."))
     cases = {f"{d}: {c.name}": _seed_case(
         _excess(res, c, late_log_gradnorm), BELOW_BAND, "mean over the second half of the "
         "epochs of " + _LOG_RATIO.format(a="noisy", b="control") + "; paper: < 0")
@@ -182,7 +182,7 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
             "control's over the epochs, not only after the last one (the paper measures G after "
             "every epoch): the mean of log(G_noisy / G_control) over the second half of training "
             "is negative for every noisy student.", cases, scope="reading", note=note,
-            condition="needs the regularizer to act before the last epoch"))
+            condition="Needs the regularizer to act before the last epoch."))
     claims.append(_below_teacher_claim(res, note))
     return claims
 
@@ -197,8 +197,8 @@ def _below_teacher_claim(res: DistillResults, note: str) -> Claim:
                                                  + "; paper: < 0")
     return _every_case("fig1.student_below_teacher", "Students have a lower gradient norm G(θ) "
                       "than their teacher (Figure 1).", cases, scope="setting", note=note,
-                      condition="holds only for the students whose interval lies below 0 (see "
-                                "the per-student cases)")
+                      condition="Holds only for the students whose interval lies below 0 (see "
+                                "the per-student cases).")
 
 
 def accuracy_claims(res: DistillResults, note: str = "") -> list[Claim]:
@@ -218,8 +218,8 @@ def accuracy_claims(res: DistillResults, note: str = "") -> list[Claim]:
             f"than {what} (Figure 1).", cases, scope="setting",
             note=(note + " Selection within each seed over both noise kinds and every level; "
                   "seeds are the unit.").strip(),
-            condition="needs a teacher below its accuracy ceiling and a validation set large "
-                      "enough to pick the level"))
+            condition="Needs a teacher below its accuracy ceiling and a validation set large "
+                      "enough to pick the level."))
     gains = {f"{d}: {c.name}": c.final["test_acc"] - res.teacher(d).final["test_acc"]
              for d in res.grid.datasets for k in KINDS for c in res.noisy(d, k)}
     claims.append(some_case(
@@ -229,7 +229,7 @@ def accuracy_claims(res: DistillResults, note: str = "") -> list[Claim]:
                "paper: > 0 for some student"), scope="setting",
         note=(note + " Every noisy student (kind, level) is a candidate; their intervals form a "
               "joint box, so one confirmed gain is not luck among many.").strip(),
-        condition="needs a teacher below its accuracy ceiling"))
+        condition="Needs a teacher below its accuracy ceiling."))
     return claims
 
 
@@ -259,7 +259,7 @@ def figure2_claims(res: DistillResults, note: str = "") -> list[Claim]:
         "(Figure 2).", cases, scope="reading",
         note=(note + " Read as the loss against the noiseless target E[ỹ]: the loss SGD sees, "
               "against the noisy ỹ, cannot fall below the noise's variance per logit.").strip(),
-        condition="needs more epochs at the small learning rates (see the per-kind cases)"))
+        condition="Needs more epochs at the small learning rates (see the per-kind cases)."))
     if flat:
         claims.append(_every_case(
             "fig2.swap_flatter_and_better", "The minima found with symmetric noise are flatter, "
@@ -272,7 +272,7 @@ def figure2_claims(res: DistillResults, note: str = "") -> list[Claim]:
                   "levels are picked on the mean validation accuracy of these seeds. The swap's "
                   "lower G includes its target's shrinkage (see fig1.noise_lowers_gradnorm_p)."
                   ).strip(),
-            condition="needs the swap's G advantage and accuracy gain both resolved by the seeds"))
+            condition="Needs the swap's G advantage and accuracy gain both resolved by the seeds."))
     return claims
 
 
