@@ -38,7 +38,6 @@ def smoke_book(tmp_path_factory) -> Path:
     return root
 
 
-
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadfile`` (`make test` runs ``-n auto --dist loadfile``) each test file
     runs on one worker, so its module-scoped fixtures are built once, and every file that uses
@@ -71,15 +70,10 @@ def share_of_the_cores():
         return
     import torch
     share = max(1, (os.cpu_count() or 1) // int(count))
-    keys = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
-    saved = {k: os.environ.get(k) for k in keys}
     before = torch.get_num_threads()
-    os.environ.update({k: str(share) for k in keys})
     torch.set_num_threads(share)
-    yield
+    with pytest.MonkeyPatch.context() as mp:
+        for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            mp.setenv(key, str(share))
+        yield
     torch.set_num_threads(before)
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
