@@ -1,0 +1,76 @@
+"""``benchmarks/gpu_runs/sigma2_gap.py`` reads the committed ``gpu`` reference right: its G
+curves end where the claim's measurement does, the plans behave, and the figures the GPU
+runs' README cites are the ones it prints."""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from helpers import ROOT
+
+REF = ROOT / "reference" / "gpu" / "sec5_distillation.ipynb"
+
+
+def _script():
+    path = ROOT / "benchmarks" / "gpu_runs" / "sigma2_gap.py"
+    spec = importlib.util.spec_from_file_location("sigma2_gap", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def analysis():
+    return _script().analyse(REF)
+
+
+def test_the_curves_end_at_the_claims_measurement(analysis):
+    # The figure's curves are geometric means over seeds, so their log ratio at the last epoch
+    # is the claim's mean paired gap (curves are stored in float32).
+    case = analysis["case"]
+    level = case["case"].split(": ")[-1]
+    assert analysis["gaps"][level]["by_epoch"][-1] == pytest.approx(case["measured"], abs=1e-4)
+    assert len(analysis["gaps"][level]["by_epoch"]) == analysis["epochs"]
+
+
+def test_plans_need_fewer_seeds_for_a_larger_gap_or_less_spread(analysis):
+    plans = {(label, round(effect, 6)): m for label, _, effect, m in analysis["plans"]}
+    g = analysis["case"]["measured"]
+    for label in ("as measured", "with exact G"):
+        assert plans[(label, round(2 * g, 6))] < plans[(label, round(g, 6))]
+    assert plans[("with exact G", round(g, 6))] < plans[("as measured", round(g, 6))]
+    assert 0.0 < analysis["probe_share"] < 1.0
+    assert analysis["exact_spread"] < analysis["spread"]
+
+
+def test_the_readme_cites_what_the_script_prints(analysis):
+    readme = (ROOT / "benchmarks" / "gpu_runs" / "2026-11-26_h100" / "README.md").read_text()
+    for _, spread, effect, m in analysis["plans"][:1] + analysis["plans"][2:3]:
+        assert f"{m} seeds" in readme
+    assert f"{analysis['probe_share']:.0%}" in readme
+    assert f"{analysis['spread']:.3f}" in readme
+
+
+def test_a_flat_late_gap_leaves_no_probe_error(tmp_path):
+    # Synthetic reference: the gap is constant after the second learning-rate drop, so the
+    # probes' share is 0 and the exact-G spread is the measured one.
+    epochs, seeds = 8, 4
+    none = np.full(epochs + 1, 100.0)
+    noisy = none * np.exp(np.r_[0.0, -0.3, 0.1, -0.05, -0.08, -0.1, -0.1, -0.1, -0.1])
+    fig = {"layout": {"yaxis": {"title": {"text": _script().TITLE}}},
+           "data": [{"name": "noiseless student", "y": none.tolist()},
+                    {"name": "σ² = 1", "y": noisy.tolist()}]}
+    nb = {"cells": [{"outputs": [{"data": {"application/vnd.plotly.v1+json": fig}}]}]}
+    (tmp_path / "r.ipynb").write_text(json.dumps(nb))
+    case = {"case": "digits: σ² = 1", "measured": -0.1, "interval": [-0.3, 0.1]}
+    doc = {"run": {"parameters": {"seeds": list(range(seeds)), "student_epochs": epochs}},
+           "claims": [{"id": _script().CLAIM, "band": [None, -1e-12], "details": [case]}]}
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    a = _script().analyse(tmp_path / "r.ipynb")
+    assert a["gaps"]["σ² = 1"]["probe"] == pytest.approx(0.0, abs=1e-12)
+    assert a["probe_share"] == pytest.approx(0.0, abs=1e-12)
+    assert a["exact_spread"] == pytest.approx(a["spread"])
+    assert a["gaps"]["σ² = 1"]["late_mean"] == pytest.approx(-0.1)
