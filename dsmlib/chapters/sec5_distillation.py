@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..foundation.checks import check_int, check_probability
-from ..foundation.claims import verdict
+from ..foundation.claims import CONFIDENCE, verdict
 from ..foundation.power import MAX_UNITS, POWER, units_to_decide
 from ..models.run_config import RunConfig, student_of
 from ..models.runs import RunRecord
@@ -232,8 +232,8 @@ def shrinkage_rows(res: DistillResults) -> list[dict[str, Any]]:
 
 def accuracy_headroom(res: DistillResults, claims: Sequence[Any]) -> list[str]:
     """Why the accuracy claims can stay undecided, per data set: the teachers' mean test
-    accuracy, the headroom it leaves a student, and the half-width of the 99 % interval of the
-    gain of the validation-selected noisy student over its teacher (the case of
+    accuracy, the headroom it leaves a student, and the half-width of the ledger's interval of
+    the gain of the validation-selected noisy student over its teacher (the case of
     ``fig1.noisy_beats_teacher`` among ``claims``). A gain no larger than the headroom that the
     interval cannot separate from zero cannot be confirmed with these seeds."""
     claim = next(c for c in claims if c.id == "fig1.noisy_beats_teacher")
@@ -246,8 +246,9 @@ def accuracy_headroom(res: DistillResults, claims: Sequence[Any]) -> list[str]:
                    f"this spread with {len(res.grid.seeds)} seeds" if half >= room else
                    "so a gain as large as the headroom could be resolved")
         lines.append(f"{d}: the teachers reach {100 * acc:.2f} % test accuracy on average, "
-                     f"leaving {100 * room:.2f} points to gain; the 99 % interval of the "
-                     f"selected student's gain is ±{100 * half:.2f} points wide, {verdict}.")
+                     f"leaving {100 * room:.2f} points to gain; the {100 * CONFIDENCE:g} % "
+                     f"interval of the selected student's gain is ±{100 * half:.2f} points "
+                     f"wide, {verdict}.")
     return lines
 
 

@@ -131,7 +131,8 @@ def test_power_fit_keeps_values_at_or_below_zero():
     y = 2 * x ** 1.5
     y[-1] = -0.01                                   # an unbiased estimate may dip below zero
     f = p2.power_fit(x, y, np.full(4, 0.05))
-    assert f is not None and 1.2 < f.slope < 1.8 and f.dof == 2
+    # the dipped point still counts (it pulls the slope off 1.5, to within the fit's error)
+    assert f is not None and f.dof == 2 and abs(f.slope - 1.5) < 3 * f.se
     exact = p2.power_fit(x, 2 * x ** 1.5, np.full(4, 1e-3))
     assert exact.slope == pytest.approx(1.5, abs=1e-6) and exact.chi2 < 1e-6
 

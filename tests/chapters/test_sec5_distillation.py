@@ -45,6 +45,9 @@ def position(c) -> int:
 
 
 def jitter(c, size=0.01) -> float:
+    """A deterministic per-run wobble of at most ``size`` in log G, so seeds differ: the
+    ``abs=0.02`` pins on log ratios below allow its worst case, twice ``size`` (a difference of
+    two runs' wobbles)."""
     kind = ("none", "gaussian", "symmetric", "symmetric_mean").index(c.noise)
     return size * math.sin(3 * c.seed + position(c) + 2 * kind + (c.role == "teacher"))
 

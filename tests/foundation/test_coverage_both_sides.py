@@ -97,8 +97,10 @@ def test_loglog_fit_interval_with_independent_errors(level):
     z = st.norm.isf((1 - level) / 2)
     fits = [stats.loglog_fit(x, y, s) for y, s in zip(ys, ses)]
     assert_coverage(np.array([abs(f.slope + 0.7) <= z * f.se for f in fits]), level)
-    # the intercept is log 3 in the same fit (a sanity check of the model, not of the interval)
-    assert np.mean([f.intercept for f in fits]) == pytest.approx(math.log(3.0), abs=0.01)
+    # the intercept is log 3 in the same fit (a sanity check of the model, not of the interval):
+    # the mean over the replicates within 5 of its standard errors (false failure < 1e-6)
+    icpt = np.array([f.intercept for f in fits])
+    assert abs(icpt.mean() - math.log(3.0)) < 5 * icpt.std(ddof=1) / math.sqrt(icpt.size)
 
 
 def test_loglog_fit_interval_with_correlated_errors():

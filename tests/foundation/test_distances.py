@@ -60,15 +60,19 @@ def test_detects_a_shift_and_is_scale_free():
 
 
 def test_group_jackknife_standard_error():
-    """Seeded: the jackknife SE of a mean difference matches the known SE
-    sqrt(2/n) for unit-variance samples within 30 % (20 groups: the SE of an SE estimate from
-    19 degrees of freedom is ~16 %, so 30 % is ~2 of them; the average over 20 replicates has
-    a relative SE ~4 %: false-failure rate < 1e-10)."""
+    """Seeded: the jackknife SE of a mean difference matches the known SE sqrt(2/n) for
+    unit-variance samples. The mean of 20 replicates (20 groups each) is compared with it
+    within 5 of its own standard errors (measured from the replicates; normal false-failure
+    rate < 1e-6) plus the small-sample bias of an SD, E s = sigma (1 - 1/(4 dof)) with
+    19 degrees of freedom (1.3 %)."""
     rng = np.random.default_rng(4)
-    ses = [ds.group_jackknife(lambda a, b: a.mean() - b.mean(), rng.standard_normal((400, 1)),
-                              rng.standard_normal((400, 1)), n_groups=20, seed=k)[1]
-           for k in range(20)]
-    assert np.mean(ses) == pytest.approx(np.sqrt(2 / 400), rel=0.3)
+    ses = np.array([ds.group_jackknife(lambda a, b: a.mean() - b.mean(),
+                                       rng.standard_normal((400, 1)),
+                                       rng.standard_normal((400, 1)), n_groups=20, seed=k)[1]
+                    for k in range(20)])
+    known = np.sqrt(2 / 400)
+    tol = 5 * ses.std(ddof=1) / np.sqrt(ses.size) + known / (4 * 19)
+    assert abs(ses.mean() - known) < tol
 
 
 @pytest.mark.parametrize("call, match", [

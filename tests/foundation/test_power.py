@@ -81,8 +81,9 @@ def test_units_to_decide_edges_and_bad_input():
 def test_decision_power_where_scipys_noncentral_t_fails(monkeypatch):
     """At some large noncentralities scipy's nct returns NaN, and the integral is taken instead.
     Forced onto that path (nct made to fail), it gives the exact values; at a point where this
-    scipy fails (level 99 %, 20 units, noncentrality 10) it agrees with a simulation of the t
-    statistic (400,000 draws, 4.5 standard errors)."""
+    scipy really fails (level 99 %, 20 units, noncentrality 10: ``nct.cdf(-q)`` is NaN) it
+    agrees with the finite half, ``nct.sf(q)``, the lower tail ``P(T < -q)`` being below
+    ``Phi(-q - nc) < 1e-30`` there, to the integral's own absolute tolerance."""
     points = [(0.3, 1.0, 10, 0.99), (0.04, 0.1, 76, 0.99), (1.0, 0.5, 3, 0.9),
               (0.168, 0.0556, 5, 0.995)]
     exact = [decision_power(*pt) for pt in points]
@@ -91,9 +92,9 @@ def test_decision_power_where_scipys_noncentral_t_fails(monkeypatch):
         assert decision_power(*pt) == pytest.approx(want, abs=1e-7)
     monkeypatch.undo()
     units, level, nc = 20, 0.99, 10.0
-    p = decision_power(nc / math.sqrt(units), 1.0, units, level)
-    rng = np.random.default_rng(3)
     q = stats.t.ppf(0.5 + level / 2, units - 1)
-    t = (rng.standard_normal(400_000) + nc) / np.sqrt(rng.chisquare(units - 1, 400_000) / (units - 1))
-    sim = np.mean(np.abs(t) > q)
-    assert 0 < p <= 1 and abs(p - sim) < 4.5 * math.sqrt(sim * (1 - sim) / 400_000) + 1e-9
+    assert not math.isfinite(stats.nct.sf(q, units - 1, nc) + stats.nct.cdf(-q, units - 1, nc))
+    upper = stats.nct.sf(q, units - 1, nc)
+    assert math.isfinite(upper) and stats.norm.cdf(-q - nc) < 1e-30
+    p = decision_power(nc / math.sqrt(units), 1.0, units, level)
+    assert p == pytest.approx(upper, abs=1.49e-8)     # scipy.integrate.quad's default epsabs

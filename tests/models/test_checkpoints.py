@@ -77,11 +77,21 @@ def test_packed_member_unpacks_to_its_sliced_state_dicts(device, dtype, channels
 
 
 def test_packed_tensors_do_not_share_memory():
+    """Every unpacked tensor owns its storage: none is a view of the packed flat buffers (views
+    of one buffer never overlap, so writing to one and reading another would not tell)."""
     state, _ = group_after_a_step("cpu", torch.float64)
-    back = unpack(pack_members(state, 3)[1])
-    first, second = list(back.values())[:2]
+    packed = pack_members(state, 3)[1]
+    flat_before = {k: t.clone() for k, t in packed["flat"].items()}
+    back = unpack(packed)
+    tensors = [t for t in back.values() if t.numel()]
+    storages = {t.untyped_storage().data_ptr() for t in tensors}
+    assert len(storages) == len(tensors)
+    assert not storages & {t.untyped_storage().data_ptr() for t in packed["flat"].values()}
+    first, second = tensors[:2]
     first.add_(1.0)
     torch.testing.assert_close(second, member_state(state, 1, 3)[list(back)[1]], rtol=0, atol=0)
+    for k, t in packed["flat"].items():
+        torch.testing.assert_close(t, flat_before[k], rtol=0, atol=0)
 
 
 def test_bad_input_is_a_clear_error():

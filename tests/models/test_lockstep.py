@@ -52,7 +52,8 @@ def test_optimizer_states_stack_and_split():
     for m in nets:
         opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
         m.train()
-        m(torch.randn(3, 2, 8, 8, dtype=torch.float64)).sum().backward()
+        m(torch.randn(3, 2, 8, 8, dtype=torch.float64,
+                      generator=torch.Generator().manual_seed(len(opts)))).sum().backward()
         opt.step()
         opts.append(opt.state_dict())
     both = stack_optimizer_states(opts)
@@ -75,7 +76,7 @@ def test_epoch_plan_draws_what_a_per_step_loop_draws(device):
     assert torch.equal(torch.randperm(50, generator=g, device=device)[:48].view(6, 8), plan.batches)
     gn = as_torch_generator(child_seed(7, STREAM_NOISE, 3), device)
     gs = as_torch_generator(child_seed(7, STREAM_NOISE, 3), device)
-    y = torch.randn(8, 4, device=device)
+    y = torch.randn(8, 4, device=device, generator=as_torch_generator(0, device))
     for s in range(6):
         dy, dx, fl = augment_draws(8, g, pad=2, flip=True)
         assert torch.equal(dy, plan.dy[s]) and torch.equal(dx, plan.dx[s])

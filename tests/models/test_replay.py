@@ -124,21 +124,24 @@ def test_graph_step_needs_cuda():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (CUDA graphs)")
-@pytest.mark.parametrize("precision, rel, points", [("bf16", 0.05, 0.05), ("fp32", 1e-6, 0.0)])
-def test_graph_step_matches_eager_on_cuda(precision, rel, points, monkeypatch):
+@pytest.mark.parametrize("precision, deterministic, rel, points", [
+    ("bf16", False, 0.05, 0.05), ("bf16", True, 1e-6, 0.0), ("fp32", True, 1e-6, 0.0)])
+def test_graph_step_matches_eager_on_cuda(precision, deterministic, rel, points, monkeypatch):
     """After two epochs (with a learning-rate drop, so two graphs) the replayed and eager
-    paths agree. bf16, stated tolerance: ``rel`` on losses and G and ``points`` on accuracies
-    (bf16 rounds coarsely). fp32 runs with deterministic kernels and without TF32: a replay
-    launches the eager path's kernels, so the two agree to rounding (``rel`` 1e-6, the same
-    accuracies). Plain fp32 is no test of the graph: on an H100 two eager runs already drift
-    apart (cuDNN's atomics, TF32), and after two epochs the paths differed by 1.2e-3 in the
-    training objective."""
+    paths agree. With deterministic kernels (and, in fp32, without TF32) a replay launches the
+    eager path's kernels, so the two agree to rounding (``rel`` 1e-6, the same accuracies), in
+    bf16 as in fp32. bf16 as a reader runs it (cuDNN free to pick kernels, some with atomics)
+    is held to a stated tolerance instead: ``rel`` 5 % on losses and G, 5 points on
+    accuracies; on one H100 it was bit for bit equal (benchmarks/gpu_runs/2026-11-26_h100/
+    2_tests_bench_drift/drift.txt), but nothing makes it so on every GPU. Plain fp32 is no
+    test of the graph: on that H100 two eager runs already drift apart (cuDNN's atomics,
+    TF32), and after two epochs the paths differed by 1.2e-3 in the training objective."""
     data = load_dataset("digits", train_limit=192, image_size=16, device="cuda")
     t = dataclasses.replace(TEACHER, precision=precision, epochs=2)
     cfgs = [student_of(t, "none", 0.0), student_of(t, "gaussian", 4.0),
             student_of(t, "symmetric", 0.3)]
     t_model = build_model(t, data).eval()
-    with deterministic_fp32(monkeypatch) if precision == "fp32" else contextlib.nullcontext():
+    with deterministic_fp32(monkeypatch) if deterministic else contextlib.nullcontext():
         for group in ([t], cfgs):
             teacher = None if group[0].role == "teacher" else t_model
             eager = train_group(group, data, teacher=teacher, step="eager")

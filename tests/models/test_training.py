@@ -149,3 +149,30 @@ def test_train_bad_input():
         train(tiny(), d)
     with pytest.raises(ValueError, match="needs its trained teacher"):
         train(student_of(tiny(batch_size=16), "none", 0), d)
+
+
+def test_students_targets_and_loss_scale_before_training():
+    """Before the first step a student is its teacher, so its train loss is the distance from
+    the teacher's logits t to its own noiseless target: 0 for the noiseless and Gaussian
+    students (E[y~] = t), and mean((M_p t - t)^2) for the swap and its control (Eq. 24, M_p
+    from swap_expectation_matrix, not from the code under test); ``loss_scale``, the loss of
+    predicting the mean target, is the variance of that target over the training images."""
+    data = load_dataset("digits", train_limit=96, device="cpu")
+    teacher_cfg = tiny(precision="fp64", train_limit=96)
+    teacher = build_model(teacher_cfg, data).eval()          # an untrained teacher will do
+    p = 0.3
+    with torch.no_grad():
+        t = predict(teacher, data.X_train, amp=False, dtype=torch.float64)
+    mean_target = {"none": t, "gaussian": t,
+                   "symmetric": t @ swap_expectation_matrix(10, p).T.to(t.dtype),
+                   "symmetric_mean": t @ swap_expectation_matrix(10, p).T.to(t.dtype)}
+    for kind, level in (("none", 0.0), ("gaussian", 4.0), ("symmetric", p),
+                        ("symmetric_mean", p)):
+        row = train(student_of(teacher_cfg, kind, level), data, teacher=teacher,
+                    stop_after=0)[0]
+        target = mean_target[kind]
+        assert row["train_loss"] == pytest.approx(float(((target - t) ** 2).mean()),
+                                                  rel=1e-9, abs=1e-12), kind
+        assert row["loss_scale"] == pytest.approx(
+            float(((target - target.mean(0)) ** 2).mean()), rel=1e-9), kind
+    assert float(((mean_target["symmetric"] - t) ** 2).mean()) > 0

@@ -57,6 +57,7 @@ def test_swap_empirical_mean_matches_paper_formula(variant, device):
     noise = ln.SymmetricSwapNoise(p, variant)
     paper = ln.symmetric_swap_expectation(y0, p)
     torch.testing.assert_close(noise.mean(y0), paper)
+    torch.testing.assert_close(noise.apply_mean(y0), paper)   # the training step's E[y~]
     yt = noise.draw(y0.repeat(100_000, 1, 1), 7)                      # (M, 2, 4)
     assert yt.device == y0.device
     assert _z_mean(yt, paper).abs().max() < 4.5
