@@ -21,8 +21,8 @@ from .lab import launch_lab, prepare_lab
 from .profiles import DEFAULT_PROFILE, PROFILES, check_profile, load_specs, parse_value
 from .store import BookBusy
 from .site import build
-from .runner import (CELL_TIMEOUT_S, NotebookFailed, declared_parameters, execute,
-                     find_root, source_notebook)
+from .runner import (CELL_TIMEOUT_S, NotebookFailed, NotebookRefused, declared_parameters,
+                     execute, find_root, source_notebook)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -105,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
             return grid_command(root, args)
         if args.command == "lab":
             check_profile(args.profile)
-            overrides = {k: parse_value(v) for k, v in args.parameter}
+            overrides = {k: parse_value(v, k) for k, v in args.parameter}
             nb = prepare_lab(root, args.notebook, args.profile, overrides)
             print(nb)
             return 0 if args.prepare_only else launch_lab(root, nb, port=args.port)
         if args.command in ("execute", "book"):
-            overrides = {k: parse_value(v) for k, v in args.parameter}
+            overrides = {k: parse_value(v, k) for k, v in args.parameter}
             if args.jobs is not None and args.jobs < 1:
                 raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
             execute(root, args.notebooks, profile=args.profile, overrides=overrides,
@@ -123,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     except BookBusy as err:
         print(f"error: {err}", file=sys.stderr)
         return 3
+    except KeyboardInterrupt:
+        print("error: interrupted; chapters that had finished are in place, the rest were not "
+              "published (their results are unchanged)", file=sys.stderr)
+        return 130
+    except NotebookRefused as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except NotebookFailed as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

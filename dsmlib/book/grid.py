@@ -25,9 +25,9 @@ parameters cell, so the command and the notebook always agree), then:
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -40,11 +40,12 @@ from ..models.dataset_files import check_dataset, download, missing_files
 from ..models.policy import STEP_MODES
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord, load_record, lockstep_groups, run_many, run_status
-from .profiles import DEFAULT_PROFILE, PROFILES, load_specs, parse_value, resolve
+from .profiles import DEFAULT_PROFILE, PROFILES, default_value, load_specs, parse_value, resolve
 from .runner import declared_parameters, source_notebook
 
 __all__ = ["NOTEBOOK", "CLUSTERS", "GridJob", "profile_parameters", "profile_grid",
-           "prepare_data", "launch", "status", "collect", "add_grid_parser", "grid_command"]
+           "failure_line", "prepare_data", "launch", "status", "collect", "add_grid_parser",
+           "grid_command"]
 
 NOTEBOOK = "sec5_distillation"
 CLUSTERS = ("local", "slurm", "debug")
@@ -58,17 +59,9 @@ def profile_parameters(root: Path, profile: str, overrides: dict[str, Any] | Non
     overrides from ``profiles.yml``, then ``overrides``)."""
     spec = load_specs(root / "notebooks")[NOTEBOOK]
     declared = declared_parameters(source_notebook(spec, root))
-    params = {k: _literal(v) for k, v in declared.items()}
+    params = {k: default_value(v) for k, v in declared.items()}
     params.update(resolve(spec, profile, dict(overrides or {}), declared))
     return params
-
-
-def _literal(text: Any) -> Any:
-    """A parameters-cell default (papermill gives its source text) as a Python value."""
-    try:
-        return ast.literal_eval(text) if isinstance(text, str) else text
-    except (ValueError, SyntaxError):
-        return text
 
 
 def profile_grid(root: Path, profile: str, overrides: dict[str, Any] | None = None
@@ -110,10 +103,15 @@ def prepare_data(datasets: Sequence[str], data_dir: str | Path, *, fetch: bool =
     return lines
 
 
-def _failure(err: Exception) -> str:
-    """The last line of a worker's error (submitit's message ends with the traceback)."""
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
+
+
+def failure_line(err: Exception) -> str:
+    """The worker's exception in one line: the last ``SomeError: ...`` line of submitit's
+    message (the trace it carries is followed by the paths of the logs), else its last line."""
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    return lines[-1] if lines else type(err).__name__
+    raised = [ln for ln in lines if _RAISED.match(ln)]
+    return raised[-1] if raised else (lines[-1] if lines else type(err).__name__)
 
 
 def _wait(jobs: list, cluster: str) -> None:
@@ -126,7 +124,7 @@ def _wait(jobs: list, cluster: str) -> None:
         try:
             job.result()
         except Exception as err:   # submitit's FailedJobError carries the worker's stderr
-            raise RuntimeError(f"grid job {job.job_id} failed: {_failure(err)} (its log: "
+            raise RuntimeError(f"grid job {job.job_id} failed: {failure_line(err)} (its log: "
                                f"{job.paths.stderr})") from None
 
 
@@ -253,7 +251,11 @@ def _one_line_warning(message, category, *args: Any, **kwargs: Any) -> None:
 
 def grid_command(root: Path, args: argparse.Namespace) -> int:
     """Run ``python -m dsmlib grid ...``; returns the exit status."""
-    overrides = {k: parse_value(v) for k, v in args.parameter}
+    overrides = {k: parse_value(v, k) for k, v in args.parameter}
+    ignored = [k for k in ("cluster", "workers") if k in overrides]
+    if ignored:
+        raise ValueError(f"grid takes {', '.join('--' + k for k in ignored)} as options, not as "
+                         f"-p parameters (those are the notebook's own way to train)")
     grid, runs_dir, params = profile_grid(root, args.profile, overrides)
     runs = grid_runs(grid)
     data_dir = Path(params["data_dir"])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import re
 import sys
@@ -19,18 +18,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..foundation.results import (RUN_ONLY, SEAL, atomic_write_text, notebook_parameters,
                                   same_parameters)
-from .kernel import QuietKernelManager
+from .kernel import QuietKernelManager, kernel_threads, quiet_seal
 from .profiles import RUNNER_PARAMETERS, check_profile, load_specs, resolve, select
 from .provenance import code_key, decorate, is_fresh, provenance
 from .store import (book_lock, clear_stage, custom_paths, executed_path, keep_failed, publish,
                     results_mismatch, results_path, stage_dir)
 
-__all__ = ["NotebookFailed", "find_root", "source_notebook", "declared_parameters", "plan",
-           "execute"]
+__all__ = ["NotebookFailed", "NotebookRefused", "find_root", "source_notebook",
+           "declared_parameters", "plan", "check_ranges", "execute"]
 
 CELL_TIMEOUT_S = 1800
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -38,6 +37,11 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 class NotebookFailed(RuntimeError):
     """A notebook cell raised; the message carries the cell's error and traceback."""
+
+
+class NotebookRefused(NotebookFailed):
+    """A notebook cell raised ``ValueError``, the library's error for a value it does not
+    accept: the message is that one line (the traceback stays in the failed notebook)."""
 
 
 def find_root(start: str | Path | None = None) -> Path:
@@ -113,6 +117,15 @@ def plan(root: Path, spec, profile: str, overrides: dict[str, Any]) -> Run:
     return Run(spec, src, inject, params, set_by, key, custom, out, res)
 
 
+def check_ranges(name: str, params: dict[str, Any]) -> None:
+    """What a chapter can check of its values before any kernel starts (their types are
+    checked by :func:`dsmlib.book.profiles.resolve`): Section 5 builds its grid, which
+    checks every run's configuration. Other chapters check theirs as they start."""
+    if name == "sec5_distillation":
+        from ..chapters.sec5_distillation import grid_from_parameters
+        grid_from_parameters(params)
+
+
 def is_up_to_date(run: Run, profile: str) -> bool:
     return is_fresh(run.out, run.key) and not results_mismatch(
         run.results, run.key, run.params, profile, custom=run.custom)
@@ -162,6 +175,8 @@ def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick
     chosen = select(specs, names)
     with book_lock(root, "execute"):
         runs = [plan(root, spec, profile, overrides) for spec in chosen]  # validate all first
+        for run in runs:
+            check_ranges(run.spec.name, run.params)
         todo = []
         for run in runs:
             if not force and is_up_to_date(run, profile):
@@ -172,59 +187,37 @@ def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick
         cores = os.cpu_count() or 1
         jobs = max(1, min(jobs or max(1, cores // 2), len(todo) or 1))
         threads = threads or max(1, cores // jobs)
-        gpu_lock = threading.Lock()
+        gpu_lock, stop = threading.Lock(), threading.Event()
 
         def one(run: Run) -> Path:
             with gpu_lock if run.spec.gpu else contextlib.nullcontext():
-                return run_notebook(root, run, profile, timeout, progress and jobs == 1)
+                return run_notebook(root, run, profile, timeout, progress and jobs == 1, stop)
 
         with kernel_threads(threads), quiet_seal(), ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(one, run) for run in todo]
-            return [f.result() for f in futures]
+            try:
+                return [f.result() for f in futures]
+            except KeyboardInterrupt:
+                # a notebook still running must not be published once the reader stopped it
+                stop.set()
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
 
 
-class _SealFilter(logging.Filter):
-    """Drops papermill's "Passed unknown parameter: dsmlib_run" (the seal is meant to be one)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return SEAL not in record.getMessage()
+def _shown(path: Path | None, root: Path) -> str:
+    return "nowhere: the kernel wrote nothing" if path is None else str(path.relative_to(root))
 
 
-@contextlib.contextmanager
-def quiet_seal() -> Iterator[None]:
-    log, f = logging.getLogger("papermill"), _SealFilter()
-    log.addFilter(f)
-    try:
-        yield
-    finally:
-        log.removeFilter(f)
-
-
-@contextlib.contextmanager
-def kernel_threads(threads: int | None) -> Iterator[None]:
-    """Set the thread count of the kernels started inside (OMP/MKL env), with a passive
-    OpenMP wait policy (idle threads sleep instead of spinning on cores other jobs need),
-    then restore the environment."""
-    keys = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")
-    old = {k: os.environ.get(k) for k in keys}
-    n = str(threads or os.cpu_count() or 1)
-    os.environ.update({"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OMP_WAIT_POLICY": "PASSIVE"})
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: bool) -> Path:
+def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: bool,
+                 stop: threading.Event | None = None) -> Path:
     """Execute one notebook into the staging folder, decorate it with its provenance, and
     move it and its results into place; on failure keep the partial notebook in
     ``book/chapters/failed/`` and raise :class:`NotebookFailed` with the failing cell's
-    source and traceback. Nothing in place is touched unless the run succeeded."""
+    source and traceback (:class:`NotebookRefused`, one line, for a ``ValueError``; a cell
+    past ``timeout`` or a dead kernel, one line too). Nothing in place is touched unless the
+    run succeeded, and nothing once ``stop`` is set (the reader interrupted the run)."""
     import papermill
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
     name = run.spec.name
     stage = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=ensure_dir(stage_dir(root))))
@@ -244,13 +237,25 @@ def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: boo
                 cwd=str(root), log_output=False, kernel_manager_class=QuietKernelManager)
         except PapermillExecutionError as err:
             failed = keep_failed(partial, root, name)
+            unchanged = f"{where} and its results are unchanged"
+            if err.ename == "ValueError":
+                raise NotebookRefused(
+                    f"notebook {name!r} stopped in cell {err.exec_count}: ValueError: "
+                    f"{err.evalue} (traceback in {_shown(failed, root)}; "
+                    f"{unchanged})") from None
             tb = _ANSI.sub("", "\n".join(err.traceback or []))
             raise NotebookFailed(
                 f"notebook {name!r} failed in cell {err.exec_count} "
                 f"(index {err.cell_index}): {err.ename}: {err.evalue}\n"
                 f"--- cell source ---\n{err.source}\n--- traceback ---\n{tb}\n"
-                f"(the partly executed notebook is at {failed}; {where} and its results "
-                "are unchanged)") from None
+                f"(the partly executed notebook is at {failed}; {unchanged})") from None
+        except (CellTimeoutError, DeadKernelError) as err:
+            failed = keep_failed(partial, root, name)
+            why = (f"a cell ran past --timeout {timeout} s" if isinstance(err, CellTimeoutError)
+                   else "its kernel died (out of memory?)")
+            raise NotebookFailed(f"notebook {name!r}: {why} (the partly executed notebook is "
+                                 f"at {_shown(failed, root)}; {where} and its results are "
+                                 "unchanged)") from None
         except BaseException:
             keep_failed(partial, root, name)
             raise
@@ -258,6 +263,10 @@ def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: boo
             failed = keep_failed(partial, root, name)
             raise NotebookFailed(f"notebook {name!r} ran but wrote no results through "
                                  f"write_results (the executed notebook is at {failed})")
+        if stop is not None and stop.is_set():
+            failed = keep_failed(partial, root, name)
+            raise NotebookFailed(f"notebook {name!r} finished after the run was interrupted: "
+                                 f"not published (it is at {_shown(failed, root)})")
         nb = json.loads(partial.read_text())
         decorate(nb, provenance(root, profile, run.params, time.perf_counter() - start,
                                 run.set_by), run.key, run.spec.gpu_notice)

@@ -22,9 +22,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..foundation.checks import check_int, check_probability
+from ..foundation.checks import check_choice, check_int, check_positive, check_probability
 from ..foundation.claims import CONFIDENCE, verdict
 from ..foundation.power import MAX_UNITS, POWER, units_to_decide
+from ..models.datasets import DATASETS
 from ..models.run_config import RunConfig, student_of
 from ..models.runs import RunRecord
 
@@ -64,16 +65,30 @@ _SCALARS = tuple(f.name for f in fields(DistillGrid)
 _SHARED = tuple(k for k in _SCALARS if k in {f.name for f in fields(RunConfig)})
 
 
+def _values(name: str, value: Any) -> tuple[Any, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name} must be a list, got {value!r}")
+    return tuple(value)
+
+
 def grid_from_parameters(p: dict[str, Any]) -> DistillGrid:
-    """The grid from the notebook's parameters (the same names), checked."""
-    seeds = tuple(check_int("seeds", s, minimum=0) for s in p["seeds"])
+    """The grid from the notebook's parameters (the same names), checked: every message
+    names the notebook's parameter."""
+    seeds = tuple(check_int("seeds", s, minimum=0) for s in _values("seeds", p["seeds"]))
     if len(set(seeds)) < 2:
         raise ValueError(f"seeds must hold at least 2 distinct seeds (seeds are the unit of "
                          f"every interval), got {list(p['seeds'])}")
-    if not p["datasets"]:
+    if not _values("datasets", p["datasets"]):
         raise ValueError("datasets must not be empty")
-    grid = DistillGrid(datasets=tuple(p["datasets"]), sigma2s=tuple(map(float, p["sigma2s"])),
-                       ps=tuple(map(float, p["ps"])), seeds=seeds,
+    for d in p["datasets"]:
+        check_choice("datasets", d, DATASETS)
+    sigma2s = tuple(check_positive("sigma2s (Gaussian noise variances)", s)
+                    for s in _values("sigma2s", p["sigma2s"]))
+    ps = tuple(check_probability("ps (swap probabilities)", q) for q in _values("ps", p["ps"]))
+    if 0.0 in ps:
+        raise ValueError("ps (swap probabilities) must be > 0: the noiseless student is always "
+                         "in the grid")
+    grid = DistillGrid(datasets=tuple(p["datasets"]), sigma2s=sigma2s, ps=ps, seeds=seeds,
                        **{k: p[k] for k in _SCALARS if k in p})
     grid_runs(grid)   # builds every configuration, so bad values fail here, before training
     return grid

@@ -66,8 +66,10 @@ def _normal(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def same_parameters(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether two parameter sets are equal once normalised (run-only names ignored)."""
-    return _normal(a) == _normal(b)
+    """Whether two parameter sets are equal once normalised (run-only names ignored), types
+    included: ``256.0`` is not ``256`` and ``1`` is not ``True`` (as in the content key), so a
+    run given such a value is never mistaken for the profile's own."""
+    return (json.dumps(_normal(a), sort_keys=True) == json.dumps(_normal(b), sort_keys=True))
 
 
 def parameters_hash(params: dict[str, Any]) -> str:

@@ -64,24 +64,22 @@ class RunConfig:
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 object.__setattr__(self, name, float(v))
         check_choice("dataset", self.dataset, DATASETS)
-        depth = check_int("depth", self.depth, minimum=8)
-        if (depth - 2) % 6:
+        depth = check_int("depth", self.depth)
+        if depth < 8 or (depth - 2) % 6:
             raise ValueError(f"depth must be of the form 6n + 2 (8, 14, 20, 56, ...), got {depth}")
         check_choice("role", self.role, ROLES)
         check_choice("noise", self.noise, NOISE_KINDS)
-        check_int("seed", self.seed, minimum=0)
-        check_int("epochs", self.epochs, minimum=1)
-        check_int("batch_size", self.batch_size, minimum=1)
+        bounds = dict(depth=(8, None), seed=(0, None), epochs=(1, None), batch_size=(1, None),
+                      image_size=(4, 512), train_limit=(2, None), n_gradnorm=(1, None),
+                      gradnorm_probes=(2, None))
+        for name, (lo, hi) in bounds.items():   # stored as int: 2.0 epochs would break range()
+            v = getattr(self, name)
+            if v is not None or name not in ("image_size", "train_limit"):
+                object.__setattr__(self, name, check_int(name, v, minimum=lo, maximum=hi))
         check_positive("lr", self.lr)
         check_probability("momentum", self.momentum)
         check_nonnegative("weight_decay", self.weight_decay)
-        if self.image_size is not None:
-            check_int("image_size", self.image_size, minimum=4, maximum=512)
-        if self.train_limit is not None:
-            check_int("train_limit", self.train_limit, minimum=2)
         check_choice("precision", self.precision, PRECISIONS)
-        check_int("n_gradnorm", self.n_gradnorm, minimum=1)
-        check_int("gradnorm_probes", self.gradnorm_probes, minimum=2)
         self._check_noise()
         self._check_teacher()
 

@@ -138,6 +138,8 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
     n, b = data.X_train.shape[0], c.batch_size
     if b > n:
         raise ValueError(f"batch_size must be <= the {n} training images, got {b}")
+    if c.n_gradnorm > n:   # G is measured on the first n_gradnorm training images
+        raise ValueError(f"n_gradnorm must be <= the {n} training images, got {c.n_gradnorm}")
     members = _members(configs)
 
     def build(config: RunConfig, k: int) -> nn.Module:

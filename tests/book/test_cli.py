@@ -1,6 +1,7 @@
 """The command line: clear errors for bad names, loud failures for failing notebooks."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -49,18 +50,18 @@ def test_build_before_execute_is_a_clear_error(tmp_path):
     assert "run `python -m dsmlib execute --profile smoke` first" in proc.stderr
 
 
-@pytest.mark.slow
-def test_failing_notebook_fails_loudly_with_the_cells_error(tmp_path):
+def one_notebook(tmp_path, name: str, code: str):
+    """A copy of the book whose only chapter is ``name``: a parameters cell, then ``code``."""
     root = copy_book(tmp_path)
     (root / "notebooks" / "profiles.yml").write_text(
-        "notebooks:\n  broken:\n    title: Broken\n    profiles: {}\n")
-    (root / "notebooks" / "broken.md").write_text(textwrap.dedent("""\
+        f"notebooks:\n  {name}:\n    title: {name}\n    profiles: {{}}\n")
+    (root / "notebooks" / f"{name}.md").write_text(textwrap.dedent("""\
         ---
         jupytext:
           text_representation: {extension: .md, format_name: myst}
         kernelspec: {display_name: Python 3, language: python, name: python3}
         ---
-        # Broken
+        # A chapter
 
         ```{code-cell} ipython3
         :tags: [parameters]
@@ -70,14 +71,114 @@ def test_failing_notebook_fails_loudly_with_the_cells_error(tmp_path):
         ```
 
         ```{code-cell} ipython3
+        """) + textwrap.dedent(code) + "```\n")
+    return root
+
+
+@pytest.mark.slow
+def test_failing_notebook_fails_loudly_with_the_cells_error(tmp_path):
+    root = one_notebook(tmp_path, "broken", """\
         denominator = 0
         ratio = 1 / denominator
-        ```
-        """))
+        """)
     proc = run_cli("execute", "--profile", "smoke", "--no-progress", root=root)
     assert proc.returncode == 1
     assert "notebook 'broken' failed in cell" in proc.stderr
     assert "ZeroDivisionError" in proc.stderr and "ratio = 1 / denominator" in proc.stderr
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if not ln.startswith("[dsmlib]") and ln.strip()]
+
+
+@pytest.mark.slow
+def test_a_value_the_library_refuses_is_one_line(tmp_path):
+    """A ValueError in a cell (the library's error for a value it does not accept) is one
+    line naming the cell and the failed notebook, exit status 2; nothing is published."""
+    root = one_notebook(tmp_path, "picky", """\
+        raise ValueError("eta must be > 0, got 0")
+        """)
+    proc = run_cli("execute", "--profile", "smoke", "--no-progress", root=root)
+    assert proc.returncode == 2, proc.stderr
+    lines = _error_lines(proc.stderr)
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert re.match(r"error: notebook 'picky' stopped in cell \d+: ValueError: eta must be > 0, "
+                    r"got 0 \(traceback in book/chapters/failed/picky\.ipynb", lines[0]), lines
+    assert not (root / "results" / "smoke" / "picky.json").exists()
+
+
+@pytest.mark.slow
+def test_a_cell_past_the_timeout_is_one_line(tmp_path):
+    root = one_notebook(tmp_path, "slow", """\
+        import time
+        time.sleep(60)
+        """)
+    proc = run_cli("execute", "--profile", "smoke", "--no-progress", "--timeout", "2", root=root)
+    # the last line is ours; before it, the interrupted kernel may print its own shutdown noise
+    # (its stderr is the terminal's), but no traceback of the runner's
+    assert proc.returncode == 1
+    assert _error_lines(proc.stderr)[-1].startswith(
+        "error: notebook 'slow': a cell ran past --timeout 2 s"), proc.stderr
+    assert "CellTimeoutError" not in proc.stderr and "papermill" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_run_finishing_after_an_interrupt_is_not_published(tmp_path):
+    """Once the reader has interrupted (``stop`` set), a notebook that still finishes is kept
+    with the failed ones, and neither its chapter nor its results are written."""
+    import threading
+    from dsmlib.book.profiles import load_specs
+    from dsmlib.book.runner import NotebookFailed, plan, run_notebook
+    root = one_notebook(tmp_path, "fine", """\
+        from dsmlib.foundation.results import write_results
+        write_results([], notebook="fine", profile=profile, results_dir=results_dir)
+        """)
+    run = plan(root, load_specs(root / "notebooks")["fine"], "smoke", {})
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(NotebookFailed, match="finished after the run was interrupted"):
+        run_notebook(root, run, "smoke", 600, False, stop)
+    assert not run.out.exists() and not run.results.exists()
+    assert (root / "book" / "chapters" / "failed" / "fine.ipynb").exists()
+    assert run_notebook(root, run, "smoke", 600, False) == run.out     # not stopped: published
+    assert run.results.exists()
+
+
+def test_an_interrupt_is_one_line_and_status_130(capsys, monkeypatch):
+    import dsmlib.book.cli as cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "execute", interrupted)
+    assert cli.main(["--root", str(ROOT), "execute", "ols", "--profile", "smoke"]) == 130
+    assert capsys.readouterr().err.startswith("error: interrupted; chapters that had finished")
+
+
+@pytest.mark.parametrize("name, value, match", [
+    ("depth", "7.5", "parameter 'depth' of sec5_distillation must be an integer"),
+    ("seeds", "abc", "parameter 'seeds' of sec5_distillation must be a list of integers"),
+    ("sigma2s", "4", "parameter 'sigma2s' of sec5_distillation must be a list of numbers"),
+    ("teacher_epochs", "2.0", "parameter 'teacher_epochs' of sec5_distillation must be an "
+                              "integer"),
+    ("depth", "7", "depth must be of the form 6n + 2"),
+    ("ps", "[1.5]", r"ps (swap probabilities) must lie in [0, 1], got 1.5"),
+    ("n_gradnorm", "[", "parameter 'n_gradnorm': cannot parse the value '['")])
+def test_bad_values_are_one_line_before_any_kernel_starts(capsys, name, value, match):
+    assert main(["--root", str(ROOT), "execute", "sec5_distillation", "--profile", "smoke",
+                 "--no-progress", "-p", name, value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and match in err and "[dsmlib] executing" not in err, err
+
+
+def test_a_value_equal_only_across_types_is_a_custom_run():
+    """256.0 is not the profile's 256 (nor 1 its True): such a run goes to results/custom/ and
+    never replaces the profile's results."""
+    from dsmlib.book.profiles import load_specs
+    from dsmlib.book.runner import plan
+    spec = load_specs(ROOT / "notebooks")["sec5_distillation"]
+    assert not plan(ROOT, spec, "smoke", {"train_limit": 256}).custom
+    run = plan(ROOT, spec, "smoke", {"train_limit": 256.0})
+    assert run.custom and "custom" in run.results.parts
 
 
 @pytest.mark.parametrize("name", ["results_dir", "profile", "live_widgets"])

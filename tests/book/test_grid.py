@@ -122,3 +122,25 @@ def test_slurm_launch_is_two_arrays_students_after_teachers(tmp_path, monkeypatc
     # a timed-out or preempted job is requeued as the same call (runs resume from checkpoints)
     requeued = GridJob().checkpoint([runs[0]], str(tmp_path), None, {})
     assert isinstance(requeued.function, GridJob) and requeued.args[0] == [runs[0]]
+
+
+@pytest.mark.parametrize("name", ["cluster", "workers"])
+def test_grid_refuses_the_notebooks_own_cluster_and_workers(capsys, name):
+    assert main(["--root", str(ROOT), "grid", "status", "--profile", "smoke",
+                 "-p", name, "2"]) == 2
+    assert f"grid takes --{name} as options, not as -p parameters" in capsys.readouterr().err
+
+
+def test_a_failed_job_is_reported_by_its_exception_not_its_log_path():
+    """submitit's message: the worker's trace, then the paths of its logs."""
+    from dsmlib.book.grid import failure_line
+    message = ("Job (task=0) failed during processing with trace:\n----------------------\n"
+               "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+               "ValueError: batch_size must be <= the 256 training images, got 100000\n"
+               "----------------------\nYou can check full logs with 'job.stderr(0)' and "
+               "'job.stdout(0)'or at paths:\n  - /runs/submitit/1_0_log.err\n"
+               "  - /runs/submitit/1_0_log.out\n")
+    assert failure_line(RuntimeError(message)) == ("ValueError: batch_size must be <= the 256 "
+                                                   "training images, got 100000")
+    assert failure_line(RuntimeError("no trace here\n  - /a/log.out")) == "- /a/log.out"
+    assert failure_line(RuntimeError("")) == "RuntimeError"

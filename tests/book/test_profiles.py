@@ -44,3 +44,43 @@ def test_unknown_profile_in_yml_is_rejected(tmp_path):
     (tmp_path / "profiles.yml").write_text("notebooks:\n  b: {}\n")
     with pytest.raises(ValueError, match="no source file"):
         profiles.load_specs(tmp_path)
+
+
+@pytest.mark.parametrize("default, good, bad, words", [
+    (8, [56, 0], [7.5, True, "8", None], "an integer"),
+    (0.1, [1, 0.5], ["0.1", False, [0.1]], "a number"),
+    (True, [False], [1, "yes"], "true or false"),
+    ("cpu", ["auto"], [1, ["cpu"]], "a string"),
+    ([0, 1, 2], [[3], [], (4, 5)], ["abc", 3, [1.0], [True]], "a list of integers"),
+    ([1.0, 4.0], [[1, 2.5], []], [4.0, ["a"]], "a list of numbers"),
+    ([0.01, 1.0, 4], [[0.1, 2, 8], [1, 1.0, 2]], [[0.1, 2.0], [0.1, 2.0, 4.5], 5],
+     "a list of 3 values typed like the default"),
+    (None, [1, "x", [2.5]], [], "")])
+def test_values_must_have_their_defaults_type(default, good, bad, words):
+    for v in good:
+        profiles.check_type("nb", "x", v, default)
+    for v in bad:
+        with pytest.raises(ValueError, match=rf"parameter 'x' of nb must be {words}"):
+            profiles.check_type("nb", "x", v, default)
+
+
+def test_every_profiles_values_have_their_defaults_types():
+    """What profiles.yml sets passes the check it is held to (resolve runs it)."""
+    from dsmlib.book.runner import declared_parameters, source_notebook
+    for spec in profiles.load_specs(ROOT / "notebooks").values():
+        declared = declared_parameters(source_notebook(spec, ROOT))
+        for prof in profiles.PROFILES:
+            profiles.resolve(spec, prof, {}, declared)
+    spec = profiles.load_specs(ROOT / "notebooks")["ols"]
+    with pytest.raises(ValueError, match="parameter 'steps' of ols must be an integer"):
+        profiles.resolve(spec, "smoke", {"steps": 1e3},
+                         declared_parameters(source_notebook(spec, ROOT)))
+
+
+def test_parse_value_reads_exponents_and_names_the_parameter():
+    assert profiles.parse_value("1e-3") == 0.001 and profiles.parse_value("-2E4") == -20000.0
+    assert profiles.parse_value("[1e-3, 2, x]") == [0.001, 2, "x"]
+    assert profiles.parse_value("e5") == "e5"
+    with pytest.raises(ValueError, match=r"^parameter 'steps': cannot parse the value '\[1,' as "
+                                         r"YAML \([^\n]*\); write numbers as 0.1"):
+        profiles.parse_value("[1,", "steps")

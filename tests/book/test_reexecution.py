@@ -243,3 +243,15 @@ def test_code_key_follows_the_kernels_import_closure_only(tmp_path):
     with open(pkg / "models" / "training.py", "a") as f:
         f.write("\n# another change\n")
     assert key() != k_all
+
+
+def test_same_parameters_compares_types_as_the_content_key_does():
+    """256.0 is not 256 and 1 is not True: a run given the one is not the profile's run of the
+    other (its content key differs too), so it cannot pass for it."""
+    from dsmlib.foundation.results import same_parameters
+    base = {"train_limit": 256, "augment": True, "sigma2s": [1.0, 4.0], "results_dir": "a"}
+    assert same_parameters(base, {**base, "results_dir": "b"})            # run-only: ignored
+    assert same_parameters(base, {**base, "sigma2s": (1.0, 4.0)})         # tuples are lists
+    assert same_parameters(base, dict(reversed(list(base.items()))))      # order ignored
+    for name, other in (("train_limit", 256.0), ("augment", 1), ("sigma2s", [1, 4])):
+        assert not same_parameters(base, {**base, name: other}), name

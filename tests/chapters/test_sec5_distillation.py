@@ -90,8 +90,14 @@ def test_grid_runs_teachers_first_with_a_control_per_p():
 
 @pytest.mark.parametrize("change, match", [
     (dict(seeds=[0]), "at least 2 distinct seeds"), (dict(datasets=[]), "datasets must not be empty"),
-    (dict(datasets=["imagenet"]), "dataset must be one of"), (dict(ps=[1.2]), "swap probability"),
-    (dict(sigma2s=[-1.0]), "sigma"), (dict(teacher_epochs=0), "epochs must be >= 1")])
+    (dict(datasets=["imagenet"]), "datasets must be one of"),
+    (dict(ps=[1.2]), r"ps \(swap probabilities\) must lie in \[0, 1\]"),
+    (dict(ps=[0.0]), r"ps \(swap probabilities\) must be > 0"),
+    (dict(sigma2s=[-1.0]), r"sigma2s \(Gaussian noise variances\) must be > 0"),
+    (dict(sigma2s=4.0), "sigma2s must be a list, got 4.0"),
+    (dict(seeds="abc"), "seeds must be a list, got 'abc'"),
+    (dict(depth=7), r"depth must be of the form 6n \+ 2"),
+    (dict(teacher_epochs=0), "epochs must be >= 1")])
 def test_bad_grid_parameters(change, match):
     with pytest.raises(ValueError, match=match):
         distill.grid_from_parameters({**PARAMS, **change})

@@ -60,6 +60,9 @@ def test_config_key_and_roundtrip():
 @pytest.mark.parametrize("kw, match", [
     (dict(dataset="imagenet"), "dataset must be one of"),
     (dict(depth=10), "depth must be of the form 6n"),
+    (dict(depth=7), "depth must be of the form 6n"),
+    (dict(depth=7.5), "depth must be an integer"),
+    (dict(epochs=2.5), "epochs must be an integer"),
     (dict(epochs=0), "epochs must be >= 1"),
     (dict(batch_size=0), "batch_size must be >= 1"),
     (dict(precision="fp16"), "precision must be one of"),
@@ -143,10 +146,20 @@ def test_training_is_reproducible_and_measures_every_epoch(device):
     assert row["gradnorm_se"] > 0 and row["loss_scale"] == pytest.approx(math.log(10))
 
 
+def test_integral_floats_are_stored_as_integers():
+    """2.0 epochs is 2 epochs (stored as an int: a float would break range() in training)."""
+    c = tiny(epochs=2.0, n_gradnorm=4.0, train_limit=128.0)
+    assert (c.epochs, c.n_gradnorm, c.train_limit) == (2, 4, 128)
+    assert all(type(v) is int for v in (c.epochs, c.n_gradnorm, c.train_limit, c.depth))
+    assert c.key() == tiny().key()
+
+
 def test_train_bad_input():
     d = load_dataset("digits", train_limit=32, device="cpu")
     with pytest.raises(ValueError, match="batch_size must be <= the 32 training images"):
         train(tiny(), d)
+    with pytest.raises(ValueError, match="n_gradnorm must be <= the 32 training images, got 33"):
+        train(tiny(batch_size=16, n_gradnorm=33), d)
     with pytest.raises(ValueError, match="needs its trained teacher"):
         train(student_of(tiny(batch_size=16), "none", 0), d)
 
