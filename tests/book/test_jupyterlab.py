@@ -80,14 +80,22 @@ def test_live_explorer_slider_changes_the_figure(lab):
                                timeout=120_000)         # the kernel is up
         started = "document.querySelectorAll('.jp-InputPrompt').length && "\
                   "[...document.querySelectorAll('.jp-InputPrompt')].some(p => /\\[[0-9*]/.test(p.innerText))"
+        dialogs = []                                    # what JupyterLab asked, if anything
         for _ in range(5):                              # a click before the app settles is lost
-            page.get_by_role("menuitem", name="Run").first.click()
-            page.get_by_text("Run All Cells", exact=True).first.click()
+            dialog = page.locator(".jp-Dialog")
+            if dialog.count():                          # a modal dialog would take the clicks
+                dialogs.append(dialog.first.inner_text()[:300])
+                page.keyboard.press("Escape")
+                page.wait_for_timeout(500)
             try:
+                page.get_by_role("menuitem", name="Run").first.click(timeout=10_000)
+                page.get_by_text("Run All Cells", exact=True).first.click(timeout=10_000)
                 page.wait_for_function(started, timeout=20_000)
                 break
             except Exception:
                 page.keyboard.press("Escape")
+        else:
+            pytest.fail(f"Run All Cells never started the notebook; dialogs seen: {dialogs}")
         # the explorer's figure, or the run over without it (Run All stops at a failing cell,
         # and its queued cells lose their [*]): then fail at once, with the error shown
         page.wait_for_function(
