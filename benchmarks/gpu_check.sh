@@ -40,8 +40,10 @@
 #              default []: lockstep groups of 3, not 10), over EXPLORE_SEEDS (default 12 seeds,
 #              not 6); every case's verdict. On the CPU, longer student runs shrank the seeds'
 #              spread of the sigma2 = 1 case threefold (issue 14's note); this asks whether
-#              the GPU profile's does too, and gives the spread to plan seeds with. The first 6
-#              teachers are reused when `profile` ran on the same machine.
+#              the GPU profile's does too, and gives the spread to plan seeds with
+#              (benchmarks/gpu_runs/sigma2_gap.py: the gap by epoch, the probes' share of
+#              the spread, the seeds a verdict takes). The first 6 teachers are reused when
+#              `profile` ran on the same machine.
 # On the GPU machine, a missing papermill is installed from .whl/ into /tmp/site first.
 # Limits and choices can be overridden: LIMIT_TESTS, LIMIT_BENCH, LIMIT_PROFILE, LIMIT_DRIFT,
 # LIMIT_EXPLORE (s), EXPLORE_STUDENT_EPOCHS, EXPLORE_SEEDS, EXPLORE_SIGMA2S, EXPLORE_PS,
@@ -192,6 +194,11 @@ for c in doc["claims"]:
         print(f"  {c['id']} | {d['case']}: {d['verdict']} {d['measured']:.4g} "
               f"[{lo:.4g}, {hi:.4g}]")
 PY
+      res=$(ls -t results/custom/sec5_distillation-*.json 2>/dev/null | head -1)
+      if [ -n "$res" ]; then   # the gap by epoch and the seeds it would take (issue 14)
+        $PY benchmarks/gpu_runs/sigma2_gap.py "book/chapters/custom/$(basename "$res" .json).ipynb" \
+          "$res" 2>&1 | tee -a "$OUT/explore.txt"
+      fi
       ;;
     drift)   # the graph step's drift from eager against eager's from itself (the fp32 test's basis)
       if [ $DRY = 1 ]; then run_step drift 300 $PY benchmarks/graph_vs_eager.py --device cpu

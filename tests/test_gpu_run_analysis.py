@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 
 import numpy as np
 import pytest
@@ -54,23 +55,38 @@ def test_the_readme_cites_what_the_script_prints(analysis):
     assert f"{analysis['spread']:.3f}" in readme
 
 
-def test_a_flat_late_gap_leaves_no_probe_error(tmp_path):
-    # Synthetic reference: the gap is constant after the second learning-rate drop, so the
-    # probes' share is 0 and the exact-G spread is the measured one.
-    epochs, seeds = 8, 4
+def _synthetic(tmp_path, epochs: int, late_gaps: list[float]):
+    """A reference of 4 seeds whose σ² = 1 gap ends with ``late_gaps``."""
+    seeds = 4
+    gaps = np.r_[0.0, np.linspace(-0.3, 0.1, epochs - len(late_gaps)), late_gaps]
     none = np.full(epochs + 1, 100.0)
-    noisy = none * np.exp(np.r_[0.0, -0.3, 0.1, -0.05, -0.08, -0.1, -0.1, -0.1, -0.1])
     fig = {"layout": {"yaxis": {"title": {"text": _script().TITLE}}},
            "data": [{"name": "noiseless student", "y": none.tolist()},
-                    {"name": "σ² = 1", "y": noisy.tolist()}]}
+                    {"name": "σ² = 1", "y": (none * np.exp(gaps)).tolist()}]}
     nb = {"cells": [{"outputs": [{"data": {"application/vnd.plotly.v1+json": fig}}]}]}
     (tmp_path / "r.ipynb").write_text(json.dumps(nb))
-    case = {"case": "digits: σ² = 1", "measured": -0.1, "interval": [-0.3, 0.1]}
+    case = {"case": "digits: σ² = 1", "measured": late_gaps[-1], "interval": [-0.3, 0.1]}
     doc = {"run": {"parameters": {"seeds": list(range(seeds)), "student_epochs": epochs}},
            "claims": [{"id": _script().CLAIM, "band": [None, -1e-12], "details": [case]}]}
-    (tmp_path / "r.json").write_text(json.dumps(doc))
-    a = _script().analyse(tmp_path / "r.ipynb")
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    return _script().analyse(tmp_path / "r.ipynb", tmp_path / "results.json")
+
+
+def test_a_flat_late_gap_leaves_no_probe_error(tmp_path):
+    # the gap is constant after the second learning-rate drop (epochs 10-12 of 12), so the
+    # probes' share is 0 and the exact-G spread is the measured one
+    a = _synthetic(tmp_path, 12, [-0.1, -0.1, -0.1])
     assert a["gaps"]["σ² = 1"]["probe"] == pytest.approx(0.0, abs=1e-12)
     assert a["probe_share"] == pytest.approx(0.0, abs=1e-12)
     assert a["exact_spread"] == pytest.approx(a["spread"])
     assert a["gaps"]["σ² = 1"]["late_mean"] == pytest.approx(-0.1)
+    assert [p[0] for p in a["plans"]] == ["as measured"] * 2 + ["with exact G"] * 2
+
+
+def test_too_few_late_epochs_bound_nothing(tmp_path, capsys):
+    # a tiny run (gpu_check.sh --dry-run explore: 3 epochs) has 1 epoch after the second drop
+    a = _synthetic(tmp_path, 3, [-0.1])
+    assert math.isnan(a["probe_share"]) and math.isnan(a["gaps"]["σ² = 1"]["probe_upper"])
+    assert [p[0] for p in a["plans"]] == ["as measured"] * 2
+    _script().main(tmp_path / "r.ipynb", tmp_path / "results.json")
+    assert "the probes' share is not bounded" in capsys.readouterr().out
