@@ -78,17 +78,17 @@ def grid_from_parameters(p: dict[str, Any]) -> DistillGrid:
     if len(set(seeds)) < 2:
         raise ValueError(f"seeds must hold at least 2 distinct seeds (seeds are the unit of "
                          f"every interval), got {list(p['seeds'])}")
-    if not _values("datasets", p["datasets"]):
+    datasets = tuple(check_choice("datasets", d, DATASETS)
+                     for d in _values("datasets", p["datasets"]))
+    if not datasets:
         raise ValueError("datasets must not be empty")
-    for d in p["datasets"]:
-        check_choice("datasets", d, DATASETS)
     sigma2s = tuple(check_positive("sigma2s (Gaussian noise variances)", s)
                     for s in _values("sigma2s", p["sigma2s"]))
     ps = tuple(check_probability("ps (swap probabilities)", q) for q in _values("ps", p["ps"]))
     if 0.0 in ps:
         raise ValueError("ps (swap probabilities) must be > 0: the noiseless student is always "
                          "in the grid")
-    grid = DistillGrid(datasets=tuple(p["datasets"]), sigma2s=sigma2s, ps=ps, seeds=seeds,
+    grid = DistillGrid(datasets=datasets, sigma2s=sigma2s, ps=ps, seeds=seeds,
                        **{k: p[k] for k in _SCALARS if k in p})
     grid_runs(grid)   # builds every configuration, so bad values fail here, before training
     return grid

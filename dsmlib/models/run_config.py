@@ -67,15 +67,16 @@ class RunConfig:
         depth = check_int("depth", self.depth)
         if depth < 8 or (depth - 2) % 6:
             raise ValueError(f"depth must be of the form 6n + 2 (8, 14, 20, 56, ...), got {depth}")
+        object.__setattr__(self, "depth", depth)
         check_choice("role", self.role, ROLES)
         check_choice("noise", self.noise, NOISE_KINDS)
-        bounds = dict(depth=(8, None), seed=(0, None), epochs=(1, None), batch_size=(1, None),
-                      image_size=(4, 512), train_limit=(2, None), n_gradnorm=(1, None),
-                      gradnorm_probes=(2, None))
+        bounds = dict(seed=(0, None), epochs=(1, None), batch_size=(1, None), image_size=(4, 512),
+                      train_limit=(2, None), n_gradnorm=(1, None), gradnorm_probes=(2, None))
         for name, (lo, hi) in bounds.items():   # stored as int: 2.0 epochs would break range()
             v = getattr(self, name)
-            if v is not None or name not in ("image_size", "train_limit"):
-                object.__setattr__(self, name, check_int(name, v, minimum=lo, maximum=hi))
+            if v is None and name in ("image_size", "train_limit"):   # None: native size, all
+                continue
+            object.__setattr__(self, name, check_int(name, v, minimum=lo, maximum=hi))
         check_positive("lr", self.lr)
         check_probability("momentum", self.momentum)
         check_nonnegative("weight_decay", self.weight_decay)
