@@ -28,6 +28,7 @@ def analysis():
     return _script().analyse(REF)
 
 
+@pytest.mark.stored_values
 def test_the_curves_end_at_the_claims_measurement(analysis):
     # The figure's curves are geometric means over seeds, so their log ratio at the last epoch
     # is the claim's mean paired gap (curves are stored in float32).
@@ -47,6 +48,7 @@ def test_plans_need_fewer_seeds_for_a_larger_gap_or_less_spread(analysis):
     assert analysis["exact_spread"] < analysis["spread"]
 
 
+@pytest.mark.stored_values
 def test_the_readme_cites_what_the_script_prints(analysis):
     readme = (ROOT / "benchmarks" / "gpu_runs" / "2026-11-26_h100" / "README.md").read_text()
     for _, spread, effect, m in analysis["plans"][:1] + analysis["plans"][2:3]:

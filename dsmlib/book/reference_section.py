@@ -18,6 +18,7 @@ import copy
 import html
 from typing import Any
 
+from ..figures.tables import reference_scale, with_scale
 from .provenance import provenance_line
 from .references import Reference, site_outputs
 
@@ -37,6 +38,27 @@ def _source(cell: dict[str, Any]) -> str:
 def _shown(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o for o in site_outputs(outputs)
             if o.get("output_type") != "stream" or o.get("name") == "stdout"]
+
+
+def _labelled(outputs: list[dict[str, Any]], ref: Reference) -> list[dict[str, Any]]:
+    """The outputs with every verdict row marked as the reference's (``data-scale``) and every
+    verdict table captioned with the execution it shows."""
+    stale = "" if ref.fresh else f", stale: commit <code>{html.escape(ref.commit)}</code>"
+    caption = (f"Verdicts of the <code>{html.escape(ref.profile)}</code> reference execution "
+               f"({html.escape(ref.device)}{stale}), "
+               "not of this build")
+    out = []
+    for o in outputs:
+        data = o.get("data") or {}
+        if "text/html" not in data:
+            out.append(o)
+            continue
+        o = copy.deepcopy(o)
+        text = data["text/html"]
+        text = "".join(text) if isinstance(text, list) else text
+        o["data"]["text/html"] = with_scale(text, reference_scale(ref.profile), caption)
+        out.append(o)
+    return out
 
 
 def _renamed(meta: dict[str, Any], profile: str, stale: str = "") -> dict[str, Any]:
@@ -100,7 +122,8 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
         cells.append({"cell_type": "code", "execution_count": None,
                       "id": f"dsmlib-ref-{p}-code-{i}",
                       "metadata": _renamed(cell["metadata"], p, stale),
-                      "outputs": outputs, "source": f"# output of the {p} reference"})
+                      "outputs": _labelled(outputs, ref),
+                      "source": f"# output of the {p} reference"})
     return cells
 
 

@@ -19,14 +19,24 @@ from typing import Any, Iterable
 
 from ..foundation.claims import CONFIDENCE
 
-__all__ = ["BADGES", "condition_label", "fmt_number", "fmt_interval", "fmt_band", "math_html", "claims_html",
-           "claims_table", "cases_table", "data_table", "verdict_summary"]
+__all__ = ["BADGES", "BUILD", "condition_label", "fmt_number", "fmt_interval", "fmt_band", "math_html",
+           "claims_html", "claims_table", "cases_table", "data_table", "verdict_summary",
+           "reference_scale", "with_scale"]
 
 BADGES = {"confirmed": "✔ confirmed", "refuted": "✘ refuted", "inconclusive": "? inconclusive"}
 SCOPE_TEXT = {"assumptions": "wrong (or right) even under the paper's own assumptions",
               "setting": "about the experiment as the paper describes running it",
               "reading": "depends on one reading of an ambiguous text"}
 LEVEL = f"{CONFIDENCE:.0%}"
+#: The ``data-scale`` of a verdict row made by the page's own execution; a reference
+#: execution's rows carry :func:`reference_scale` (set by :func:`with_scale` when the book shows
+#: them), so that a reader, and a test, can tell two tables of the same claims apart.
+BUILD = "build"
+
+
+def reference_scale(profile: str) -> str:
+    """The ``data-scale`` of the rows of the ``profile`` reference execution."""
+    return f"reference {profile}"
 
 
 def condition_label(verdict: str) -> str:
@@ -69,9 +79,11 @@ def math_html(text: str) -> str:
 
 
 def data_table(head: list[str], rows: list[list[str]], labels: list[str] | None = None, *,
-               row_classes: list[str] | None = None, table_class: str = "cases cards") -> str:
+               row_classes: list[str] | None = None, table_class: str = "cases cards",
+               scale: str | None = None) -> str:
     """An HTML table of numbers (cells already formatted) that becomes one card per row on a
-    phone, each cell after its column's label (``labels``: plain text; ``head`` by default)."""
+    phone, each cell after its column's label (``labels``: plain text; ``head`` by default).
+    A ``scale`` (verdict rows) goes on every body row as ``data-scale``."""
     labels = labels or [re.sub(r"<[^>]+>", "", h) for h in head]
     row_classes = row_classes or [""] * len(rows)
     if len(labels) != len(head) or any(len(r) != len(head) for r in rows):
@@ -79,7 +91,8 @@ def data_table(head: list[str], rows: list[list[str]], labels: list[str] | None 
     if len(row_classes) != len(rows):
         raise ValueError(f"row_classes must have one entry per row ({len(rows)})")
     th = "".join(f"<th>{h}</th>" for h in head)
-    body = "".join((f"<tr class='{c}'>" if c else "<tr>")
+    attr = f" data-scale='{html.escape(scale, quote=True)}'" if scale else ""
+    body = "".join((f"<tr{attr} class='{c}'>" if c else f"<tr{attr}>")
                    + "".join(f"<td data-label='{html.escape(lab, quote=True)}'>{v}</td>"
                              for lab, v in zip(labels, r)) + "</tr>"
                    for c, r in zip(row_classes, rows))
@@ -99,7 +112,8 @@ def _cases_html(details: list[dict[str, Any]]) -> str:
         [[math_html(str(r["case"])), BADGES[r["verdict"]], fmt_number(r.get("exact")),
           f"{fmt_number(r['measured'])} {fmt_interval(r['interval'])}", fmt_band(r["band"])]
          for r in rows],
-        row_classes=[f"v-{r['verdict']}" for r in rows], table_class="cases case-verdicts cards")
+        row_classes=[f"v-{r['verdict']}" for r in rows], table_class="cases case-verdicts cards",
+        scale=BUILD)
 
 
 def _details_html(c: dict[str, Any]) -> str:
@@ -124,7 +138,7 @@ def claims_html(claims: Iterable[Any]) -> str:
     for c in map(_as_dict, claims):
         tag = " <span class='book-tag'>book</span>" if c.get("source") == "book" else ""
         rows.append(
-            f"<tr class='claim v-{c['verdict']}'>"
+            f"<tr data-scale='{BUILD}' class='claim v-{c['verdict']}'>"
             f"<td class='c-verdict'><span class='badge {c['verdict']}'>{BADGES[c['verdict']]}</span></td>"
             f"<td class='c-claim'><code>{html.escape(c['id'])}</code>{tag}"
             f"<div class='stmt'>{math_html(c['statement'])}</div></td>"
@@ -132,9 +146,24 @@ def claims_html(claims: Iterable[Any]) -> str:
             f"<td class='c-exact'>{fmt_number(c.get('exact'))}</td>"
             f"<td class='c-measured'>{fmt_number(c['measured'])} "
             f"<span class='iv'>{fmt_interval(c['interval'])}</span></td></tr>"
-            f"<tr class='more'><td colspan='5'>{_details_html(c)}</td></tr>")
+            f"<tr data-scale='{BUILD}' class='more'><td colspan='5'>{_details_html(c)}</td></tr>")
     return (f"<table class='verdicts'><thead><tr>{head}</tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
+
+
+_ROW = re.compile(r"<tr(?: data-scale='[^']*')?( class='(?:claim |more|v-))")
+_VERDICT_TABLE = re.compile(r"(<table class='(?:verdicts|cases case-verdicts cards)'>)")
+
+
+def with_scale(page_html: str, scale: str, caption: str = "") -> str:
+    """``page_html`` (outputs of :func:`claims_html` / :func:`cases_table`, of any version of
+    this module) with every verdict row's ``data-scale`` set to ``scale``, and ``caption``
+    (HTML) as the caption of every verdict table."""
+    attr = html.escape(scale, quote=True)
+    out = _ROW.sub(lambda m: f"<tr data-scale='{attr}'{m.group(1)}", page_html)
+    if caption:
+        out = _VERDICT_TABLE.sub(lambda m: f"{m.group(1)}<caption>{caption}</caption>", out)
+    return out
 
 
 def claims_table(claims) -> Any:

@@ -199,7 +199,8 @@ def test_every_explorer_control_changes_its_figure(browser, site):
 
 def test_ledger_rows_match_the_results(smoke_book):
     html = (smoke_book / "_build" / "html" / "book" / "ledger.html").read_text()
-    ids = re.findall(r"<tr class='claim v-(\w+)'>.*?<code>([^<]+)</code>", html, re.S)
+    ids = re.findall(r"<tr data-scale='build' class='claim v-(\w+)'>.*?<code>([^<]+)</code>",
+                     html, re.S)
     shown = {cid: v for v, cid in ids}
     results = {}
     for f in (smoke_book / "results" / "smoke").glob("*.json"):

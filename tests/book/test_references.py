@@ -249,6 +249,33 @@ def test_a_gpu_chapter_page_shows_its_fresh_reference_in_a_section_of_its_own(tm
     assert with_reference_sections(page, []) == page
 
 
+def test_reference_verdict_rows_say_which_execution_they_come_from(tmp_path):
+    """On a page with this build's verdict table and a reference's, every verdict row of the
+    reference carries ``data-scale='reference <profile>'`` and its table a caption naming that
+    execution (device, and commit when stale); this build's rows stay ``build``."""
+    from dsmlib.figures.tables import claims_html
+    _, by_chapter = _refs(tmp_path)
+    _, paper = by_chapter["ols"]
+    claim = C.measure("x.a", "A holds.", paper=1.0, measured=1.0, se=0.01, band=(0.9, 1.1))
+    table = {"output_type": "display_data", "metadata": {},
+             "data": {"text/html": claims_html([claim]), "text/plain": "<HTML>"}}
+    page = _notebook("quick", "kq", {"profile": "quick"})
+    page["cells"][3]["outputs"].append(table)
+    ref_nb = _notebook("paper", "kp", {"profile": "paper"})
+    ref_nb["cells"][3]["outputs"].append(table)
+    for fresh in (True, False):
+        out = with_reference_sections(page, [(ref_nb, replace(paper, fresh=fresh))])
+        html = [o["data"]["text/html"] for c in out["cells"] if c["cell_type"] == "code"
+                for o in c.get("outputs", []) if "text/html" in o.get("data", {})
+                and "verdicts" in o["data"]["text/html"]]
+        own, ref = html
+        assert own.count("data-scale='build'") == 2 and "reference" not in own
+        assert ref.count("data-scale='reference paper'") == 2 and "data-scale='build'" not in ref
+        caption = ref.split("<caption>")[1].split("</caption>")[0]
+        assert caption.startswith("Verdicts of the <code>paper</code> reference execution (Test CPU")
+        assert ("stale: commit <code>abc123</code>" in caption) is (not fresh)
+
+
 def test_a_stale_reference_is_shown_under_a_notice_never_as_current(tmp_path):
     """A stale reference keeps its section, but its heading says stale, a notice names the
     commit it was executed at, and every figure caption says stale; a fresh one has none."""

@@ -71,6 +71,7 @@ def sweep():
     return barrier_sweep(steps=1000, n_runs=48, seed=0)
 
 
+@pytest.mark.stored_values
 def test_escape_sweep_is_seeded_and_pinned(sweep):
     assert sweep.configs == [(0.01, 2.0, 1), (0.01, 2.0, 2), (0.01, 4.0, 1), (0.02, 2.0, 1)]
     assert sweep.escaped["sharp"].tolist() == [40, 6, 48, 48]
@@ -88,6 +89,7 @@ def test_escape_sweep_is_seeded_and_pinned(sweep):
     assert 100 < sweep.predicted["sharp"][0] < 1000 < 1e5 < sweep.predicted["flat"][0]
 
 
+@pytest.mark.stored_values
 def test_barrier_claims_pinned(sweep):
     claims = {c.id: c for c in E.barrier_claims(sweep)}
     assert list(claims) == ["remark3.barrier_escape", "remark3.barrier_control",

@@ -16,8 +16,8 @@ def _claims():
 
 def test_claims_table_lists_every_claim_with_its_verdict():
     html = tables.claims_table(_claims()).data
-    assert html.count("<tr class='claim") == 3                   # one row per claim ...
-    assert html.count("<tr class='more'>") == 3                  # ... and one folded row each
+    assert html.count("<tr data-scale='build' class='claim") == 3     # one row per claim ...
+    assert html.count("<tr data-scale='build' class='more'>") == 3    # ... and one folded row each
     assert html.index("Verdict") < html.index("Claim") < html.index("Measured")
     for text in ("<code>x.a</code>", "<code>x.c</code> <span class='book-tag'>book</span>",
                  "✔ confirmed", "✘ refuted", "[0.9, 1.1]", "[−∞, 0.1]", "<details>"):
@@ -27,7 +27,7 @@ def test_claims_table_lists_every_claim_with_its_verdict():
 def test_cases_table_and_summary():
     cl = _claims()
     html = tables.cases_table(cl).data
-    assert html.count("<tr class='v-") == 2                       # x.b's two cases
+    assert html.count("<tr data-scale='build' class='v-") == 2    # x.b's two cases
     assert "<td data-label='Case'>two</td>" in html and "[0.9, ∞]" in html
     assert "class='cases case-verdicts cards'" in html
     md = tables.verdict_summary(cl).data
@@ -64,3 +64,18 @@ def test_a_condition_is_a_correction_only_for_a_refuted_claim():
         assert text.count("What might decide it (a guess, not measured)") == 1
         assert text.index("What would make it hold") < text.index("Holds if y.") \
             < text.index("What might decide it") < text.index("Needs z.")
+
+
+def test_with_scale_marks_every_verdict_row_and_captions_the_tables():
+    """A reference execution's rows say so (``data-scale``), whichever version of this module
+    made them (rows without the attribute too), and its tables carry a caption; rows of other
+    tables are left alone."""
+    page = tables.claims_table(_claims()).data + tables.cases_table(_claims()).data
+    old = page.replace(" data-scale='build'", "")            # a reference made before the mark
+    other = tables.data_table(["a"], [["1"]], row_classes=["override"])
+    for src in (page, old):
+        out = tables.with_scale(src + other, tables.reference_scale("gpu"), "Verdicts of <b>gpu</b>")
+        assert out.count("<tr data-scale='reference gpu' class='") == 3 + 3 + 2 * 2
+        assert "data-scale='build'" not in out and "<tr class='override'>" in out
+        assert out.count("<caption>Verdicts of <b>gpu</b></caption>") == 1 + 2   # claims + 2 case tables
+    assert tables.with_scale(page, "build") == page
