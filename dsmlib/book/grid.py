@@ -37,6 +37,7 @@ from ..chapters.sec5_distillation import DistillGrid, grid_from_parameters, grid
 from ..foundation.checks import check_choice, check_int
 from ..foundation.results import atomic_write_text
 from ..models.dataset_files import check_dataset, download, missing_files
+from ..models.datasets import train_images
 from ..models.policy import STEP_MODES
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord, load_record, lockstep_groups, run_many, run_status
@@ -44,8 +45,8 @@ from .profiles import DEFAULT_PROFILE, PROFILES, default_value, load_specs, pars
 from .runner import declared_parameters, source_notebook
 
 __all__ = ["NOTEBOOK", "CLUSTERS", "GridJob", "profile_parameters", "profile_grid",
-           "failure_line", "prepare_data", "launch", "status", "collect", "add_grid_parser",
-           "grid_command"]
+           "failure_line", "prepare_data", "group_cost", "balance", "launch", "status",
+           "collect", "add_grid_parser", "grid_command"]
 
 NOTEBOOK = "sec5_distillation"
 CLUSTERS = ("local", "slurm", "debug")
@@ -128,6 +129,28 @@ def _wait(jobs: list, cluster: str) -> None:
                                f"{job.paths.stderr})") from None
 
 
+def group_cost(group: Sequence[RunConfig]) -> float:
+    """A group's work, roughly: its members times its steps' images (epochs x passes x
+    training images) plus each epoch's measurement (about as many images again as a small
+    training set: validation, a training subsample, G); the unit does not matter."""
+    c = group[0]
+    n = c.train_limit or train_images(c.dataset)
+    return len(group) * c.epochs * (c.passes * n + 1000)
+
+
+def balance(groups: Sequence[Sequence[RunConfig]], workers: int) -> list[list[RunConfig]]:
+    """The groups dealt to at most ``workers`` chunks, the costliest first, each to the chunk
+    with the least work so far (:func:`group_cost`; greedy longest-processing-time), so that
+    one worker does not train the big groups while another waits. Groups stay whole."""
+    chunks: list[list[RunConfig]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for g in sorted(groups, key=group_cost, reverse=True):
+        i = loads.index(min(loads))
+        chunks[i] += g
+        loads[i] += group_cost(g)
+    return [c for c in chunks if c]
+
+
 def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "local",
            workers: int = 1, threads: int | None = None, folder: str | Path | None = None,
            timeout_min: int = 24 * 60, slurm: dict[str, Any] | None = None,
@@ -175,9 +198,7 @@ def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "l
                                          [threads] * len(groups), [options] * len(groups))
     submitted = []
     for phase in (teachers, students):
-        groups = lockstep_groups(phase, options.get("lockstep", True))
-        chunks = [[c for g in groups[i::workers] for c in g] for i in range(workers)
-                  if groups[i::workers]]
+        chunks = balance(lockstep_groups(phase, options.get("lockstep", True)), workers)
         jobs = [executor.submit(GridJob(), chunk, str(runs_dir), threads, options) for chunk in chunks]
         _wait(jobs, cluster)
         submitted += jobs

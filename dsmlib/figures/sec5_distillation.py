@@ -1,10 +1,13 @@
-"""Figures of the ``sec5_distillation`` chapter (figures layer): Figure 1 (gradient norm,
+"""Figures of the ``sec5_distillation`` chapter (figures layer): the teachers' test accuracy
+against the training-set size (how the headroom setting was chosen), Figure 1 (gradient norm,
 validation and test accuracy against the noise level, with the swap's controls), G per epoch
-against each student's control, Figure 2 (losses per epoch), the table of the swap's
-shrinkage ``kappa^2`` beside the measured G ratios, and that of the seeds that would decide
-each undecided case.
+against each student's control, Figure 2 (losses per epoch), and the chapter's tables: the
+swap's shrinkage ``kappa^2`` beside the measured G ratios, the noise in the teacher's logit
+units, the verdicts per setting, the accuracy verdicts at ``delta / 2``, ``delta`` and
+``2 delta``, and the seeds that would decide each case.
 
-Figure 1's points are means over seeds with the ledger's 99 % Student-t intervals over seeds
+Every figure has one column per setting (the full data, the headroom setting). Figure 1's points
+are means over seeds with the ledger's 99 % Student-t intervals over seeds
 (:func:`dsmlib.figures.common.error_bars`); Figure 2 draws every seed's curve and their mean.
 """
 from __future__ import annotations
@@ -17,17 +20,19 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from ..chapters.sec5_distillation import (CONTROL, KINDS, DistillResults, selected_levels,
-                                          shrinkage_rows)
+from ..chapters.sec5_distillation import (CONTROL, HINTON, KINDS, TARGET_ACCURACY,
+                                          DistillResults, selected_levels, shrinkage_rows,
+                                          teacher_curve)
 from ..foundation.power import MAX_UNITS
 from .common import error_bars
-from .tables import BADGES, data_table, fmt_number
+from .tables import BADGES, data_table, fmt_interval, fmt_number
 
-__all__ = ["KIND_COLORS", "CONTROL_NAME", "figure1", "gradnorm_epochs", "figure2",
-           "shrinkage_table", "seeds_table"]
+__all__ = ["KIND_COLORS", "CONTROL_NAME", "curve_figure", "figure1", "gradnorm_epochs",
+           "figure2", "shrinkage_table", "noise_table", "settings_table", "delta_table",
+           "seeds_table"]
 
 KIND_COLORS = {"gaussian": "#1f77b4", "symmetric": "#d62728", "none": "#2ca02c",
-               "teacher": "#555555", CONTROL: "#ff9896"}
+               "teacher": "#555555", CONTROL: "#ff9896", HINTON: "#9467bd"}
 CONTROL_NAME = "swap control (no noise, target E[ỹ] = M_p y)"
 _ROWS1 = (("gradnorm", "G(θ) (log scale)"), ("val_acc", "validation accuracy"),
           ("test_acc", "test accuracy"))
@@ -39,29 +44,68 @@ def _mean_se(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _titles(res: DistillResults) -> list[str]:
-    return [f"{d}" for d in res.grid.datasets]
+    return list(res.settings)
+
+
+def curve_figure(res: DistillResults) -> go.Figure:
+    """The teachers' test accuracy (mean over seeds, 99 % interval) and training accuracy
+    (dotted) against the number of training images, per data set; shaded: the headroom
+    setting's target range :data:`TARGET_ACCURACY`; diamonds: the grid's settings."""
+    fig = go.Figure()
+    rows = teacher_curve(res)
+    for d in res.grid.datasets:
+        pts = [r for r in rows if r["dataset"] == d]
+        x = [r["n_train"] for r in pts]
+        mean = np.array([r["mean"] for r in pts])
+        half = np.array([(r["interval"][1] - r["interval"][0]) / 2 for r in pts])
+        fig.add_trace(go.Scatter(
+            x=x, y=mean, mode="lines+markers", name=f"{d}: test accuracy",
+            error_y=dict(type="data", array=np.nan_to_num(half), visible=True),
+            marker=dict(symbol=["diamond" if r["setting"] else "circle" for r in pts], size=9),
+            text=[f"{r['seeds']} seeds" + (f", the {r['setting']} setting" if r["setting"] else "")
+                  for r in pts],
+            hovertemplate="%{x} training images: %{y:.4f} (%{text})<extra></extra>"))
+        fig.add_trace(go.Scatter(
+            x=x, y=[r["train_acc"] for r in pts], mode="lines", name=f"{d}: training accuracy",
+            line=dict(dash="dot", width=1.2),
+            hovertemplate="%{x} training images: %{y:.4f} on them<extra></extra>"))
+    fig.add_hrect(y0=TARGET_ACCURACY[0], y1=TARGET_ACCURACY[1], fillcolor="#ffbb78", opacity=0.25,
+                  line_width=0)
+    fig.update_xaxes(type="log", title_text="training images (log scale)")
+    fig.update_yaxes(title_text="teacher accuracy")
+    fig.update_layout(height=420, legend=dict(orientation="h", y=-0.25),
+                      margin=dict(l=70, r=20, t=30, b=60))
+    return fig
+
+
+def _ticks(res: DistillResults, setting: str) -> list[str]:
+    """The noise levels at each grid position of a setting's column."""
+    s = res.setting(setting)
+    width = max(len(s.sigma2s), len(res.grid.ps))
+    return ["<br>".join(f"{sym} {levels[k]:g}" for sym, levels in
+                        (("σ²", (0.0, *s.sigma2s)), ("p", (0.0, *res.grid.ps))) if k < len(levels))
+            for k in range(width + 1)]
 
 
 def figure1(res: DistillResults) -> go.Figure:
-    """Figure 1: per data set (columns), G(θ), validation and test accuracy (rows) along the
+    """Figure 1: per setting (columns), G(θ), validation and test accuracy (rows) along the
     noise grid, both noise kinds and the swap's controls (dashed, light red: trained without
-    noise on the swap's mean target); the teacher (dashed) and the noiseless student (dotted) as
-    reference lines. Grid position 0 is the noiseless student (σ² = p = 0)."""
-    ds = res.grid.datasets
-    fig = make_subplots(rows=3, cols=len(ds), column_titles=_titles(res), shared_xaxes=True,
+    noise on the swap's mean target); the teacher (dashed), the noiseless student (dotted) and
+    the Hinton student (dash-dot) as reference lines. Grid position 0 is the noiseless student
+    (σ² = p = 0); σ² is the variance per logit of the noise on the teacher's logits."""
+    ss = res.settings
+    fig = make_subplots(rows=3, cols=len(ss), column_titles=_titles(res), shared_xaxes=True,
                         vertical_spacing=0.06, horizontal_spacing=0.08)
-    n_seeds = len(res.grid.seeds)
-    dof = n_seeds - 1
-    width = max(len(res.grid.sigma2s), len(res.grid.ps))
-    ticks = ["<br>".join(f"{sym} {levels[k]:g}" for sym, levels in
-                         (("σ²", (0.0, *res.grid.sigma2s)), ("p", (0.0, *res.grid.ps)))
-                         if k < len(levels)) for k in range(width + 1)]
-    for j, d in enumerate(ds, start=1):
+    for j, s in enumerate(ss, start=1):
+        n_seeds = len(res.setting(s).seeds)
+        dof = n_seeds - 1
+        ticks = _ticks(res, s)
+        width = len(ticks) - 1
         for i, (metric, _) in enumerate(_ROWS1, start=1):
             first = i == 1 and j == 1
             for kind, label in [(k, f"{k} noise ({sym})") for k, sym in KINDS.items()] + [
                     (CONTROL, CONTROL_NAME)]:
-                cells = [res.noiseless(d)] + res.noisy(d, kind)
+                cells = [res.noiseless(s)] + res.noisy(s, kind)
                 if len(cells) < 2:
                     continue
                 v = np.stack([c.final[metric] for c in cells], axis=1)
@@ -73,8 +117,9 @@ def figure1(res: DistillResults) -> go.Figure:
                                                 dash="dash" if kind == CONTROL else "solid"),
                     text=[c.name for c in cells],
                     hovertemplate="%{text}: %{y:.4g}<extra>" + kind + "</extra>"), row=i, col=j)
-            for cell, dash, key in ((res.teacher(d), "dash", "teacher"),
-                                    (res.noiseless(d), "dot", "none")):
+            for cell, dash, key in ((res.teacher(s), "dash", "teacher"),
+                                    (res.noiseless(s), "dot", "none"),
+                                    (res.hinton(s), "dashdot", HINTON)):
                 m = float(cell.final[metric].mean())
                 fig.add_trace(go.Scatter(
                     x=[0, width], y=[m, m], mode="lines", name=cell.name, legendgroup=key,
@@ -91,25 +136,25 @@ def figure1(res: DistillResults) -> go.Figure:
 
 
 def figure2(res: DistillResults) -> go.Figure:
-    """Figure 2: per data set (columns), the training and validation loss against E[ỹ] per epoch
+    """Figure 2: per setting (columns), the training and validation loss against E[ỹ] per epoch
     (rows, log scale, from epoch 1: at epoch 0 a student is its teacher, and without noise or
     with Gaussian noise its loss is zero) of the noiseless student and of each noise kind at its
     validation-optimal level: the mean over seeds (bold) and every seed (thin); dashed: the
     noisy objective SGD minimised (training row only)."""
-    ds = res.grid.datasets
-    fig = make_subplots(rows=2, cols=len(ds), column_titles=_titles(res), shared_xaxes=True,
+    ss = res.settings
+    fig = make_subplots(rows=2, cols=len(ss), column_titles=_titles(res), shared_xaxes=True,
                         vertical_spacing=0.08, horizontal_spacing=0.08)
-    for j, d in enumerate(ds, start=1):
-        for kind, cell in selected_levels(res, d).items():
+    for j, s in enumerate(ss, start=1):
+        for kind, cell in selected_levels(res, s).items():
             label = "no noise" if kind == "none" else f"{kind} noise, {cell.name}"
             color = KIND_COLORS[kind]
             for i, metric in ((1, "train_loss"), (2, "val_loss")):
                 curves = cell.curves[metric][:, 1:]
                 x = np.arange(1, curves.shape[1] + 1)
-                for s, curve in zip(cell.seeds, curves):
+                for seed, curve in zip(cell.seeds, curves):
                     fig.add_trace(go.Scatter(x=x, y=curve, mode="lines", opacity=0.3,
                                              line=dict(color=color, width=0.8), showlegend=False,
-                                             legendgroup=kind, hovertemplate=f"seed {s}: "
+                                             legendgroup=kind, hovertemplate=f"seed {seed}: "
                                              "%{y:.3g}<extra>" + label + "</extra>"), row=i, col=j)
                 fig.add_trace(go.Scatter(x=x, y=curves.mean(axis=0), mode="lines", name=label,
                                          legendgroup=kind, showlegend=i == 1 and j == 1,
@@ -130,16 +175,16 @@ def figure2(res: DistillResults) -> go.Figure:
 def gradnorm_epochs(res: DistillResults) -> go.Figure:
     """G(θ) per epoch (log scale; mean over seeds) of every noisy student (solid, one colour per
     level) beside its control (dotted, same colour; for Gaussian noise the noiseless student, in
-    green): rows are the noise kinds, columns the data sets. Shaded: the second half of the
+    green): rows are the noise kinds, columns the settings. Shaded: the second half of the
     epochs, which ``fig1.gradnorm_below_control_over_epochs`` averages."""
-    ds = res.grid.datasets
-    fig = make_subplots(rows=len(KINDS), cols=len(ds), column_titles=_titles(res),
+    ss = res.settings
+    fig = make_subplots(rows=len(KINDS), cols=len(ss), column_titles=_titles(res),
                         shared_xaxes=True, vertical_spacing=0.1, horizontal_spacing=0.08)
-    for j, d in enumerate(ds, start=1):
-        none = res.noiseless(d)
+    for j, s in enumerate(ss, start=1):
+        none = res.noiseless(s)
         epochs = np.arange(none.curves["gradnorm"].shape[1])
         for i, (kind, sym) in enumerate(KINDS.items(), start=1):
-            cells = res.noisy(d, kind)
+            cells = res.noisy(s, kind)
             colors = sample_colorscale("Plasma", np.linspace(0.0, 0.8, max(len(cells), 2)).tolist())
             pairs = [(c, res.control(c), col) for c, col in zip(cells, colors)]
             for cell, ctrl, color in pairs:
@@ -151,7 +196,7 @@ def gradnorm_epochs(res: DistillResults) -> go.Figure:
                         x=epochs, y=g, mode="lines", name=f"{c.name}", showlegend=j == 1,
                         legendgroup=f"{kind}-{c.name}", line=dict(
                             color=KIND_COLORS["none"] if c is none else color, dash=dash),
-                        hovertemplate=f"{c.name}, epoch %{{x}}: %{{y:.4g}}<extra>{d}</extra>"),
+                        hovertemplate=f"{c.name}, epoch %{{x}}: %{{y:.4g}}<extra>{s}</extra>"),
                         row=i, col=j)
             fig.add_vrect(x0=(epochs[-1]) / 2, x1=epochs[-1], fillcolor="#999999", opacity=0.12,
                           line_width=0, row=i, col=j)
@@ -164,25 +209,68 @@ def gradnorm_epochs(res: DistillResults) -> go.Figure:
 
 
 def shrinkage_table(res: DistillResults) -> Any:
-    """The swap's shrinkage: per data set and p, κ² beside G / G(noiseless) of the swap student
+    """The swap's shrinkage: per setting and p, κ² beside G / G(noiseless) of the swap student
     and of its control (geometric means over seeds), as a Markdown table."""
     from IPython.display import Markdown
-    lines = ["| data set | p | κ² | swap student | its control |", "|---|---|---|---|---|"]
-    lines += [f"| {r['dataset']} | {r['p']:g} | {r['kappa2']:.2f} | {r['swap']:.2f} | "
+    lines = ["| setting | p | κ² | swap student | its control |", "|---|---|---|---|---|"]
+    lines += [f"| {r['setting']} | {r['p']:g} | {r['kappa2']:.2f} | {r['swap']:.2f} | "
               f"{r['control']:.2f} |" for r in shrinkage_rows(res)]
     return Markdown("\n".join(lines))
 
 
+def noise_table(rows: Sequence[dict[str, Any]]) -> Any:
+    """The noise in the teacher's logit units (:func:`dsmlib.chapters.sec5_distillation.
+    noise_rows`): per setting and level, the noise variance per logit, the teachers' logit
+    scale s², their ratio, and the students' test accuracy beside the teachers'."""
+    from IPython.display import HTML
+    table = data_table(
+        ["Setting", "Noise", "Noise variance per logit", "Teacher's logit scale s²",
+         "Noise / s²", "Student's test accuracy", "Teacher's"],
+        [[html.escape(r["setting"]), html.escape(r["name"]), fmt_number(r["noise_var"]),
+          fmt_number(r["logit_var"]), fmt_number(r["ratio"]), f"{100 * r['test_acc']:.2f} %",
+          f"{100 * r['teacher_acc']:.2f} %"] for r in rows],
+        table_class="cases noise-units cards")
+    return HTML(table)
+
+
+def settings_table(rows: Sequence[dict[str, Any]], settings: Sequence[str]) -> Any:
+    """Per claim, its verdict over all settings and restricted to each one
+    (:func:`dsmlib.chapters.sec5_claims.verdicts_by_setting`)."""
+    from IPython.display import HTML
+    head = ["Claim", "All settings"] + [html.escape(s) for s in settings]
+    body = [[f"<code>{html.escape(r['claim'])}</code>", BADGES[r["verdict"]]]
+            + [BADGES[r[s]] if r[s] else "—" for s in settings] for r in rows]
+    return HTML(data_table(head, body, table_class="cases by-setting cards"))
+
+
+def delta_table(rows: Sequence[dict[str, Any]]) -> Any:
+    """Every accuracy case's gain with its interval, δ, and its verdicts at δ/2, δ and 2δ
+    (:func:`dsmlib.chapters.sec5_claims.delta_rows`), in points of accuracy."""
+    from IPython.display import HTML
+
+    def pts(x: float) -> str:
+        return fmt_number(100 * x)
+    table = data_table(
+        ["Claim", "Case", "Gain (points)", "99 % interval", "δ (points)", "At δ/2", "At δ",
+         "At 2δ"],
+        [[f"<code>{html.escape(r['claim'])}</code>", html.escape(r["case"]), pts(r["measured"]),
+          fmt_interval([100 * v for v in r["interval"]]), pts(r["delta"]), BADGES[r["half"]],
+          BADGES[r["at"]], BADGES[r["double"]]] for r in rows],
+        row_classes=[f"v-{r['at']}" for r in rows], table_class="cases delta-verdicts cards")
+    return HTML(table)
+
+
 def seeds_table(rows: Sequence[dict[str, Any]], seeds: int) -> Any:
-    """The undecided cases and the seeds that would decide them
+    """The cases and the seeds that would decide them
     (:func:`dsmlib.chapters.sec5_distillation.seeds_to_decide`): one card per case on a phone."""
     from IPython.display import HTML
     if not rows:
         return HTML(f"<p>Every case is decided with these {seeds} seeds.</p>")
     table = data_table(
-        ["Claim", "Case", "Measured", "± (its interval)", "Seeds to decide", "It would be"],
+        ["Claim", "Case", "Measured", "± (its interval)", "Now", "Seeds to decide",
+         "It would be"],
         [[f"<code>{html.escape(r['claim'])}</code>", html.escape(r["case"]),
-          fmt_number(r["measured"]), fmt_number(r["half_width"]),
+          fmt_number(r["measured"]), fmt_number(r["half_width"]), BADGES[r["verdict"]],
           f"{r['seeds']:,}" if r["seeds"] is not None else f"over {MAX_UNITS:,}",
           BADGES[r["towards"]]] for r in rows],
         row_classes=[f"v-{r['towards']}" for r in rows], table_class="cases seeds-to-decide cards")

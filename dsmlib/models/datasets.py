@@ -11,8 +11,9 @@
 
 The paper's split (Sec. 5.3): the official training set is cut, with a seeded permutation, into
 80 % training and 20 % validation; the official test set is kept for testing. Images are
-normalised per channel with the statistics of the whole official training set (so every split
-seed sees the same scaling) and may be upsampled (``image_size``: the CIFAR ResNets pool
+normalised per channel with the statistics of the training images alone (those a run trains on:
+its split's training part, cut to ``train_limit``), so that nothing of the validation or test
+images enters training, and may be upsampled (``image_size``: the CIFAR ResNets pool
 globally, so any size works). :func:`augment` is the random crop (zero padding in normalised
 units, i.e. the mean colour) and, where the set allows it, the horizontal flip, done on the
 tensors' own device with a generator created there.
@@ -30,13 +31,13 @@ from torch import Tensor
 
 from ..foundation.checks import check_choice, check_int, check_probability
 from ..foundation.rng import as_generator, child_seed, resolve_device
-from .data import digits
+from .data import DIGITS_SIZE, digits
 from .pipeline import augment
 from .dataset_files import download as fetch
 from .dataset_files import missing_files, read_arrays
 
 __all__ = ["DatasetSpec", "SPECS", "DATASETS", "DIGITS_TEST_FRACTION", "DIGITS_TEST_SEED",
-           "DataSplit", "load_dataset", "augment"]
+           "OFFICIAL_TRAIN", "DataSplit", "train_images", "load_dataset", "augment"]
 
 DIGITS_TEST_FRACTION = 0.2
 DIGITS_TEST_SEED = 20_240_501
@@ -81,6 +82,18 @@ class DataSplit:
         return self.X_train.device
 
 
+# Images in the official training sets (digits: the part left by its held-out test split).
+OFFICIAL_TRAIN = {"digits": DIGITS_SIZE - int(round(DIGITS_TEST_FRACTION * DIGITS_SIZE)),
+                  "cifar10": 50_000, "cifar100": 50_000, "svhn": 73_257}
+
+
+def train_images(name: str, val_fraction: float = 0.2) -> int:
+    """The training images of a split of ``name`` (:func:`load_dataset` with all of them):
+    its official training set less the validation part."""
+    n = OFFICIAL_TRAIN[check_choice("dataset", name, DATASETS)]
+    return n - int(round(check_probability("val_fraction", val_fraction) * n))
+
+
 def _file_arrays(name: str, data_dir: Path, download: bool
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """uint8 images ``(n, C, H, W)`` and int64 labels of the official train and test sets,
@@ -106,8 +119,8 @@ def load_dataset(name: str, *, split_seed: int = 0, data_dir: str | Path = "data
     """Load ``name`` and cut its official training set into train / validation (seeded by
     ``split_seed``); the official (for digits: the fixed held-out) test set is kept.
 
-    ``train_limit`` keeps only the first ``train_limit`` images of the training part (for
-    tiny test runs); ``image_size`` upsamples bilinearly (e.g. digits to 32x32 for the GPU
+    ``train_limit`` keeps only the first ``train_limit`` images of the training part (the
+    data-limited setting of Section 5, and tiny test runs; validation and test are unchanged); ``image_size`` upsamples bilinearly (e.g. digits to 32x32 for the GPU
     profile). Everything is returned on ``device`` (``"auto"``: CUDA when present).
     """
     name = check_choice("dataset", name, DATASETS)
@@ -131,9 +144,9 @@ def load_dataset(name: str, *, split_seed: int = 0, data_dir: str | Path = "data
     if train_limit is not None:
         train = train[:check_int("train_limit", train_limit, minimum=2)]
 
-    Xall = torch.as_tensor(Xtr, dtype=torch.float32) / scale
-    mean = Xall.mean(dim=(0, 2, 3), keepdim=True)
-    std = Xall.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-6)
+    Xfit = torch.as_tensor(Xtr[train], dtype=torch.float32) / scale   # the training images only
+    mean = Xfit.mean(dim=(0, 2, 3), keepdim=True)
+    std = Xfit.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-6)
 
     def prep(X: np.ndarray, idx: np.ndarray | None = None) -> Tensor:
         t = torch.as_tensor(X if idx is None else X[idx], dtype=torch.float32) / scale

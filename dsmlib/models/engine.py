@@ -62,14 +62,15 @@ def engine_key(configs: Sequence[RunConfig], data: DataSplit, students: bool,
                policy: DevicePolicy, members: tuple[Member, ...]) -> tuple:
     """Everything a capture or a compilation bakes in besides Python numbers of the optimizer
     (those key the graphs themselves, :meth:`dsmlib.models.replay.StepLoop.baked`): the
-    members and their levels, the network's shape, the batch, the data set (its augmentation:
+    members and their levels, the network's shape, the batch and the passes per epoch (the
+    plan's shape), the data set (its augmentation:
     a plan's flips exist or not), shapes and padding, the ``G`` subsample and probes, the
     device policy, whether SGD keeps momentum buffers (a graph captured without them would
     clone the gradient into a new buffer at every replay: no momentum), and the kernel
     settings in force (:func:`kernel_settings`: a replay launches the kernels chosen at its
     capture)."""
     c = configs[0]
-    return ("engine", members, c.depth, c.num_classes, c.batch_size, c.augment, data.spec,
+    return ("engine", members, c.depth, c.num_classes, c.batch_size, c.passes, c.augment, data.spec,
             tuple(data.X_train.shape), data.X_train.dtype, data.pad, c.n_gradnorm,
             c.gradnorm_probes, students, policy, c.momentum != 0, kernel_settings())
 

@@ -24,13 +24,13 @@ from ..foundation.rng import as_torch_generator, child_seed
 from ..theory.gradient_norm import (ProbeEstimate, member_probe_estimates, member_probe_sq_norms,
                                     member_probes)
 from .datasets import DataSplit
-from .pipeline import Member, member_targets
+from .pipeline import Member, member_noise, member_targets
 from .policy import DevicePolicy
 from .replay import Capture, GraphPool, Replayed
 from .run_config import RunConfig
 
-__all__ = ["STREAM_GRADNORM", "clock", "predict", "splits", "noiseless_targets", "GradNormMeter",
-           "measure"]
+__all__ = ["STREAM_GRADNORM", "clock", "predict", "splits", "noiseless_targets", "logit_variance",
+           "noise_variance", "GradNormMeter", "measure"]
 
 STREAM_GRADNORM = 4
 
@@ -81,6 +81,26 @@ def noiseless_targets(teacher: nn.Module | None, members: Sequence[Member], data
             for name, (X, _) in splits(data).items()}
 
 
+def logit_variance(t: Tensor) -> float:
+    """The teacher's logit scale: the variance of each logit vector ``t_i`` (N, L) about its own
+    mean, ``(1/L) sum_l (t_il - mean_l t_il)^2``, averaged over the images. Label noise is
+    stated in these units beside ``sigma^2`` and ``p`` (:func:`noise_variance`)."""
+    return float(t.double().var(dim=-1, unbiased=False).mean())
+
+
+def noise_variance(member: Member, t: Tensor) -> float:
+    """The variance per logit of a member's label noise around its mean target, averaged over
+    the teacher's logits ``t`` (N, L): ``sigma^2`` for Gaussian noise, the swap's
+    ``(1/L) tr Cov(y~_i)`` (its closed form, which depends on the logits) for the symmetric
+    swap, 0 for a member that draws no noise."""
+    if member.kind == "gaussian":
+        return float(member.level)
+    if member.kind == "symmetric":
+        cov = member_noise(member).covariance(t.double())
+        return float(cov.diagonal(dim1=-2, dim2=-1).mean())
+    return 0.0
+
+
 class GradNormMeter:
     """``G`` of every member of ``model`` on ``X`` by ``n_probes`` Rademacher probes per image,
     the probes of epoch ``e`` drawn from ``child_seed(seed, GRADNORM, e)``; with ``capture``
@@ -127,21 +147,33 @@ class GradNormMeter:
 
 def measure(model: nn.Module, data: DataSplit, targets: dict[str, Tensor | None],
             configs: Sequence[RunConfig], policy: DevicePolicy, epoch: int,
-            gradnorm: GradNormMeter) -> list[dict[str, Any]]:
+            gradnorm: GradNormMeter, *, whole: bool = True) -> list[dict[str, Any]]:
     """Per member: accuracies and losses on every split, then ``G(theta)`` on the fixed
-    subsample, every member in one pass."""
+    subsample, every member in one pass. ``whole=False`` (the epochs between the first and the
+    last): the training loss and accuracy on the first ``n_train_eval`` training images only
+    (a fixed random subsample: the split is a seeded permutation), and nothing on the test set
+    (None), which is read before training and after the last epoch alone."""
     model.eval()
     k_all = len(configs)
     t0 = clock(data.device)
     rows: list[dict[str, Any]] = [{} for _ in configs]
+    part = configs[0].n_train_eval
     for name, (X, y) in splits(data).items():
+        target = targets[name]
+        if not whole and name == "test":
+            for row in rows:
+                row.update(test_acc=None, test_loss=None)
+            continue
+        if not whole and name == "train" and part is not None and part < X.shape[0]:
+            X, y = X[:part], y[:part]
+            target = None if target is None else target[:part]
         logits = predict(model, X, amp=policy.amp, batch=policy.eval_batch, dtype=policy.dtype,
                          channels_last=policy.channels_last).view(X.shape[0], k_all, -1)
         for k, row in enumerate(rows):
             row[f"{name}_acc"] = float((logits[:, k].argmax(dim=1) == y).float().mean())
             row[f"{name}_loss"] = float(
-                F.cross_entropy(logits[:, k], y) if targets[name] is None
-                else F.mse_loss(logits[:, k], targets[name][:, k]))
+                F.cross_entropy(logits[:, k], y) if target is None
+                else F.mse_loss(logits[:, k], target[:, k]))
     t1 = clock(data.device)
     ests = gradnorm(epoch)
     t2 = clock(data.device)

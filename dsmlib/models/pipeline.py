@@ -7,11 +7,13 @@ a per-step loop would draw them. The step (:class:`Step`) then draws nothing: it
 function of tensors, the same on the CPU and on CUDA, which is what makes it safe to capture
 as a CUDA graph (:mod:`dsmlib.models.replay`) or to compile (:class:`CompiledStep`).
 
-The students of one teacher share their seed, hence their batches, crops and standard-normal
-draws (common random numbers across noise levels), and are trained together: ``K`` members of
-one grouped network (:mod:`dsmlib.models.lockstep`), one forward and backward pass per batch,
-the teacher's forward pass computed once for all of them. Each member keeps its own targets
-(the teacher's logits plus its own noise) and its own loss; the step returns the ``K`` losses,
+The students of one teacher share their stream (a seed of their own, not their teacher's),
+hence their batches, crops and standard-normal draws (common random numbers across noise
+levels), and are trained together: ``K`` members of one grouped network
+(:mod:`dsmlib.models.lockstep`), one forward and backward pass per batch, the teacher's forward
+pass computed once for all of them. Each member keeps its own targets (the teacher's logits
+plus its own noise) and its own loss -- the quadratic loss per logit, or for a Hinton student
+the temperature-softened cross-entropy (:func:`hinton_loss`); the step returns the ``K`` losses,
 and their sum is minimised (member ``k``'s parameters see only loss ``k``'s gradient).
 """
 from __future__ import annotations
@@ -29,7 +31,8 @@ from ..foundation.rng import as_torch_generator, child_seed
 from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise
 
 __all__ = ["STREAM_DATA", "STREAM_NOISE", "augment_draws", "apply_augment", "augment",
-           "EpochPlan", "plan_epoch", "Member", "member_noise", "member_targets", "Step", "CompiledStep"]
+           "EpochPlan", "plan_epoch", "Member", "member_noise", "member_targets", "hinton_loss",
+           "member_losses", "Step", "CompiledStep"]
 
 STREAM_DATA, STREAM_NOISE = 2, 3
 
@@ -102,14 +105,16 @@ def _stack(rows: list) -> Tensor | None:
 
 def plan_epoch(seed: int, epoch: int, *, n: int, batch_size: int, device: torch.device,
                pad: int, flip: bool, augment: bool, num_classes: int,
-               kinds: Sequence[str] = (), dtype: torch.dtype = torch.float32) -> EpochPlan:
+               kinds: Sequence[str] = (), dtype: torch.dtype = torch.float32,
+               passes: int = 1) -> EpochPlan:
     """Draw epoch ``epoch``'s randomness for a run (or a lockstep group) seeded ``seed``:
-    ``n - n mod b`` images in ``S`` batches, their augmentation, and the draws of each noise
-    kind in ``kinds`` (each kind from its own copy of the noise stream, as a run of that kind
-    alone would draw it)."""
+    ``passes`` shuffled passes over the ``n`` images, each of ``n - n mod b`` images, in ``S``
+    batches, their augmentation, and the draws of each noise kind in ``kinds`` (each kind from
+    its own copy of the noise stream, as a run of that kind alone would draw it)."""
     g = as_torch_generator(child_seed(seed, STREAM_DATA, epoch), device)
     b = batch_size
-    batches = torch.randperm(n, generator=g, device=device)[: n - n % b].view(-1, b)
+    batches = torch.cat([torch.randperm(n, generator=g, device=device)[: n - n % b]
+                         for _ in range(passes)]).view(-1, b)
     plan = EpochPlan(batches)
     if augment:
         draws = [augment_draws(b, g, pad=pad, flip=flip) for _ in range(plan.steps)]
@@ -148,8 +153,9 @@ def member_targets(t: Tensor, members: Sequence[Member], z: Tensor | None,
                    noises: Sequence[GaussianNoise | SymmetricSwapNoise | None] | None = None
                    ) -> Tensor:
     """``(b, K, L)`` regression targets from the teacher's logits ``t`` (b, L): the logits
-    (noiseless), plus ``sigma z`` (Gaussian, Sec. 5.2), copy-swapped where ``u < p``
-    (symmetric), or the swap's mean ``M_p t`` (Eq. 24; the swap's noiseless control).
+    (noiseless, and a Hinton student's), plus ``sigma z`` (Gaussian, Sec. 5.2), copy-swapped
+    where ``u < p`` (symmetric), or the swap's mean ``M_p t`` (Eq. 24; the swap's noiseless
+    control).
     ``noises``: the members' :func:`member_noise`, built once outside a captured step."""
     out = []
     for m, noise in zip(members, noises or [member_noise(m) for m in members]):
@@ -162,6 +168,28 @@ def member_targets(t: Tensor, members: Sequence[Member], z: Tensor | None,
         else:
             out.append(t)
     return torch.stack(out, dim=1)
+
+
+def hinton_loss(out: Tensor, t: Tensor, temperature: float) -> Tensor:
+    """Hinton et al. (2015)'s soft-target loss of logits ``out`` (b, L) against the teacher's
+    ``t``: ``T^2 KL(softmax(t/T) || softmax(out/T))``, the cross-entropy between the softened
+    softmaxes less the teacher's entropy (which has no gradient), averaged over the batch; the
+    factor ``T^2`` keeps its gradients' size as ``T`` changes (their Sec. 2)."""
+    log_q = F.log_softmax(out / temperature, dim=-1)
+    log_p = F.log_softmax(t / temperature, dim=-1)
+    return temperature ** 2 * (log_p.exp() * (log_p - log_q)).sum(-1).mean()
+
+
+def member_losses(out: Tensor, t: Tensor, target: Tensor, members: Sequence[Member]) -> Tensor:
+    """The ``K`` members' losses from their logits ``out`` (b, K, L), the teacher's ``t``
+    (b, L) and the regression targets ``target`` (b, K, L): the quadratic loss per logit,
+    ``mean_l (f_l - y~_l)^2`` (PyTorch's ``MSELoss``: ``2/L`` times the gradient of Eq. 13's
+    ``1/2 ||f - y~||^2``), or :func:`hinton_loss` for a Hinton student."""
+    mse = (out - target).pow(2).mean(dim=(0, 2))
+    if not any(m.kind == "hinton" for m in members):
+        return mse
+    return torch.stack([hinton_loss(out[:, k], t, m.level) if m.kind == "hinton" else mse[k]
+                        for k, m in enumerate(members)])
 
 
 class Step:
@@ -194,7 +222,7 @@ class Step:
             with torch.no_grad():
                 t = self.teacher(x).to(self.dtype)
         target = member_targets(t, self.members, z, u, r, self.noises)
-        return (out.view(x.shape[0], k, -1) - target).pow(2).mean(dim=(0, 2))
+        return member_losses(out.view(x.shape[0], k, -1), t, target, self.members)
 
 
 class CompiledStep:

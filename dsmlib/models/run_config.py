@@ -17,12 +17,18 @@ from ..foundation.checks import (check_choice, check_int, check_nonnegative, che
                                  check_probability)
 from .datasets import DATASETS, SPECS
 
-__all__ = ["ROLES", "NOISE_KINDS", "PRECISIONS", "MAX_SIGMA2", "RunConfig", "student_of"]
+__all__ = ["ROLES", "NOISE_KINDS", "PRECISIONS", "MAX_SIGMA2", "MAX_TEMPERATURE", "RECIPE",
+           "RunConfig", "student_of"]
 
 ROLES = ("teacher", "student")
-NOISE_KINDS = ("none", "gaussian", "symmetric", "symmetric_mean")
+NOISE_KINDS = ("none", "gaussian", "symmetric", "symmetric_mean", "hinton")
 PRECISIONS = ("auto", "fp32", "bf16", "fp64")   # fp64: CPU tests of exactness
 MAX_SIGMA2 = 1e4   # beyond this the logits drown; a larger value is a typo
+MAX_TEMPERATURE = 1e3   # Hinton et al. use 1-20; beyond this the softmax is flat
+# The recipe this code trains with. 2: input statistics from the training images alone, and
+# students draw a batch stream of their own instead of replaying their teacher's. A run of
+# another recipe cannot be reproduced here, and its key differs (the field is hashed).
+RECIPE = 2
 
 
 @dataclass(frozen=True)
@@ -36,8 +42,17 @@ class RunConfig:
     (Sec. 5.2), ``"none"`` (the noiseless student, ``level = 0``), or ``"symmetric_mean"``: the
     control of the swap, trained without noise on the swap's mean target ``E[y~] = M_p y``
     (Eq. 24) at ``level = p`` -- it lowers ``G`` by shrinking the target alone, with no implicit
-    regulariser, so a swap student is judged against it. A student's data split is
-    its teacher's (the split is seeded by the teacher's ``seed``).
+    regulariser, so a swap student is judged against it -- or ``"hinton"``: the noiseless student
+    of Hinton et al. (2015), cross-entropy between the teacher's and its own softmax, both
+    softened by the temperature ``level = T`` (times ``T^2``). A student's data split is
+    its teacher's (the split is seeded by the teacher's ``seed``). Students draw their batches,
+    crops and noise from a stream of their own, ``stream`` (the students of one teacher with
+    equal ``stream`` share it: common random numbers, and what lets them train in lockstep).
+    ``passes``: shuffled passes over the training images per epoch (the learning rate's
+    schedule counts epochs), so that a run on fewer images can take as many steps as one on
+    more. ``n_train_eval``: the training images whose loss and accuracy are measured after each epoch
+    but the last (None: all; the last epoch measures all of them).
+    ``recipe``: :data:`RECIPE`, the only one this code runs.
     """
     dataset: str = "digits"
     depth: int = 8
@@ -46,6 +61,7 @@ class RunConfig:
     level: float = 0.0
     seed: int = 0
     epochs: int = 200
+    passes: int = 1
     batch_size: int = 64
     lr: float = 0.1
     momentum: float = 0.9
@@ -56,6 +72,9 @@ class RunConfig:
     precision: str = "auto"
     n_gradnorm: int = 256
     gradnorm_probes: int = 2
+    n_train_eval: int | None = None
+    stream: int = 0
+    recipe: int = RECIPE
     teacher: RunConfig | None = None
 
     def __post_init__(self) -> None:
@@ -70,11 +89,13 @@ class RunConfig:
         object.__setattr__(self, "depth", depth)
         check_choice("role", self.role, ROLES)
         check_choice("noise", self.noise, NOISE_KINDS)
-        bounds = dict(seed=(0, None), epochs=(1, None), batch_size=(1, None), image_size=(4, 512),
-                      train_limit=(2, None), n_gradnorm=(1, None), gradnorm_probes=(2, None))
+        bounds = dict(seed=(0, None), epochs=(1, None), passes=(1, None), batch_size=(1, None),
+                      image_size=(4, 512),
+                      train_limit=(2, None), n_gradnorm=(1, None), gradnorm_probes=(2, None),
+                      n_train_eval=(1, None), stream=(0, None), recipe=(RECIPE, RECIPE))
         for name, (lo, hi) in bounds.items():   # stored as int: 2.0 epochs would break range()
             v = getattr(self, name)
-            if v is None and name in ("image_size", "train_limit"):   # None: native size, all
+            if v is None and name in ("image_size", "train_limit", "n_train_eval"):   # None: all
                 continue
             object.__setattr__(self, name, check_int(name, v, minimum=lo, maximum=hi))
         check_positive("lr", self.lr)
@@ -93,6 +114,11 @@ class RunConfig:
             if s2 > MAX_SIGMA2:
                 raise ValueError(f"level (sigma^2 of the Gaussian noise) must be <= {MAX_SIGMA2:g}, "
                                  f"got {s2:g}")
+        elif self.noise == "hinton":
+            t = check_positive("level (temperature of the Hinton student)", self.level)
+            if t > MAX_TEMPERATURE:
+                raise ValueError(f"level (temperature of the Hinton student) must be <= "
+                                 f"{MAX_TEMPERATURE:g}, got {t:g}")
         else:   # the swap, or its noiseless control on the swap's mean target
             p = check_probability("level (swap probability p of the symmetric noise)", self.level)
             if p == 0:
@@ -101,9 +127,9 @@ class RunConfig:
 
     def _check_teacher(self) -> None:
         if self.role == "teacher":
-            if self.teacher is not None or self.noise != "none":
-                raise ValueError("a teacher has no teacher and no noise (role='teacher' needs "
-                                 "teacher=None and noise='none')")
+            if self.teacher is not None or self.noise != "none" or self.stream != 0:
+                raise ValueError("a teacher has no teacher, no noise and no student stream "
+                                 "(role='teacher' needs teacher=None, noise='none', stream=0)")
             return
         t = self.teacher
         if not isinstance(t, RunConfig) or t.role != "teacher":
@@ -148,8 +174,11 @@ class RunConfig:
         what = "teacher" if self.role == "teacher" else (
             "student-noiseless" if self.noise == "none" else
             f"student-control-symmetric-{self.level:g}" if self.noise == "symmetric_mean" else
+            f"student-hinton-T{self.level:g}" if self.noise == "hinton" else
             f"student-{self.noise}-{self.level:g}")
-        return f"{self.dataset}/resnet{self.depth}/{what}/seed{self.seed}"
+        what += f"-stream{self.stream}" if self.stream else ""
+        data = self.dataset + ("" if self.train_limit is None else f"-{self.train_limit}images")
+        return f"{data}/resnet{self.depth}/{what}/seed{self.seed}"
 
     def differences(self, other: RunConfig) -> list[str]:
         """``field: mine != other's`` for each field that differs (nested for the teacher)."""
@@ -164,9 +193,10 @@ class RunConfig:
 
 
 def student_of(teacher: RunConfig, noise: str, level: float, *, epochs: int | None = None,
-               seed: int | None = None) -> RunConfig:
+               seed: int | None = None, stream: int = 0) -> RunConfig:
     """The student of ``teacher`` with ``noise`` at ``level``; other settings as the teacher's
-    (the paper: "the basic training setting is the same as training the teacher model")."""
+    (the paper: "the basic training setting is the same as training the teacher model"), its
+    epochs too unless ``epochs`` says otherwise."""
     return replace(teacher, role="student", noise=noise, level=float(level), teacher=teacher,
                    epochs=teacher.epochs if epochs is None else epochs,
-                   seed=teacher.seed if seed is None else seed)
+                   seed=teacher.seed if seed is None else seed, stream=stream)

@@ -10,20 +10,25 @@ float32 (float64 if asked for). What the step bakes in (network, optimizer, data
 meter) is an engine (:mod:`dsmlib.models.engine`), captured or compiled once per shape and
 rebound to each later run in place.
 
-Randomness: each epoch draws its order and augmentation from ``child_seed(seed, DATA, epoch)``
-and its label noise from ``child_seed(seed, NOISE, epoch)``, all before its first step
-(:func:`dsmlib.models.pipeline.plan_epoch`), so an epoch is reproducible from the model and
-optimizer state alone (a resumed run continues exactly), the step draws nothing (it can be
-captured), and the students of one seed see the same batches and the same standard-normal draws
-at every level (common random numbers). That is what lets them train in lockstep: ``K`` students
-are the members of one grouped network (:mod:`dsmlib.models.lockstep`), and each member's
-numbers equal those of its separate run up to rounding.
+Randomness: each epoch draws its order and augmentation from ``child_seed(s, DATA, epoch)``
+and its label noise from ``child_seed(s, NOISE, epoch)``, all before its first step
+(:func:`dsmlib.models.pipeline.plan_epoch`), with ``s`` the run's stream (:func:`stream_seed`: a
+teacher's seed; for students ``child_seed(seed, STUDENTS, stream)``, so a student never replays
+its teacher's batches and crops). So an epoch is reproducible from the model and optimizer state
+alone (a resumed run continues exactly), the step draws nothing (it can be captured), and the
+students of one seed and stream see the same batches and the same standard-normal draws at every
+level (common random numbers). That is what lets them train in lockstep: ``K`` students are the
+members of one grouped network (:mod:`dsmlib.models.lockstep`), and each member's numbers equal
+those of its separate run up to rounding.
 
 Measured before training (epoch 0) and after every epoch, per member: accuracy and loss on the
-training (un-augmented), validation and test sets, the gradient norm ``G(theta)`` of Eq. (22) on
+training (un-augmented; between the first and the last epoch on ``n_train_eval`` of its images)
+and validation sets, and on the test set before training and after the last epoch only, the gradient norm ``G(theta)`` of Eq. (22) on
 a fixed subsample of the training set with its standard error (all members in one pass,
 :mod:`dsmlib.models.measure`), the mean training objective SGD saw, the learning rate, and wall
-times (of the whole group).
+times (of the whole group); for students also the teacher's logit scale on the training images
+and the variance per logit of the member's noise (:func:`dsmlib.models.measure.logit_variance`,
+:func:`~dsmlib.models.measure.noise_variance`).
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ import math
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -40,17 +46,19 @@ from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise
 from .datasets import DataSplit
 from .lockstep import stack_optimizer_states, stack_states
 from .engine import engine_for, load_optimizer_in_place
-from .measure import STREAM_GRADNORM, clock, measure, noiseless_targets, predict
+from .measure import (STREAM_GRADNORM, clock, logit_variance, measure, noise_variance,
+                      noiseless_targets, predict)
 from .networks import cifar_resnet
 from .pipeline import STREAM_DATA, STREAM_NOISE, Member, plan_epoch
 from .policy import DevicePolicy, device_policy, execution
 from .run_config import RunConfig
 
-__all__ = ["STREAM_INIT", "STREAM_DATA", "STREAM_NOISE", "STREAM_GRADNORM", "noise_model",
-           "lr_at", "resolved_precision", "lockstep_key", "build_model", "execution", "predict",
-           "train_group", "train"]
+__all__ = ["STREAM_INIT", "STREAM_DATA", "STREAM_NOISE", "STREAM_GRADNORM", "STREAM_STUDENTS",
+           "noise_model", "stream_seed", "lr_at", "resolved_precision", "lockstep_key",
+           "build_model", "execution", "predict", "train_group", "train"]
 
 STREAM_INIT = 1
+STREAM_STUDENTS = 5
 
 # on_epoch(epoch, histories, model, optimizer): the grouped model and its optimizer
 EpochHook = Callable[[int, list, nn.Module, torch.optim.Optimizer], None]
@@ -64,6 +72,16 @@ def noise_model(config: RunConfig) -> GaussianNoise | SymmetricSwapNoise | None:
     if config.noise in ("symmetric", "symmetric_mean"):   # the control uses only its mean
         return SymmetricSwapNoise(config.level, variant="copy")
     return None
+
+
+def stream_seed(config: RunConfig) -> int:
+    """The seed of a run's epoch plans (batches, crops, noise): a teacher's ``seed``; a
+    student's drawn from ``child_seed(seed, STUDENTS, stream)``, shared by the students of one
+    teacher and stream (they train in lockstep), never its teacher's."""
+    if config.role == "teacher":
+        return config.seed
+    node = child_seed(config.seed, STREAM_STUDENTS, config.stream)
+    return int(node.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))   # an int root
 
 
 def lr_at(config: RunConfig, epoch: int) -> float:
@@ -153,15 +171,22 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
     t_train = targets["train"]   # the loss of predicting the mean target: the loss's scale
     scales = ([math.log(c.num_classes)] if t_train is None else
               [float(F.mse_loss(t, t.mean(0).expand_as(t))) for t in t_train.unbind(1)])
+    if teacher is None:
+        logit_var, noise_vars = None, [None] * k_all
+    else:   # the noise in the teacher's logit units
+        raw = predict(teacher, data.X_train, amp=policy.amp, dtype=policy.dtype,
+                      channels_last=policy.channels_last)
+        logit_var, noise_vars = logit_variance(raw), [noise_variance(m, raw) for m in members]
     if states is not None:
         model.load_state_dict(stack_states([s["model"] for s in states]))
         load_optimizer_in_place(opt, stack_optimizer_states([s["optimizer"] for s in states]))
         histories = [list(s["history"]) for s in states]
     else:
         histories = [[dict(epoch=0, lr=0.0, train_objective=None, train_s=0.0, loss_scale=sc,
-                           lockstep=k_all, **row)]
-                     for sc, row in zip(scales, measure(model, data, targets, configs, policy, 0,
-                                                        gradnorm))]
+                           logit_var=logit_var, noise_var=nv, n_train=n, lockstep=k_all, **row)]
+                     for sc, nv, row in zip(scales, noise_vars,
+                                            measure(model, data, targets, configs, policy, 0,
+                                                    gradnorm))]
     start = len(histories[0]) - 1
     epochs: Any = range(start, c.epochs if stop_after is None else min(c.epochs, start + stop_after))
     if progress:
@@ -170,9 +195,9 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
         epochs = tqdm(epochs, desc=what, leave=False, initial=start, total=c.epochs)
     kinds = {m.kind for m in members}
     for epoch in epochs:
-        plan = plan_epoch(c.seed, epoch, n=n, batch_size=b, device=data.device, pad=data.pad,
+        plan = plan_epoch(stream_seed(c), epoch, n=n, batch_size=b, device=data.device, pad=data.pad,
                           flip=data.spec.flip, augment=c.augment, num_classes=c.num_classes,
-                          kinds=kinds, dtype=policy.dtype)
+                          kinds=kinds, dtype=policy.dtype, passes=c.passes)
         lr = lr_at(c, epoch)
         for group in opt.param_groups:
             group["lr"] = lr
@@ -180,10 +205,12 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
         t0 = clock(data.device)
         total = engine.loop.epoch(plan)
         train_s = clock(data.device) - t0
-        rows = measure(model, data, targets, configs, policy, epoch + 1, gradnorm)
-        for hist, sc, tot, row in zip(histories, scales, total.tolist(), rows):
+        rows = measure(model, data, targets, configs, policy, epoch + 1, gradnorm,
+                       whole=epoch + 1 == c.epochs)
+        for hist, sc, nv, tot, row in zip(histories, scales, noise_vars, total.tolist(), rows):
             hist.append(dict(epoch=epoch + 1, lr=lr, train_objective=tot / plan.steps,
-                             train_s=train_s, loss_scale=sc, lockstep=k_all, **row))
+                             train_s=train_s, loss_scale=sc, logit_var=logit_var, noise_var=nv,
+                             n_train=n, lockstep=k_all, **row))
         if on_epoch is not None:
             on_epoch(epoch + 1, histories, model, opt)
     return histories

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from dsmlib.book.profiles import load_specs
-from dsmlib.foundation.claims import VERDICTS, combine_all, joint_level, quantile, verdict
+from dsmlib.chapters.sec5_claims import SOME_IDS
+from dsmlib.foundation.claims import (VERDICTS, combine_all, gain_verdict, joint_level, quantile,
+                                      verdict)
 
 pytestmark = pytest.mark.slow
 
@@ -76,10 +78,18 @@ def test_every_notebook_wrote_measured_claims(smoke_book):
             if c["details"] and all("verdict" in d for d in c["details"]):
                 cases = [d for d in c["details"] if "interval" in d and "band" in d]
                 for d in cases:
-                    want = "inconclusive" if d.get("caveat") else verdict(d["interval"], d["band"])
+                    want = ("inconclusive" if d.get("caveat") else
+                            gain_verdict(d["interval"], d["delta"]) if d.get("delta") is not None
+                            else verdict(d["interval"], d["band"]))
                     assert d["verdict"] == want, (c["id"], d)
-                if len(cases) == len(c["details"]):
-                    assert c["verdict"] == combine_all(d["verdict"] for d in cases), c["id"]
+                    if d.get("delta") is not None:       # a gain against its smallest size
+                        assert d["band"] == [d["delta"], None], (c["id"], d)
+                vs = [d["verdict"] for d in cases]
+                if len(cases) == len(c["details"]) and c["id"] in SOME_IDS:   # "some case holds"
+                    assert c["verdict"] == ("confirmed" if "confirmed" in vs else "refuted"
+                                            if set(vs) == {"refuted"} else "inconclusive")
+                elif len(cases) == len(c["details"]):
+                    assert c["verdict"] == combine_all(vs), c["id"]
 
 
 def test_ols_claims_present(smoke_book):

@@ -57,9 +57,10 @@ def test_gpu_check_dry_run(tmp_path):
                          "checkpoints -?[0-9.]+ s", profile), profile[-3000:]
     explore = (out / "explore.txt").read_text()            # longer students, a custom run
     assert "[gpu_check] explore, student_epochs 3:" in explore, explore[-3000:]
-    assert "fig1.noise_lowers_gradnorm_sigma2 | digits: σ² = 4:" in explore, explore[-3000:]
-    assert re.search(r"digits: σ² = 1: .* spread over seeds [0-9.]+; .*\n.*seeds for an 80 % "
-                     r"chance of a verdict", explore), explore[-3000:]   # sigma2_gap.py's plan
+    assert "fig1.noise_lowers_gradnorm_sigma2 | digits, 256 images: σ² = 4:" in explore, \
+        explore[-3000:]
+    assert re.search(r"digits, 256 images: σ² = 1: .* spread over seeds [0-9.]+; .*\n.*seeds for "
+                     r"an 80 % chance of a verdict", explore), explore[-3000:]   # sigma2_gap.py's plan
     import tarfile
     with tarfile.open(out / "profile_runs.tgz") as tar:           # where the profile's time went
         names = tar.getnames()

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from dsmlib.book.cli import main
-from dsmlib.book.grid import GridJob, collect, launch, profile_grid, profile_parameters, status
+from dsmlib.book.grid import (GridJob, balance, collect, group_cost, launch, profile_grid,
+                              profile_parameters, status)
 from dsmlib.chapters.sec5_distillation import grid_from_parameters, grid_runs
 from dsmlib.models.runs import run_many
 from helpers import ROOT
@@ -60,7 +61,7 @@ def test_profile_parameters_follow_the_notebook():
     assert quick["image_size"] is None and smoke["cluster"] == "debug"
     grid, runs_dir, _ = profile_grid(ROOT, "paper")
     assert grid.depth == 56 and set(grid.datasets) == {"cifar10", "cifar100", "svhn"}
-    assert grid.teacher_epochs == grid.student_epochs == 200
+    assert grid.teacher_epochs == grid.epochs_of_students == 200 and not grid.headroom_size
     assert runs_dir == ROOT / "results" / "runs"
     assert profile_grid(ROOT, "gpu")[0].image_size == 32
 
@@ -144,3 +145,23 @@ def test_a_failed_job_is_reported_by_its_exception_not_its_log_path():
                                                    "training images, got 100000")
     assert failure_line(RuntimeError("no trace here\n  - /a/log.out")) == "- /a/log.out"
     assert failure_line(RuntimeError("")) == "RuntimeError"
+
+
+def test_balance_deals_the_costliest_groups_first_to_the_least_loaded_worker():
+    """Five big groups and ten small ones on two workers: round robin would give one worker
+    three big groups; the balanced deal leaves the two within one small group's cost, keeps
+    every group whole and loses no run."""
+    grid = grid_from_parameters({**PARAMS, "seeds": list(range(5)), "train_limit": 512,
+                                 "headroom_size": 64, "headroom_seeds": list(range(10))})
+    runs = [r for r in grid_runs(grid) if r.role == "student"]
+    from dsmlib.models.runs import lockstep_groups
+    groups = lockstep_groups(runs)
+    chunks = balance(groups, 2)
+    assert sorted(r.key() for c in chunks for r in c) == sorted(r.key() for r in runs)
+    loads = [sum(group_cost(g) for g in lockstep_groups(c)) for c in chunks]
+    small = min(group_cost(g) for g in groups)
+    assert abs(loads[0] - loads[1]) <= small
+    for c in chunks:                                  # whole groups, in one chunk each
+        for g in lockstep_groups(c):
+            assert g in groups
+    assert balance(groups[:1], 3) == [groups[0]]       # no empty chunks

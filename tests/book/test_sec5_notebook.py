@@ -1,6 +1,6 @@
 """The Section 5 notebook under the smoke profile: it executes, records its claims (one level per
-noise kind: no steps between levels, so no "more noise" claims), and a second execution reads the
-finished runs instead of training them again."""
+noise kind: no steps between levels, so no "more noise" claims) with a case in each setting, and
+a second execution reads the finished runs instead of training them again."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,9 @@ pytestmark = pytest.mark.slow
 IDS = {"fig1.noise_lowers_gradnorm_sigma2", "fig1.noise_lowers_gradnorm_p",
        "fig1.gradnorm_below_control_over_epochs", "fig1.student_below_teacher",
        "fig1.noisy_beats_teacher", "fig1.noisy_beats_noiseless", "fig1.some_student_beats_teacher",
-       "fig2.train_loss_to_zero", "fig2.swap_flatter_and_better"}
+       "fig1.validation_selection_beats_average", "fig2.train_loss_to_zero",
+       "fig2.swap_flatter_and_better"}
+SETTINGS = ("digits, 256 images", "digits, 64 images")
 
 
 def execute(root):
@@ -33,8 +35,11 @@ def test_notebook_executes_and_reuses_finished_runs(tmp_path):
     for c in doc["claims"]:
         assert c["scope"] in ("setting", "reading")
         assert "digits" in c["note"]
+        for s in SETTINGS:                                  # a case in each setting
+            assert any(d["case"].startswith(s) for d in c["details"]), (c["id"], s)
     done = sorted((root / "results" / "runs").glob("*/done.json"))
-    assert len(done) == 10
+    assert len(done) == 2 * 2 * 6 + 2          # per setting and seed a teacher and 5 students;
+                                               # the curve's 2 teachers
     # the export is `grid collect`'s alone: a hand run with other parameters cannot replace it
     assert not list((root / "results" / "runs").glob("collected-*.json"))
     stamps = [p.stat().st_mtime_ns for p in done]
@@ -46,4 +51,7 @@ def test_notebook_executes_and_reuses_finished_runs(tmp_path):
     text = json.dumps(nb)
     assert "needs GPUs" in text and "fig-sec5-figure1" in text and "fig-sec5-figure2" in text
     assert "fig-sec5-gradnorm-epochs" in text and "CIFAR-100 is not in this grid" in text
-    assert "| digits | 0.3 | 0.44 |" in text                     # the kappa^2 table
+    assert "| digits, 256 images | 0.3 | 0.44 |" in text         # the kappa^2 table
+    for piece in ("fig-sec5-curve", "noise-units", "by-setting", "delta-verdicts",
+                  "seeds-to-decide", "Batches: the students of one teacher"):
+        assert piece in text, piece

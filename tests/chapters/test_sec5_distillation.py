@@ -1,7 +1,8 @@
-"""The Section 5 chapter: its grid (with the swap's controls), the arrangement of records by cell
-and seed, and the claims judged with seeds as the unit, on synthetic records whose answers are
-known: every verdict of every new claim is reached, and the values are pinned, so a claim that
-compares against the wrong control or the wrong runs fails here."""
+"""The Section 5 chapter: its grid (two settings, the swap's controls, the Hinton students, the
+curve's teachers), the arrangement of records by cell and seed, and the claims judged with seeds
+as the unit, on synthetic records whose answers are known: every verdict of every claim is
+reached, and the values are pinned, so a claim that compares against the wrong control, the
+wrong runs or the wrong setting fails here."""
 from __future__ import annotations
 
 import math
@@ -16,13 +17,16 @@ from dsmlib.foundation.power import units_to_decide
 from dsmlib.models.runs import RunRecord
 
 PARAMS = dict(datasets=["digits"], depth=8, teacher_epochs=3, student_epochs=2,
-              sigma2s=[1.0, 4.0], ps=[0.1, 0.3], seeds=[0, 1, 2, 3])
+              sigma2s=[1.0, 4.0], ps=[0.1, 0.3], seeds=[0, 1, 2, 3], n_gradnorm=16,
+              headroom_size=150)
+FULL, HEAD = "digits, full data", "digits, 150 images"
 G_IDS = {"fig1.noise_lowers_gradnorm_sigma2", "fig1.noise_lowers_gradnorm_p",
          "fig1.gradnorm_falls_with_sigma2", "fig1.gradnorm_vs_p_with_shrinkage",
          "fig1.swap_excess_falls_with_p", "fig1.gradnorm_below_control_over_epochs"}
-IDS = G_IDS | {"fig1.student_below_teacher", "fig1.noisy_beats_teacher",
-               "fig1.noisy_beats_noiseless", "fig1.some_student_beats_teacher",
-               "fig2.train_loss_to_zero", "fig2.swap_flatter_and_better"}
+ACC_IDS = {"fig1.noisy_beats_teacher", "fig1.noisy_beats_noiseless",
+           "fig1.some_student_beats_teacher", "fig1.validation_selection_beats_average",
+           "fig2.swap_flatter_and_better"}
+IDS = G_IDS | ACC_IDS | {"fig1.student_below_teacher", "fig2.train_loss_to_zero"}
 
 
 def fake_records(grid, final, early=None) -> list[RunRecord]:
@@ -30,7 +34,7 @@ def fake_records(grid, final, early=None) -> list[RunRecord]:
     training loss and, where ``early(config, epoch)`` is given, its values."""
     out = []
     for c in distill.grid_runs(grid):
-        f = {m: 1.0 for m in distill.METRICS} | final(c)
+        f = {m: 1.0 for m in distill.METRICS} | {"n_train": c.train_limit or 1150} | final(c)
         rows = [dict(f, epoch=e, train_loss=f["train_loss"] * (2 if e < c.epochs else 1))
                 | (early(c, e) if early and e < c.epochs else {}) for e in range(c.epochs + 1)]
         out.append(RunRecord(c, rows, True))
@@ -38,22 +42,24 @@ def fake_records(grid, final, early=None) -> list[RunRecord]:
 
 
 def position(c) -> int:
-    if c.role == "teacher" or c.noise == "none":
+    if c.role == "teacher" or c.noise in ("none", "hinton"):
         return 0
-    levels = [1.0, 4.0, 16.0] if c.noise == "gaussian" else PARAMS["ps"]
-    return 1 + levels.index(c.level)
+    if c.noise == "gaussian":     # the levels used below (0.5 and 2: a headroom grid)
+        return {1.0: 1, 4.0: 2, 16.0: 3, 0.5: 1, 2.0: 2, 0.25: 1}[c.level]
+    return 1 + PARAMS["ps"].index(c.level)
 
 
 def jitter(c, size=0.01) -> float:
     """A deterministic per-run wobble of at most ``size`` in log G, so seeds differ: the
     ``abs=0.02`` pins on log ratios below allow its worst case, twice ``size`` (a difference of
     two runs' wobbles)."""
-    kind = ("none", "gaussian", "symmetric", "symmetric_mean").index(c.noise)
+    kind = ("none", "gaussian", "symmetric", "symmetric_mean", "hinton").index(c.noise)
     return size * math.sin(3 * c.seed + position(c) + 2 * kind + (c.role == "teacher"))
 
 
 # log G per grid step: Gaussian students, swap students, and the swap's controls (shrinkage)
-SLOPE = {"gaussian": -0.2, "symmetric": -0.3, "symmetric_mean": -0.1, "none": 0.0}
+SLOPE = {"gaussian": -0.2, "symmetric": -0.3, "symmetric_mean": -0.1, "none": 0.0,
+         "hinton": 0.0}
 
 
 def good(c) -> dict:
@@ -62,7 +68,7 @@ def good(c) -> dict:
     best = c.noise == "symmetric" and c.level == 0.1
     g = 2000.0 if c.role == "teacher" else 1000.0 * math.exp(SLOPE[c.noise] * position(c))
     return dict(gradnorm=g * math.exp(jitter(c)), val_acc=0.95 + 0.02 * best,
-                test_acc=0.95 + 0.01 * best + jitter(c) / 10, train_loss=0.01 + jitter(c) / 100,
+                test_acc=0.95 + 0.01 * best + jitter(c) / 40, train_loss=0.01 + jitter(c) / 100,
                 loss_scale=1.0)
 
 
@@ -76,16 +82,47 @@ def cases(claim) -> dict[str, dict]:
     return {d["case"]: d for d in claim.details}
 
 
-def test_grid_runs_teachers_first_with_a_control_per_p():
-    grid = distill.grid_from_parameters(PARAMS)
+def test_grid_runs_teachers_first_with_a_control_per_p_in_each_setting():
+    grid = distill.grid_from_parameters({**PARAMS, "curve_sizes": [100, 150, 300],
+                                         "curve_seeds": [0, 1]})
     runs = distill.grid_runs(grid)
-    assert len(runs) == 4 * (1 + 1 + 2 + 2 + 2)
-    assert [r.role for r in runs[:4]] == ["teacher"] * 4
-    assert all(r.role == "student" and r.teacher.seed == r.seed for r in runs[4:])
+    per_teacher = 1 + 2 + 2 + 2 + 1           # noiseless, σ², p, controls, Hinton
+    curve = 2 * 2                              # 100 and 300 (150 is the headroom setting's)
+    assert len(runs) == 2 * 4 * (1 + per_teacher) + curve
+    teachers = [r for r in runs if r.role == "teacher"]
+    assert runs[:len(teachers)] == teachers and len(teachers) == 2 * 4 + curve
+    assert sorted({r.train_limit for r in teachers}, key=str) == [100, 150, 300, None]
+    students = runs[len(teachers):]
+    assert all(r.teacher.seed == r.seed and r.train_limit == r.teacher.train_limit
+               for r in students)
     assert len({r.key() for r in runs}) == len(runs)
-    controls = [r for r in runs if r.noise == distill.CONTROL]
+    controls = [r for r in runs if r.noise == distill.CONTROL and r.train_limit is None]
     assert sorted((r.seed, r.level) for r in controls) == [(s, p) for s in range(4) for p in (0.1, 0.3)]
     assert all(r.epochs == PARAMS["student_epochs"] for r in controls)
+    hinton = [r for r in runs if r.noise == distill.HINTON]
+    assert len(hinton) == 8 and {r.level for r in hinton} == {4.0}
+    assert [s.name for s in grid.settings] == [FULL, HEAD]
+
+
+def test_students_train_as_long_as_their_teacher_unless_told_otherwise():
+    grid = distill.grid_from_parameters({**PARAMS, "student_epochs": None, "teacher_epochs": 5})
+    assert {r.epochs for r in distill.grid_runs(grid)} == {5}
+    assert "teachers 5 and students 5 epochs" in distill.scope_note(grid)
+
+
+def test_each_setting_has_its_seeds_levels_and_passes():
+    grid = distill.grid_from_parameters({**PARAMS, "headroom_seeds": [5, 6, 7],
+                                         "headroom_sigma2s": [0.25, 1.0], "headroom_passes": 2})
+    runs = distill.grid_runs(grid)
+    head = [r for r in runs if r.train_limit == 150]
+    assert {r.seed for r in head} == {5, 6, 7} and {r.passes for r in head} == {2}
+    assert {r.level for r in head if r.noise == "gaussian"} == {0.25, 1.0}
+    full = [r for r in runs if r.train_limit is None]
+    assert {r.seed for r in full} == {0, 1, 2, 3} and {r.passes for r in full} == {1}
+    assert {r.level for r in full if r.noise == "gaussian"} == {1.0, 4.0}
+    own = distill.grid_runs(distill.grid_from_parameters({**PARAMS, "own_streams": True}))
+    one_teacher = [r for r in own if r.role == "student" and r.seed == 0 and r.train_limit is None]
+    assert len({r.stream for r in one_teacher}) == len(one_teacher) == 8
 
 
 @pytest.mark.parametrize("change, match", [
@@ -97,7 +134,17 @@ def test_grid_runs_teachers_first_with_a_control_per_p():
     (dict(sigma2s=4.0), "sigma2s must be a list, got 4.0"),
     (dict(seeds="abc"), "seeds must be a list, got 'abc'"),
     (dict(depth=7), r"depth must be of the form 6n \+ 2"),
-    (dict(teacher_epochs=0), "epochs must be >= 1")])
+    (dict(teacher_epochs=0), "epochs must be >= 1"),
+    (dict(student_epochs=0), "student_epochs must be >= 1"),
+    (dict(headroom_size=32), r"headroom_size \(training images; 0: none\) must be >= 64"),
+    (dict(headroom_size=300, train_limit=256), "headroom_size .* must be below train_limit"),
+    (dict(headroom_seeds=[3]), "headroom_seeds must hold at least 2 distinct seeds"),
+    (dict(headroom_sigma2s=[0.0]), r"headroom_sigma2s \(Gaussian noise variances\) must be > 0"),
+    (dict(headroom_passes=0), "headroom_passes must be >= 1"),
+    (dict(curve_sizes=[10], curve_seeds=[0]), r"curve_sizes \(training images\) must be >= 64"),
+    (dict(curve_sizes=[100], curve_seeds=[]), "curve_seeds must not be empty"),
+    (dict(temperature=0.0), r"temperature \(of the Hinton student\) must be > 0")])
+
 def test_bad_grid_parameters(change, match):
     with pytest.raises(ValueError, match=match):
         distill.grid_from_parameters({**PARAMS, **change})
@@ -109,15 +156,18 @@ def test_summarise_needs_every_run_and_pairs_each_student_with_its_control():
     with pytest.raises(ValueError, match="1 run\\(s\\) of the grid are not finished"):
         distill.summarise(grid, recs[:-1])
     res = distill.summarise(grid, recs)
-    assert res.teacher("digits").curves["train_loss"].shape == (4, 4)
-    assert [c.level for c in res.noisy("digits", "gaussian")] == [1.0, 4.0]
-    for cell in res.noisy("digits", "symmetric"):
-        ctrl = res.control(cell)
-        assert (ctrl.kind, ctrl.level, ctrl.name) == (distill.CONTROL, cell.level,
-                                                      f"control of p = {cell.level:g}")
-    assert all(res.control(c) is res.noiseless("digits") for c in res.noisy("digits", "gaussian"))
+    assert res.settings == [FULL, HEAD]
+    for s in res.settings:
+        assert res.teacher(s).curves["train_loss"].shape == (4, 4)
+        assert [c.level for c in res.noisy(s, "gaussian")] == [1.0, 4.0]
+        for cell in res.noisy(s, "symmetric"):
+            ctrl = res.control(cell)
+            assert (ctrl.kind, ctrl.level, ctrl.name, ctrl.setting) == (
+                distill.CONTROL, cell.level, f"control of p = {cell.level:g}", s)
+        assert all(res.control(c) is res.noiseless(s) for c in res.noisy(s, "gaussian"))
+        assert res.hinton(s).name == "Hinton student (T = 4)" and res.hinton(s).setting == s
     with pytest.raises(ValueError, match="cell must be a noisy student"):
-        res.control(res.noiseless("digits"))
+        res.control(res.noiseless(FULL))
 
 
 def test_shrinkage_and_its_rows():
@@ -127,7 +177,8 @@ def test_shrinkage_and_its_rows():
         distill.shrinkage(0.1, 1)
     res, _ = claims_of(good)
     rows = distill.shrinkage_rows(res)
-    assert [r["p"] for r in rows] == [0.1, 0.3]
+    assert [(r["setting"], r["p"]) for r in rows] == [(FULL, 0.1), (FULL, 0.3), (HEAD, 0.1),
+                                                      (HEAD, 0.3)]
     assert rows[1]["kappa2"] == pytest.approx((1 - 0.3 * 10 / 9) ** 2)
     assert rows[1]["swap"] == pytest.approx(math.exp(-0.6), rel=0.02)
     assert rows[1]["control"] == pytest.approx(math.exp(-0.2), rel=0.02)
@@ -136,14 +187,19 @@ def test_shrinkage_and_its_rows():
 def test_claims_confirmed_and_pinned_when_the_paper_holds():
     res, claims = claims_of(good)
     assert set(claims) == IDS
-    # controls are never students of a claim: each claim's cases name exactly its runs
+    # controls are never students of a claim: each claim's cases name exactly its runs, in
+    # each setting
     assert list(cases(claims["fig1.student_below_teacher"])) == [
-        "digits: noiseless student", "digits: σ² = 1", "digits: σ² = 4", "digits: p = 0.1",
-        "digits: p = 0.3"]
+        f"{s}: {n}" for s in (FULL, HEAD) for n in (
+            "noiseless student", "Hinton student (T = 4)", "σ² = 1", "σ² = 4", "p = 0.1",
+            "p = 0.3")]
     assert list(cases(claims["fig1.gradnorm_below_control_over_epochs"])) == [
-        "digits: σ² = 1", "digits: σ² = 4", "digits: p = 0.1", "digits: p = 0.3"]
+        f"{s}: {n}" for s in (FULL, HEAD) for n in ("σ² = 1", "σ² = 4", "p = 0.1", "p = 0.3")]
     assert list(cases(claims["fig2.train_loss_to_zero"])) == [
-        "digits: noiseless student", "digits: σ² = 1", "digits: p = 0.1"]
+        f"{s}: {n}" for s in (FULL, HEAD) for n in ("noiseless student", "σ² = 1", "p = 0.1")]
+    assert list(cases(claims["fig1.noisy_beats_noiseless"])) == [
+        f"{s}: vs {n}" for s in (FULL, HEAD) for n in ("noiseless student",
+                                                       "Hinton student (T = 4)")]
     for c in claims.values():
         assert c.verdict == "confirmed", c.id
         assert c.scope in ("setting", "reading") and c.condition == "" and "synthetic" in c.note
@@ -153,43 +209,59 @@ def test_claims_confirmed_and_pinned_when_the_paper_holds():
               "fig1.swap_excess_falls_with_p": -0.2, "fig1.gradnorm_below_control_over_epochs": -0.2}
     for cid, value in pinned.items():
         assert claims[cid].measured == pytest.approx(value, abs=0.02), cid
-    assert cases(claims["fig1.noise_lowers_gradnorm_p"])["digits: p = 0.3"]["measured"] == \
+    assert cases(claims["fig1.noise_lowers_gradnorm_p"])[f"{HEAD}: p = 0.3"]["measured"] == \
         pytest.approx(-0.6 + 0.2, abs=0.02)
     note = claims["fig1.gradnorm_vs_p_with_shrinkage"].note
-    assert "p = 0.1: κ² = 0.79, swap 0.7" in note and "p = 0.3: κ² = 0.44, swap 0.5" in note
+    assert f"{FULL}, p = 0.1: κ² = 0.79, swap 0.7" in note and "p = 0.3: κ² = 0.44, swap 0.5" in note
     assert "only the sign is tested" in claims["fig1.noise_lowers_gradnorm_p"].note
-    # the interval is a Student-t interval over the 4 seeds (3 degrees of freedom)
+    # the interval is a Student-t interval over the 4 seeds (3 degrees of freedom), and the
+    # gain is judged against delta = a tenth of the teacher's test error (0.005 here)
     c = claims["fig1.noisy_beats_teacher"]
-    sel = res.noisy("digits", "symmetric")[0].final["test_acc"] - res.teacher("digits").final["test_acc"]
+    sel = res.noisy(FULL, "symmetric")[0].final["test_acc"] - res.teacher(FULL).final["test_acc"]
     half = stats.t.ppf(0.995, 3) * sel.std(ddof=1) / 2
-    assert c.interval == pytest.approx([sel.mean() - half, sel.mean() + half])
-    # steps are judged in a joint box over all steps of a claim (here one: σ² 1 -> 4)
+    row = cases(c)[FULL]
+    assert row["interval"] == pytest.approx([sel.mean() - half, sel.mean() + half])
+    delta = 0.1 * (1 - res.teacher(FULL).final["test_acc"].mean())
+    assert row["delta"] == pytest.approx(delta) and row["band"] == [pytest.approx(delta), None]
+    assert "no gain of useful size" in c.statement and "δ" in c.quantity
+    # steps are judged in a joint box over all steps of a claim (here one per setting)
     step = claims["fig1.gradnorm_falls_with_sigma2"]
-    assert len(step.details) == 1 and "joint 99% box over 1" in step.quantity
+    assert len(step.details) == 2 and "joint 99% box over 2" in step.quantity
     some = claims["fig1.some_student_beats_teacher"]
     assert "symmetric" not in some.quantity and "p = 0.1" in some.quantity
-    assert len(some.details) == 4 and some.measured == pytest.approx(0.01, abs=0.002)
-    gain = res.noisy("digits", "symmetric")[0].final["test_acc"] - res.teacher("digits").final["test_acc"]
-    half = stats.t.ppf(1 - 0.01 / 2 / 4, 3) * gain.std(ddof=1) / 2    # joint box over 4 students
-    assert some.interval == pytest.approx([gain.mean() - half, gain.mean() + half])
+    assert len(some.details) == 8 and some.measured == pytest.approx(0.01, abs=0.002)
+    gain = res.noisy(FULL, "symmetric")[0].final["test_acc"] - res.teacher(FULL).final["test_acc"]
+    half = stats.t.ppf(1 - 0.01 / 2 / 8, 3) * gain.std(ddof=1) / 2    # joint box over 8 students
+    assert cases(some)[f"{FULL}: p = 0.1"]["interval"] == pytest.approx(
+        [gain.mean() - half, gain.mean() + half])
+    # validation selection beats the average noisy student: 0.96 against (3 x 0.95 + 0.96) / 4
+    val = cases(claims["fig1.validation_selection_beats_average"])[HEAD]
+    assert val["measured"] == pytest.approx(0.96 - 0.9525, abs=0.001) and val["verdict"] == "confirmed"
     flat = cases(claims["fig2.swap_flatter_and_better"])
-    assert flat["digits: flatter than noiseless student"]["measured"] == pytest.approx(-0.3, abs=0.02)
-    assert flat["digits: flatter than σ² = 1"]["measured"] == pytest.approx(-0.1, abs=0.02)
-    assert flat["digits: better than σ² = 1"]["measured"] == pytest.approx(0.01, abs=0.002)
-    assert distill.selected_levels(res, "digits")["symmetric"].level == 0.1
+    assert flat[f"{FULL}: flatter than noiseless student"]["measured"] == pytest.approx(-0.3, abs=0.02)
+    assert flat[f"{FULL}: flatter than σ² = 1"]["measured"] == pytest.approx(-0.1, abs=0.02)
+    assert flat[f"{HEAD}: better than σ² = 1"]["measured"] == pytest.approx(0.01, abs=0.002)
+    assert flat[f"{HEAD}: better than Hinton student (T = 4)"]["measured"] == pytest.approx(
+        0.01, abs=0.002)
+    assert distill.selected_levels(res, HEAD)["symmetric"].level == 0.1
     assert "CIFAR-100 is not in this grid" in sc.not_measured(res)[0]
 
 
 def test_steps_form_a_joint_box():
     """Three σ² levels give two steps, each judged at 99.5 % so that both hold at 99 %."""
-    res, claims = claims_of(good, sigma2s=[1.0, 4.0, 16.0])
+    res, claims = claims_of(good, sigma2s=[1.0, 4.0, 16.0], headroom_size=None)
     c = claims["fig1.gradnorm_falls_with_sigma2"]
-    assert [d["case"] for d in c.details] == ["digits: σ² = 1 → 4", "digits: σ² = 4 → 16"]
-    g = [np.log(x.final["gradnorm"]) for x in res.noisy("digits", "gaussian")]
+    assert [d["case"] for d in c.details] == [f"{FULL}: σ² = 1 → 4", f"{FULL}: σ² = 4 → 16"]
+    g = [np.log(x.final["gradnorm"]) for x in res.noisy(FULL, "gaussian")]
     step = g[1] - g[0]
     half = stats.t.ppf(1 - 0.01 / 2 / 2, 3) * step.std(ddof=1) / 2
     assert c.interval == pytest.approx([step.mean() - half, step.mean() + half])
     assert "joint 99% box over 2" in c.quantity
+    _, claims = claims_of(good, sigma2s=[1.0, 4.0, 16.0], headroom_sigma2s=[0.5, 2.0])
+    c = claims["fig1.gradnorm_falls_with_sigma2"]       # both settings' steps, one box
+    assert [d["case"] for d in c.details] == [f"{FULL}: σ² = 1 → 4", f"{FULL}: σ² = 4 → 16",
+                                              f"{HEAD}: σ² = 0.5 → 2"]
+    assert "joint 99% box over 3" in c.quantity
 
 
 def test_the_more_noise_claims_use_the_noisy_levels_alone():
@@ -237,7 +309,7 @@ def test_each_swap_student_is_judged_against_its_own_control():
     _, claims = claims_of(own_control)
     c = claims["fig1.noise_lowers_gradnorm_p"]
     assert c.verdict == "confirmed"
-    assert [d["measured"] for d in c.details] == pytest.approx([-0.05, -0.05], abs=0.02)
+    assert [d["measured"] for d in c.details] == pytest.approx([-0.05] * 4, abs=0.02)
     assert claims["fig1.swap_excess_falls_with_p"].verdict != "confirmed"
     assert claims["fig1.gradnorm_vs_p_with_shrinkage"].measured == pytest.approx(-1.0, abs=0.02)
 
@@ -253,7 +325,7 @@ def test_over_the_epochs_claim_reads_the_curve_not_the_last_epoch():
     assert claims["fig1.noise_lowers_gradnorm_sigma2"].verdict == "confirmed"
     c = claims["fig1.gradnorm_below_control_over_epochs"]
     assert c.verdict == "refuted" and c.condition
-    assert cases(c)["digits: σ² = 1"]["measured"] == pytest.approx((-0.2 + 0.8) / 2, abs=0.02)
+    assert cases(c)[f"{HEAD}: σ² = 1"]["measured"] == pytest.approx((-0.2 + 0.8) / 2, abs=0.02)
 
 
 def test_claims_refuted_when_the_paper_fails():
@@ -325,7 +397,7 @@ def test_controls_are_never_selected():
         return good(c) | (dict(val_acc=1.0, test_acc=0.2) if c.noise == distill.CONTROL else {})
     res, claims = claims_of(control_best)
     assert claims["fig1.noisy_beats_teacher"].verdict == "confirmed"
-    assert distill.selected_levels(res, "digits")["symmetric"].kind == "symmetric"
+    assert distill.selected_levels(res, HEAD)["symmetric"].kind == "symmetric"
 
 
 def test_seeds_tied_at_zero_gain_do_not_confirm_a_gain():
@@ -347,12 +419,16 @@ def test_accuracy_headroom_compares_the_teachers_room_with_the_interval():
         return f
     for final, says in ((good, "could be resolved"), (ceiling, "would stay unconfirmed")):
         res, claims = claims_of(final)
-        [line] = distill.accuracy_headroom(res, list(claims.values()))
-        acc = res.teacher("digits").final["test_acc"].mean()
-        lo, hi = cases(claims["fig1.noisy_beats_teacher"])["digits"]["interval"]
-        assert line.startswith(f"digits: the teachers reach {100 * acc:.2f} % test accuracy")
-        assert f"leaving {100 * (1 - acc):.2f} points" in line
-        assert f"±{100 * (hi - lo) / 2:.2f} points wide" in line and says in line, line
+        lines = distill.accuracy_headroom(res, list(claims.values()))
+        assert len(lines) == 2
+        for s, line in zip((FULL, HEAD), lines):
+            acc = res.teacher(s).final["test_acc"].mean()
+            row = cases(claims["fig1.noisy_beats_teacher"])[s]
+            lo, hi = row["interval"]
+            assert line.startswith(f"{s}: the teachers reach {100 * acc:.2f} % test accuracy")
+            assert f"leaving {100 * (1 - acc):.2f} points" in line
+            assert f"δ = {100 * row['delta']:.2f} points" in line
+            assert f"±{100 * (hi - lo) / 2:.2f} points wide" in line and says in line, line
 
 
 def test_seeds_to_decide_lists_every_undecided_case_and_plans_beyond_the_run():
@@ -370,7 +446,9 @@ def test_seeds_to_decide_lists_every_undecided_case_and_plans_beyond_the_run():
         d = cases(claims[r["claim"]])[r["case"]]
         assert r["measured"] == d["measured"] and d["se"] > 0
         assert r["half_width"] == pytest.approx((d["interval"][1] - d["interval"][0]) / 2)
-        assert r["seeds"] == units_to_decide(d["measured"], d["se"], d["interval"], d["band"], n)
+        band = d["band"] if d.get("delta") is None else (
+            (0.0, None) if d["measured"] >= d["delta"] else (d["delta"], None))
+        assert r["seeds"] == units_to_decide(d["measured"], d["se"], d["interval"], band, n)
         assert r["seeds"] is None or r["seeds"] > n
         lo, hi = d["band"]
         inside = (lo is None or lo <= d["measured"]) and (hi is None or d["measured"] <= hi)
@@ -378,3 +456,133 @@ def test_seeds_to_decide_lists_every_undecided_case_and_plans_beyond_the_run():
     res, claims = claims_of(good)
     assert not [r for r in distill.seeds_to_decide(res, list(claims.values()))
                 if r["claim"] in G_IDS]
+
+
+def ceiling_and_headroom(c) -> dict:
+    """The full data's teacher at 99.9 % and its students no better (a gain of 0, up to seed
+    wobble); the headroom setting's teacher at 90 % and its p = 0.1 student 3 points better."""
+    f = good(c)
+    if c.train_limit is None:
+        f["test_acc"] = 0.999 + jitter(c, 0.0005)
+    else:
+        best = c.role == "student" and c.noise == "symmetric" and c.level == 0.1
+        f["test_acc"] = 0.90 + 0.03 * best + jitter(c, 0.002)
+    return f
+
+
+def test_each_setting_is_read_apart_and_the_ceiling_cannot_decide():
+    res, claims = claims_of(ceiling_and_headroom)
+    rows = {r["claim"]: r for r in sc.verdicts_by_setting(res, list(claims.values()))}
+    assert set(rows) == IDS
+    beat = rows["fig1.noisy_beats_teacher"]
+    # at the ceiling delta (0.01 points) is below the seeds' wobble: nothing is decided there
+    assert (beat[HEAD], beat[FULL], beat["verdict"]) == ("confirmed", "inconclusive", "inconclusive")
+    some = rows["fig1.some_student_beats_teacher"]         # the "some case" rule per setting
+    assert (some[HEAD], some[FULL], some["verdict"]) == ("confirmed", "inconclusive", "confirmed")
+    assert rows["fig1.noise_lowers_gradnorm_sigma2"][FULL] == "confirmed"
+    # delta is a tenth of each setting's teacher error: 0.0001 and 0.01
+    deltas = {r["case"]: r["delta"] for r in sc.delta_rows(list(claims.values()))
+              if r["claim"] == "fig1.noisy_beats_teacher"}
+    assert deltas[FULL] == pytest.approx(0.1 * (1 - res.teacher(FULL).final["test_acc"].mean()))
+    assert deltas[HEAD] == pytest.approx(0.01, abs=0.0005)
+    # mutation guard: the setting of a case is its name's prefix, the longest that matches
+    assert distill.setting_of(f"{HEAD}: p = 0.1", res.settings) == HEAD
+    with pytest.raises(ValueError, match="names none of the settings"):
+        distill.setting_of("cifar10: p = 0.1", res.settings)
+
+
+def test_verdicts_at_half_and_twice_delta():
+    """A gain of 1.5 points against delta = 1 point (teacher at 90 %): confirmed at delta/2 and
+    delta (above 0, reaching past them), refuted at 2 delta (the interval lies below 2 points)."""
+    def gain_15(c):
+        f = good(c)
+        selected = c.role == "student" and c.noise == "symmetric" and c.level == 0.1
+        f["test_acc"] = 0.90 + 0.015 * selected + jitter(c, 0.0005)
+        return f
+    _, claims = claims_of(gain_15)
+    row = next(r for r in sc.delta_rows(list(claims.values()))
+               if r["claim"] == "fig1.noisy_beats_teacher" and r["case"] == HEAD)
+    assert row["delta"] == pytest.approx(0.01, abs=1e-4)
+    assert row["measured"] == pytest.approx(0.015, abs=0.002)
+    assert (row["half"], row["at"], row["double"]) == ("confirmed", "confirmed", "refuted")
+    d = cases(claims["fig1.noisy_beats_teacher"])[HEAD]
+    assert d["verdicts_at"] == {"δ/2": "confirmed", "2δ": "refuted"}
+
+
+def test_seeds_to_decide_plans_every_accuracy_case_at_delta():
+    """With ``every``, the accuracy claims' decided cases get rows too; a gain that reaches delta
+    is planned towards confirmation at 0, one below delta towards refutation at delta."""
+    res, claims = claims_of(ceiling_and_headroom)
+    rows = distill.seeds_to_decide(res, list(claims.values()), every=sc.ACCURACY_IDS)
+    acc = [r for r in rows if r["claim"] in ACC_IDS]
+    assert len(acc) == sum(len(claims[i].details) for i in ACC_IDS)    # decided ones too
+    assert {r["verdict"] for r in acc} >= {"confirmed", "inconclusive"}
+    head = next(r for r in acc if r["claim"] == "fig1.noisy_beats_teacher" and r["case"] == HEAD)
+    d = cases(claims["fig1.noisy_beats_teacher"])[HEAD]
+    assert head["towards"] == "confirmed" and head["verdict"] == "confirmed"
+    assert head["seeds"] == units_to_decide(d["measured"], d["se"], d["interval"], (0.0, None), 4)
+    full = next(r for r in acc if r["claim"] == "fig1.noisy_beats_teacher" and r["case"] == FULL)
+    d = cases(claims["fig1.noisy_beats_teacher"])[FULL]
+    assert full["towards"] == "refuted"
+    assert full["seeds"] == units_to_decide(d["measured"], d["se"], d["interval"],
+                                            (d["delta"], None), 4)
+
+
+def test_noise_rows_and_the_teacher_curve():
+    def scaled(c):
+        f = good(c) | {"logit_var": 9.0 if c.train_limit is None else 2.25}
+        f["noise_var"] = c.level if c.noise == "gaussian" else 5 / 9 * f["logit_var"] * (
+            c.noise == "symmetric")
+        f["test_acc"] = {None: 0.99, 150: 0.9, 300: 0.95}[c.train_limit] + jitter(c, 0.001)
+        f["train_acc"] = 1.0
+        return f
+    res, _ = claims_of(scaled, curve_sizes=[300], curve_seeds=[0, 1, 2])
+    rows = distill.noise_rows(res)
+    g = {(r["setting"], r["name"]): r for r in rows}
+    assert g[(FULL, "σ² = 4")]["ratio"] == pytest.approx(4 / 9)
+    assert g[(HEAD, "σ² = 4")]["ratio"] == pytest.approx(4 / 2.25)
+    assert g[(HEAD, "p = 0.3")]["ratio"] == pytest.approx(5 / 9)
+    curve = distill.teacher_curve(res)
+    assert [(r["n_train"], r["seeds"], r["setting"]) for r in curve] == [
+        (150, 4, "headroom"), (300, 3, None), (1150, 4, "full")]
+    assert [r["in_target"] for r in curve] == [True, False, False]
+    lines = distill.curve_lines(res)
+    assert len(lines) == 2 and "inside the target of 85–93 %" in lines[0]
+    assert "1,150 training images" in lines[1]
+    res, _ = claims_of(lambda c: scaled(c) | {"test_acc": 0.97 + jitter(c, 0.001)})
+    assert "OUTSIDE the target" in distill.curve_lines(res)[0]
+
+
+def test_departures_list_what_differs_from_the_paper_and_only_that():
+    res, _ = claims_of(good)
+    text = "\n".join(sc.departures(res))
+    for needed in ("Data: digits", "Network: ResNet-8", "Length: teachers 3 and students 2",
+                   "Self-distillation acts as a regulariser (Mobahi et al. 2020)",
+                   "different number of epochs", "headroom setting the paper does not have",
+                   "η_eff = 2η/L (0.02 for L = 10)", "Hinton", "Noise grid", "Batches",
+                   "G(θ) is measured on 16 training images", "Seeds", "Flatter"):
+        assert needed in text, needed
+    paper = claims_of(good, datasets=["svhn", "cifar10", "cifar100"], depth=56,
+                      teacher_epochs=200, student_epochs=None, headroom_size=0)[0]
+    text = "\n".join(sc.departures(paper))
+    for absent in ("Data:", "Network:", "Length:", "different number of epochs", "headroom",
+                   "Measurement:"):
+        assert absent not in text, absent
+    assert "0.002 for L = 100" in text
+    res, _ = claims_of(good, passes=2, headroom_passes=3, n_train_eval=64)
+    text = "\n".join(sc.departures(res))
+    assert f"of 2 passes ({FULL}) and 3 passes ({HEAD}) each" in text
+    assert "read on 64 of the training images" in text
+
+
+def test_noise_lines_compare_the_settings_logit_scales():
+    def scaled(c):
+        f = good(c) | {"logit_var": 28.0 if c.train_limit is None else 7.0}
+        f["noise_var"] = c.level if c.noise == "gaussian" else 0.0
+        return f
+    res, _ = claims_of(scaled, headroom_sigma2s=[0.25, 1.0])
+    lines = distill.noise_lines(res)
+    assert lines[0] == (f"{FULL}: the teachers' logit scale is s² = 28; its σ² grid (1, 4) spans "
+                        "0.0357 to 0.143 in those units.")
+    assert "spans 0.0357 to 0.143" in lines[1] and "(0.25, 1)" in lines[1]
+    assert lines[2].startswith("digits: the headroom teachers' logit scale is 0.25 times")

@@ -1,6 +1,6 @@
-"""Figures 1 and 2 of Section 5 and G per epoch: one column per data set, every axis titled, the
-reference lines, the swap's controls and the validation-optimal levels drawn, error bars at the
-ledger's level."""
+"""Figures 1 and 2 of Section 5, G per epoch and the teacher curve: one column per setting, every
+axis titled, the reference lines (the Hinton student's too), the swap's controls and the
+validation-optimal levels drawn, error bars at the ledger's level; and the chapter's tables."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,22 +8,27 @@ import pytest
 from scipy import stats
 
 from dsmlib.chapters import sec5_distillation as distill
-from dsmlib.figures.sec5_distillation import (CONTROL_NAME, figure1, figure2, gradnorm_epochs,
-                                              seeds_table, shrinkage_table)
+from dsmlib.chapters import sec5_claims as sc
+from dsmlib.figures.sec5_distillation import (CONTROL_NAME, curve_figure, delta_table, figure1,
+                                              figure2, gradnorm_epochs, noise_table,
+                                              seeds_table, settings_table, shrinkage_table)
 from dsmlib.models.runs import RunRecord
 
 PARAMS = dict(datasets=["digits", "svhn"], depth=8, teacher_epochs=3, student_epochs=2,
-              sigma2s=[1.0, 4.0, 16.0], ps=[0.1, 0.3], seeds=[0, 1, 2])
+              sigma2s=[1.0, 4.0, 16.0], ps=[0.1, 0.3], seeds=[0, 1, 2], n_gradnorm=16)
+COLUMNS = ["digits, full data", "svhn, full data"]
 
 
-def results():
-    grid = distill.grid_from_parameters(PARAMS)
+def results(**change):
+    grid = distill.grid_from_parameters({**PARAMS, **change})
     recs = []
     for c in distill.grid_runs(grid):
-        lvl = c.level if c.noise == "gaussian" else 10 * c.level / (1 + (c.noise == "symmetric_mean"))
+        lvl = (c.level if c.noise == "gaussian" else 0 if c.noise == "hinton" else
+               10 * c.level / (1 + (c.noise == "symmetric_mean")))
         row = {m: 1.0 for m in distill.METRICS} | dict(
-            gradnorm=1000 / (1 + lvl) + c.seed, val_acc=0.9 + 0.01 * c.seed, test_acc=0.9,
-            train_loss=0.1, val_loss=0.2)
+            gradnorm=1000 / (1 + lvl) + c.seed, val_acc=0.9 + 0.01 * c.seed,
+            test_acc=0.9 + 0.0001 * c.seed - 0.05 * (c.train_limit or 0) / 100,
+            train_loss=0.1, val_loss=0.2, n_train=c.train_limit or 1150)
         recs.append(RunRecord(c, [dict(row, epoch=e) for e in range(c.epochs + 1)], True))
     return distill.summarise(grid, recs)
 
@@ -37,13 +42,13 @@ def titled(fig, prefix):
 
 def test_figure1_layout_and_error_bars():
     fig = figure1(results())
-    assert [a.text for a in fig.layout.annotations] == ["digits", "svhn"]
+    assert [a.text for a in fig.layout.annotations] == COLUMNS
     ytitles = [t for t in titled(fig, "yaxis") if t]
     assert ytitles == ["G(θ) (log scale)", "validation accuracy", "test accuracy"]
     assert sum(t == "noise level (grid position)" for t in titled(fig, "xaxis")) == 2
     names = {t.name for t in fig.data}
     assert {"gaussian noise (σ²)", "symmetric noise (p)", "teacher", "noiseless student",
-            CONTROL_NAME} <= names
+            "Hinton student (T = 4)", CONTROL_NAME} <= names
     ctrl = next(t for t in fig.data if t.name == CONTROL_NAME and t.xaxis == "x")
     assert list(ctrl.x) == [0, 1, 2] and ctrl.line.dash == "dash"
     assert list(ctrl.y[1:]) == pytest.approx([1000 / 1.5 + 1, 1000 / 2.5 + 1])   # 1000/(1+5p) + mean seed
@@ -60,7 +65,7 @@ def test_figure2_shows_each_kind_at_its_validation_optimum():
     assert [t for t in titled(fig, "yaxis") if t] == ["training loss", "validation loss"]
     assert sum(t == "epoch" for t in titled(fig, "xaxis")) == 2
     legend = [t.name for t in fig.data if t.showlegend]
-    chosen = distill.selected_levels(res, "digits")
+    chosen = distill.selected_levels(res, COLUMNS[0])
     assert legend[0] == "no noise"
     assert f"gaussian noise, {chosen['gaussian'].name}" in legend
     assert "noisy objective SGD saw (mean)" in legend
@@ -72,7 +77,7 @@ def test_figure2_shows_each_kind_at_its_validation_optimum():
 def test_gradnorm_epochs_pairs_each_student_with_its_control():
     res = results()
     fig = gradnorm_epochs(res)
-    assert [a.text for a in fig.layout.annotations if a.text in ("digits", "svhn")] == ["digits", "svhn"]
+    assert [a.text for a in fig.layout.annotations if a.text in COLUMNS] == COLUMNS
     assert [t for t in titled(fig, "yaxis") if t] == ["G(θ), gaussian noise (σ²)",
                                                        "G(θ), symmetric noise (p)"]
     assert sum(t == "epoch" for t in titled(fig, "xaxis")) == 2
@@ -87,7 +92,7 @@ def test_gradnorm_epochs_pairs_each_student_with_its_control():
 
 def test_shrinkage_table_shows_kappa_squared():
     text = shrinkage_table(results()).data
-    assert "| digits | 0.1 | 0.79 |" in text and "| svhn | 0.3 | 0.44 |" in text
+    assert "| digits, full data | 0.1 | 0.79 |" in text and "| svhn, full data | 0.3 | 0.44 |" in text
 
 
 def test_seeds_table_one_row_per_undecided_case():
@@ -97,9 +102,34 @@ def test_seeds_table_one_row_per_undecided_case():
                  measured=-0.041, half_width=0.167, towards="confirmed", seeds=1234),
             dict(claim="fig2.swap_flatter_and_better", case="digits: better than <σ²>",
                  measured=0.0, half_width=0.003, towards="refuted", seeds=None)]
+    rows = [r | dict(verdict="inconclusive") for r in rows]
     text = seeds_table(rows, 6).data
     assert text.count("<tr class='v-") == 2 and "cards" in text
     assert "This run has 6 seeds" in text and "1,234" in text and "over 100,000" in text
     assert "−0.041" in text or "-0.041" in text
     assert "better than &lt;σ²&gt;" in text and "confirmed" in text and "refuted" in text
     assert "decided with these 6 seeds" in seeds_table([], 6).data
+
+
+def test_curve_figure_marks_the_settings_and_the_target():
+    res = results(headroom_size=100, curve_sizes=[200], curve_seeds=[0, 1])
+    fig = curve_figure(res)
+    test = next(t for t in fig.data if t.name == "digits: test accuracy")
+    assert list(test.x) == [100, 200, 1150]
+    assert list(test.marker.symbol) == ["diamond", "circle", "diamond"]
+    assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.title.text
+    assert fig.layout.yaxis.title.text == "teacher accuracy"
+    assert [(s.y0, s.y1) for s in fig.layout.shapes] == [(0.85, 0.93)]
+
+
+def test_tables_of_noise_settings_and_delta():
+    res = results(headroom_size=100)
+    noise = noise_table(distill.noise_rows(res)).data
+    assert "noise-units" in noise and "digits, 100 images" in noise and "σ² = 16" in noise
+    claims = sc.distill_claims(res)
+    rows = sc.verdicts_by_setting(res, claims)
+    table = settings_table(rows, res.settings).data
+    assert table.count("<tr>") == len(claims) + 1 and "svhn, 100 images" in table
+    deltas = sc.delta_rows(claims)
+    text = delta_table(deltas).data
+    assert text.count("<tr class='v-") == len(deltas) and "At 2δ" in text

@@ -31,20 +31,37 @@ def test_digits_split_sizes_disjoint_and_seeded(device):
     b = load_dataset("digits", split_seed=0, device=device)
     assert torch.equal(a.X_train, b.X_train) and torch.equal(a.y_val, b.y_val)
     c = load_dataset("digits", split_seed=1, device=device)
-    assert torch.equal(a.X_test, c.X_test)                  # the test split is fixed
+    assert torch.equal(a.y_test, c.y_test)                  # the test split is fixed (its
+    za, zc = ((x - x.mean()) / x.std() for x in (a.X_test, c.X_test))   # scaling is the split's)
+    assert float((za - zc).abs().max()) < 1e-5
     assert not torch.equal(a.y_train, c.y_train)            # the train/val split is seeded
     assert "held-out test split" in a.note
 
 
+def test_normalisation_from_the_training_images_alone():
+    """The statistics are the training images' (mean 0, sd 1 there, to rounding), not those of
+    the validation images or of the official training set: with 100 training images the scaling
+    follows those 100, and the validation images are then off centre."""
+    d = load_dataset("digits", device="cpu")
+    assert abs(float(d.X_train.mean())) < 1e-5 and abs(float(d.X_train.std()) - 1) < 1e-4
+    full = torch.cat([d.X_train, d.X_val])
+    assert abs(float(full.mean())) > 1e-4            # validation images were not in the mean
+    lim = load_dataset("digits", train_limit=100, device="cpu")
+    assert abs(float(lim.X_train.mean())) < 1e-5 and abs(float(lim.X_train.std()) - 1) < 1e-4
+    assert not torch.allclose(lim.X_val, d.X_val)    # scaled by other statistics
+    # the same images, affinely rescaled: raw = x * sd + mean recovers one from the other
+    a, b = d.X_val.flatten().double(), lim.X_val.flatten().double()
+    slope = float(((a - a.mean()) * (b - b.mean())).sum() / ((a - a.mean()) ** 2).sum())
+    assert float((b - (b.mean() + slope * (a - a.mean()))).abs().max()) < 1e-4
+
+
 def test_normalisation_and_upsampling():
     d = load_dataset("digits", device="cpu")
-    full = torch.cat([d.X_train, d.X_val])
-    assert abs(float(full.mean())) < 1e-4 and abs(float(full.std()) - 1) < 1e-3
     up = load_dataset("digits", image_size=32, device="cpu")
     assert up.X_train.shape[1:] == (1, 32, 32) and up.pad == 4 and d.pad == 1
     assert torch.equal(up.y_train, d.y_train)
     lim = load_dataset("digits", train_limit=100, device="cpu")
-    assert lim.X_train.shape[0] == 100 and torch.equal(lim.X_train, d.X_train[:100])
+    assert lim.X_train.shape[0] == 100 and torch.equal(lim.y_train, d.y_train[:100])
 
 
 def test_bad_input_is_a_clear_error(tmp_path):

@@ -113,7 +113,8 @@ TEACHER = RunConfig(dataset="digits", depth=8, epochs=2, batch_size=32, train_li
 def _group(precision: str) -> list[RunConfig]:
     t = RunConfig(**{**TEACHER.to_dict(), "precision": precision})
     return [student_of(t, "none", 0.0), student_of(t, "gaussian", 4.0),
-            student_of(t, "symmetric", 0.3), student_of(t, "symmetric_mean", 0.3)]
+            student_of(t, "symmetric", 0.3), student_of(t, "symmetric_mean", 0.3),
+            student_of(t, "hinton", 4.0)]
 
 
 def _assert_rows_close(a: list[dict], b: list[dict], rtol: float) -> None:
@@ -155,7 +156,7 @@ def test_lockstep_students_equal_their_separate_runs(precision, rtol):
 def test_interrupted_lockstep_group_resumes_exactly(tmp_path):
     configs = _group("fp32")
     everything = [configs[0].teacher] + configs
-    assert [len(g) for g in lockstep_groups(everything)] == [1, 4]
+    assert [len(g) for g in lockstep_groups(everything)] == [1, 5]
     assert len({lockstep_key(c) for c in configs}) == 1
     ref = run_many(everything, tmp_path / "a", threads=1)
     run_many(everything[:1], tmp_path / "b", threads=1)

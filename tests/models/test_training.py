@@ -66,7 +66,11 @@ def test_config_key_and_roundtrip():
     (dict(epochs=0), "epochs must be >= 1"),
     (dict(batch_size=0), "batch_size must be >= 1"),
     (dict(precision="fp16"), "precision must be one of"),
-    (dict(noise="gaussian", level=1.0), "a teacher has no teacher and no noise"),
+    (dict(noise="gaussian", level=1.0), "a teacher has no teacher, no noise"),
+    (dict(stream=1), "a teacher has no teacher, no noise and no student stream"),
+    (dict(recipe=1), "recipe must be >= 2"),
+    (dict(passes=0), "passes must be >= 1"),
+    (dict(n_train_eval=0), "n_train_eval must be >= 1"),
     (dict(role="student"), "a student needs teacher"),
 ])
 def test_bad_configurations(kw, match):
