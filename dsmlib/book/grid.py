@@ -33,7 +33,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..chapters.sec5_distillation import DistillGrid, grid_from_parameters, grid_runs
+from ..chapters.sec5_grid import DistillGrid, grid_from_parameters, grid_runs
 from ..foundation.checks import check_choice, check_int
 from ..foundation.results import atomic_write_text
 from ..models.dataset_files import check_dataset, download, missing_files

@@ -122,7 +122,7 @@ def check_ranges(name: str, params: dict[str, Any]) -> None:
     checked by :func:`dsmlib.book.profiles.resolve`): Section 5 builds its grid, which
     checks every run's configuration. Other chapters check theirs as they start."""
     if name == "sec5_distillation":
-        from ..chapters.sec5_distillation import grid_from_parameters
+        from ..chapters.sec5_grid import grid_from_parameters
         grid_from_parameters(params)
 
 

@@ -20,9 +20,9 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from ..chapters.sec5_distillation import (CONTROL, HINTON, KINDS, TARGET_ACCURACY,
-                                          DistillResults, selected_levels, shrinkage_rows,
-                                          teacher_curve)
+from ..chapters.sec5_distillation import DistillResults, selected_levels, shrinkage_rows
+from ..chapters.sec5_grid import CONTROL, HINTON, KINDS
+from ..chapters.sec5_readouts import TARGET_ACCURACY, teacher_curve
 from ..foundation.power import MAX_UNITS
 from .common import error_bars
 from .tables import BADGES, data_table, fmt_interval, fmt_number
@@ -219,7 +219,7 @@ def shrinkage_table(res: DistillResults) -> Any:
 
 
 def noise_table(rows: Sequence[dict[str, Any]]) -> Any:
-    """The noise in the teacher's logit units (:func:`dsmlib.chapters.sec5_distillation.
+    """The noise in the teacher's logit units (:func:`dsmlib.chapters.sec5_readouts.
     noise_rows`): per setting and level, the noise variance per logit, the teachers' logit
     scale s², their ratio, and the students' test accuracy beside the teachers'."""
     from IPython.display import HTML
@@ -235,7 +235,7 @@ def noise_table(rows: Sequence[dict[str, Any]]) -> Any:
 
 def settings_table(rows: Sequence[dict[str, Any]], settings: Sequence[str]) -> Any:
     """Per claim, its verdict over all settings and restricted to each one
-    (:func:`dsmlib.chapters.sec5_claims.verdicts_by_setting`)."""
+    (:func:`dsmlib.chapters.sec5_gains.verdicts_by_setting`)."""
     from IPython.display import HTML
     head = ["Claim", "All settings"] + [html.escape(s) for s in settings]
     body = [[f"<code>{html.escape(r['claim'])}</code>", BADGES[r["verdict"]]]
@@ -245,7 +245,7 @@ def settings_table(rows: Sequence[dict[str, Any]], settings: Sequence[str]) -> A
 
 def delta_table(rows: Sequence[dict[str, Any]]) -> Any:
     """Every accuracy case's gain with its interval, δ, and its verdicts at δ/2, δ and 2δ
-    (:func:`dsmlib.chapters.sec5_claims.delta_rows`), in points of accuracy."""
+    (:func:`dsmlib.chapters.sec5_gains.delta_rows`), in points of accuracy."""
     from IPython.display import HTML
 
     def pts(x: float) -> str:
@@ -262,7 +262,7 @@ def delta_table(rows: Sequence[dict[str, Any]]) -> Any:
 
 def seeds_table(rows: Sequence[dict[str, Any]], seeds: int) -> Any:
     """The cases and the seeds that would decide them
-    (:func:`dsmlib.chapters.sec5_distillation.seeds_to_decide`): one card per case on a phone."""
+    (:func:`dsmlib.chapters.sec5_readouts.seeds_to_decide`): one card per case on a phone."""
     from IPython.display import HTML
     if not rows:
         return HTML(f"<p>Every case is decided with these {seeds} seeds.</p>")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dsmlib.book.profiles import load_specs
-from dsmlib.chapters.sec5_claims import SOME_IDS
+from dsmlib.chapters.sec5_gains import SOME_IDS
 from dsmlib.foundation.claims import (VERDICTS, combine_all, gain_verdict, joint_level, quantile,
                                       verdict)
 

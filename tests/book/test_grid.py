@@ -10,7 +10,7 @@ import pytest
 from dsmlib.book.cli import main
 from dsmlib.book.grid import (GridJob, balance, collect, group_cost, launch, profile_grid,
                               profile_parameters, status)
-from dsmlib.chapters.sec5_distillation import grid_from_parameters, grid_runs
+from dsmlib.chapters.sec5_grid import grid_from_parameters, grid_runs
 from dsmlib.models.runs import run_many
 from helpers import ROOT
 
@@ -70,7 +70,7 @@ def test_grid_command_line(tmp_path, capsys):
     runs_dir = str(tmp_path / "runs")
     assert main(["--root", str(ROOT), "grid", "status", "--profile", "smoke",
                  "-p", "runs_dir", runs_dir]) == 0
-    assert "smoke: 0 done, 0 partial, 10 new (of 10)" in capsys.readouterr().out
+    assert "smoke: 0 done, 0 partial, 26 new (of 26)" in capsys.readouterr().out
     assert main(["--root", str(ROOT), "grid", "launch", "--profile", "smoke",
                  "--cluster", "nowhere"]) == 2
     assert "cluster must be one of" in capsys.readouterr().err

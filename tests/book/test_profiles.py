@@ -84,3 +84,18 @@ def test_parse_value_reads_exponents_and_names_the_parameter():
     with pytest.raises(ValueError, match=r"^parameter 'steps': cannot parse the value '\[1,' as "
                                          r"YAML \([^\n]*\); write numbers as 0.1"):
         profiles.parse_value("[1,", "steps")
+
+
+def test_section5_students_train_as_long_as_their_teachers_in_every_profile():
+    """Issue 35: no profile shortens the students (student_epochs stays None, the teacher's
+    length), and every profile's grid builds with its settings: a headroom setting below the
+    full one wherever one is asked for, none under paper (its data sets leave room)."""
+    from dsmlib.book.grid import profile_grid
+    for profile in profiles.PROFILES:
+        grid, _, params = profile_grid(ROOT, profile)
+        assert params["student_epochs"] is None, profile
+        assert grid.epochs_of_students == grid.teacher_epochs, profile
+        if profile == "paper":
+            assert [s.headroom for s in grid.settings] == [False] * 3
+        else:
+            assert [s.headroom for s in grid.settings] == [False, True], profile

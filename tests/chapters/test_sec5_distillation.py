@@ -13,6 +13,11 @@ from scipy import stats
 
 from dsmlib.chapters import sec5_claims as sc
 from dsmlib.chapters import sec5_distillation as distill
+from dsmlib.chapters import sec5_gains as gains
+from dsmlib.chapters import sec5_grid as sg
+from dsmlib.chapters import sec5_readouts as ro
+from dsmlib.chapters import sec5_scope as scope
+from dsmlib.foundation.claims import case
 from dsmlib.foundation.power import units_to_decide
 from dsmlib.models.runs import RunRecord
 
@@ -33,7 +38,7 @@ def fake_records(grid, final, early=None) -> list[RunRecord]:
     """Finished records whose last row is ``final(config)``; earlier rows the same with twice the
     training loss and, where ``early(config, epoch)`` is given, its values."""
     out = []
-    for c in distill.grid_runs(grid):
+    for c in sg.grid_runs(grid):
         f = {m: 1.0 for m in distill.METRICS} | {"n_train": c.train_limit or 1150} | final(c)
         rows = [dict(f, epoch=e, train_loss=f["train_loss"] * (2 if e < c.epochs else 1))
                 | (early(c, e) if early and e < c.epochs else {}) for e in range(c.epochs + 1)]
@@ -73,7 +78,7 @@ def good(c) -> dict:
 
 
 def claims_of(final, early=None, **change):
-    grid = distill.grid_from_parameters({**PARAMS, **change})
+    grid = sg.grid_from_parameters({**PARAMS, **change})
     res = distill.summarise(grid, fake_records(grid, final, early))
     return res, {c.id: c for c in sc.distill_claims(res, scope_note="synthetic")}
 
@@ -83,9 +88,9 @@ def cases(claim) -> dict[str, dict]:
 
 
 def test_grid_runs_teachers_first_with_a_control_per_p_in_each_setting():
-    grid = distill.grid_from_parameters({**PARAMS, "curve_sizes": [100, 150, 300],
+    grid = sg.grid_from_parameters({**PARAMS, "curve_sizes": [100, 150, 300],
                                          "curve_seeds": [0, 1]})
-    runs = distill.grid_runs(grid)
+    runs = sg.grid_runs(grid)
     per_teacher = 1 + 2 + 2 + 2 + 1           # noiseless, σ², p, controls, Hinton
     curve = 2 * 2                              # 100 and 300 (150 is the headroom setting's)
     assert len(runs) == 2 * 4 * (1 + per_teacher) + curve
@@ -96,31 +101,31 @@ def test_grid_runs_teachers_first_with_a_control_per_p_in_each_setting():
     assert all(r.teacher.seed == r.seed and r.train_limit == r.teacher.train_limit
                for r in students)
     assert len({r.key() for r in runs}) == len(runs)
-    controls = [r for r in runs if r.noise == distill.CONTROL and r.train_limit is None]
+    controls = [r for r in runs if r.noise == sg.CONTROL and r.train_limit is None]
     assert sorted((r.seed, r.level) for r in controls) == [(s, p) for s in range(4) for p in (0.1, 0.3)]
     assert all(r.epochs == PARAMS["student_epochs"] for r in controls)
-    hinton = [r for r in runs if r.noise == distill.HINTON]
+    hinton = [r for r in runs if r.noise == sg.HINTON]
     assert len(hinton) == 8 and {r.level for r in hinton} == {4.0}
     assert [s.name for s in grid.settings] == [FULL, HEAD]
 
 
 def test_students_train_as_long_as_their_teacher_unless_told_otherwise():
-    grid = distill.grid_from_parameters({**PARAMS, "student_epochs": None, "teacher_epochs": 5})
-    assert {r.epochs for r in distill.grid_runs(grid)} == {5}
-    assert "teachers 5 and students 5 epochs" in distill.scope_note(grid)
+    grid = sg.grid_from_parameters({**PARAMS, "student_epochs": None, "teacher_epochs": 5})
+    assert {r.epochs for r in sg.grid_runs(grid)} == {5}
+    assert "teachers 5 and students 5 epochs" in sg.scope_note(grid)
 
 
 def test_each_setting_has_its_seeds_levels_and_passes():
-    grid = distill.grid_from_parameters({**PARAMS, "headroom_seeds": [5, 6, 7],
+    grid = sg.grid_from_parameters({**PARAMS, "headroom_seeds": [5, 6, 7],
                                          "headroom_sigma2s": [0.25, 1.0], "headroom_passes": 2})
-    runs = distill.grid_runs(grid)
+    runs = sg.grid_runs(grid)
     head = [r for r in runs if r.train_limit == 150]
     assert {r.seed for r in head} == {5, 6, 7} and {r.passes for r in head} == {2}
     assert {r.level for r in head if r.noise == "gaussian"} == {0.25, 1.0}
     full = [r for r in runs if r.train_limit is None]
     assert {r.seed for r in full} == {0, 1, 2, 3} and {r.passes for r in full} == {1}
     assert {r.level for r in full if r.noise == "gaussian"} == {1.0, 4.0}
-    own = distill.grid_runs(distill.grid_from_parameters({**PARAMS, "own_streams": True}))
+    own = sg.grid_runs(sg.grid_from_parameters({**PARAMS, "own_streams": True}))
     one_teacher = [r for r in own if r.role == "student" and r.seed == 0 and r.train_limit is None]
     assert len({r.stream for r in one_teacher}) == len(one_teacher) == 8
 
@@ -147,11 +152,11 @@ def test_each_setting_has_its_seeds_levels_and_passes():
 
 def test_bad_grid_parameters(change, match):
     with pytest.raises(ValueError, match=match):
-        distill.grid_from_parameters({**PARAMS, **change})
+        sg.grid_from_parameters({**PARAMS, **change})
 
 
 def test_summarise_needs_every_run_and_pairs_each_student_with_its_control():
-    grid = distill.grid_from_parameters(PARAMS)
+    grid = sg.grid_from_parameters(PARAMS)
     recs = fake_records(grid, good)
     with pytest.raises(ValueError, match="1 run\\(s\\) of the grid are not finished"):
         distill.summarise(grid, recs[:-1])
@@ -163,7 +168,7 @@ def test_summarise_needs_every_run_and_pairs_each_student_with_its_control():
         for cell in res.noisy(s, "symmetric"):
             ctrl = res.control(cell)
             assert (ctrl.kind, ctrl.level, ctrl.name, ctrl.setting) == (
-                distill.CONTROL, cell.level, f"control of p = {cell.level:g}", s)
+                sg.CONTROL, cell.level, f"control of p = {cell.level:g}", s)
         assert all(res.control(c) is res.noiseless(s) for c in res.noisy(s, "gaussian"))
         assert res.hinton(s).name == "Hinton student (T = 4)" and res.hinton(s).setting == s
     with pytest.raises(ValueError, match="cell must be a noisy student"):
@@ -244,7 +249,7 @@ def test_claims_confirmed_and_pinned_when_the_paper_holds():
     assert flat[f"{HEAD}: better than Hinton student (T = 4)"]["measured"] == pytest.approx(
         0.01, abs=0.002)
     assert distill.selected_levels(res, HEAD)["symmetric"].level == 0.1
-    assert "CIFAR-100 is not in this grid" in sc.not_measured(res)[0]
+    assert "CIFAR-100 is not in this grid" in scope.not_measured(res)[0]
 
 
 def test_steps_form_a_joint_box():
@@ -301,7 +306,7 @@ def test_each_swap_student_is_judged_against_its_own_control():
     student and above the other p's control: against any other run the verdict flips."""
     def own_control(c):
         f = good(c)
-        if c.noise == distill.CONTROL:
+        if c.noise == sg.CONTROL:
             f["gradnorm"] = 1000.0 * math.exp(-1.0 * position(c) + jitter(c))
         elif c.noise == "symmetric":
             f["gradnorm"] = 1000.0 * math.exp(-1.0 * position(c) - 0.05 + jitter(c))
@@ -360,15 +365,15 @@ def test_inconclusive_when_seeds_disagree():
 def test_some_case_logic():
     """Confirmed if any case is, refuted only if all are; the headline is the deciding case."""
     def c(m, se):
-        return sc.case(paper=0, measured=m, se=se, band=(0, None), quantity="q")
-    claim = sc.some_case("x", "s", {"a": c(-1, 0.01), "b": c(1, 0.01), "c": c(2, 0.5)})
+        return case(paper=0, measured=m, se=se, band=(0, None), quantity="q")
+    claim = gains.some_case("x", "s", {"a": c(-1, 0.01), "b": c(1, 0.01), "c": c(2, 0.5)})
     assert claim.verdict == "confirmed" and claim.measured == 1 and "(deciding case: b)" in claim.quantity
     assert [d["verdict"] for d in claim.details] == ["refuted", "confirmed", "confirmed"]
-    claim = sc.some_case("x", "s", {"a": c(-1, 0.01), "b": c(-3, 0.01)})
+    claim = gains.some_case("x", "s", {"a": c(-1, 0.01), "b": c(-3, 0.01)})
     assert claim.verdict == "refuted" and claim.measured == -1
-    assert sc.some_case("x", "s", {"a": c(-1, 0.01), "b": c(0, 1)}).verdict == "inconclusive"
+    assert gains.some_case("x", "s", {"a": c(-1, 0.01), "b": c(0, 1)}).verdict == "inconclusive"
     with pytest.raises(ValueError, match="cases must not be empty"):
-        sc.some_case("x", "s", {})
+        gains.some_case("x", "s", {})
 
 
 def test_late_log_gradnorm_averages_the_second_half_of_the_epochs():
@@ -394,7 +399,7 @@ def test_selection_averages_ties_within_a_seed():
 def test_controls_are_never_selected():
     """A control with the best validation accuracy is not a noisy student: selection ignores it."""
     def control_best(c):
-        return good(c) | (dict(val_acc=1.0, test_acc=0.2) if c.noise == distill.CONTROL else {})
+        return good(c) | (dict(val_acc=1.0, test_acc=0.2) if c.noise == sg.CONTROL else {})
     res, claims = claims_of(control_best)
     assert claims["fig1.noisy_beats_teacher"].verdict == "confirmed"
     assert distill.selected_levels(res, HEAD)["symmetric"].kind == "symmetric"
@@ -419,7 +424,7 @@ def test_accuracy_headroom_compares_the_teachers_room_with_the_interval():
         return f
     for final, says in ((good, "could be resolved"), (ceiling, "would stay unconfirmed")):
         res, claims = claims_of(final)
-        lines = distill.accuracy_headroom(res, list(claims.values()))
+        lines = ro.accuracy_headroom(res, list(claims.values()))
         assert len(lines) == 2
         for s, line in zip((FULL, HEAD), lines):
             acc = res.teacher(s).final["test_acc"].mean()
@@ -437,7 +442,7 @@ def test_seeds_to_decide_lists_every_undecided_case_and_plans_beyond_the_run():
     the run had (its measured effect is inside the interval), and the plan is the one
     units_to_decide makes from that case. With the paper true and little spread, no rows."""
     res, claims = claims_of(noisy)
-    rows = distill.seeds_to_decide(res, list(claims.values()))
+    rows = ro.seeds_to_decide(res, list(claims.values()))
     undecided = {(cid, d["case"]) for cid, c in claims.items() for d in c.details
                  if c.verdict == "inconclusive" and d["verdict"] == "inconclusive"}
     assert {(r["claim"], r["case"]) for r in rows} == undecided and rows
@@ -454,7 +459,7 @@ def test_seeds_to_decide_lists_every_undecided_case_and_plans_beyond_the_run():
         inside = (lo is None or lo <= d["measured"]) and (hi is None or d["measured"] <= hi)
         assert r["towards"] == ("confirmed" if inside else "refuted")
     res, claims = claims_of(good)
-    assert not [r for r in distill.seeds_to_decide(res, list(claims.values()))
+    assert not [r for r in ro.seeds_to_decide(res, list(claims.values()))
                 if r["claim"] in G_IDS]
 
 
@@ -472,7 +477,7 @@ def ceiling_and_headroom(c) -> dict:
 
 def test_each_setting_is_read_apart_and_the_ceiling_cannot_decide():
     res, claims = claims_of(ceiling_and_headroom)
-    rows = {r["claim"]: r for r in sc.verdicts_by_setting(res, list(claims.values()))}
+    rows = {r["claim"]: r for r in gains.verdicts_by_setting(res, list(claims.values()))}
     assert set(rows) == IDS
     beat = rows["fig1.noisy_beats_teacher"]
     # at the ceiling delta (0.01 points) is below the seeds' wobble: nothing is decided there
@@ -481,14 +486,14 @@ def test_each_setting_is_read_apart_and_the_ceiling_cannot_decide():
     assert (some[HEAD], some[FULL], some["verdict"]) == ("confirmed", "inconclusive", "confirmed")
     assert rows["fig1.noise_lowers_gradnorm_sigma2"][FULL] == "confirmed"
     # delta is a tenth of each setting's teacher error: 0.0001 and 0.01
-    deltas = {r["case"]: r["delta"] for r in sc.delta_rows(list(claims.values()))
+    deltas = {r["case"]: r["delta"] for r in gains.delta_rows(list(claims.values()))
               if r["claim"] == "fig1.noisy_beats_teacher"}
     assert deltas[FULL] == pytest.approx(0.1 * (1 - res.teacher(FULL).final["test_acc"].mean()))
     assert deltas[HEAD] == pytest.approx(0.01, abs=0.0005)
     # mutation guard: the setting of a case is its name's prefix, the longest that matches
-    assert distill.setting_of(f"{HEAD}: p = 0.1", res.settings) == HEAD
+    assert ro.setting_of(f"{HEAD}: p = 0.1", res.settings) == HEAD
     with pytest.raises(ValueError, match="names none of the settings"):
-        distill.setting_of("cifar10: p = 0.1", res.settings)
+        ro.setting_of("cifar10: p = 0.1", res.settings)
 
 
 def test_verdicts_at_half_and_twice_delta():
@@ -500,7 +505,7 @@ def test_verdicts_at_half_and_twice_delta():
         f["test_acc"] = 0.90 + 0.015 * selected + jitter(c, 0.0005)
         return f
     _, claims = claims_of(gain_15)
-    row = next(r for r in sc.delta_rows(list(claims.values()))
+    row = next(r for r in gains.delta_rows(list(claims.values()))
                if r["claim"] == "fig1.noisy_beats_teacher" and r["case"] == HEAD)
     assert row["delta"] == pytest.approx(0.01, abs=1e-4)
     assert row["measured"] == pytest.approx(0.015, abs=0.002)
@@ -513,7 +518,7 @@ def test_seeds_to_decide_plans_every_accuracy_case_at_delta():
     """With ``every``, the accuracy claims' decided cases get rows too; a gain that reaches delta
     is planned towards confirmation at 0, one below delta towards refutation at delta."""
     res, claims = claims_of(ceiling_and_headroom)
-    rows = distill.seeds_to_decide(res, list(claims.values()), every=sc.ACCURACY_IDS)
+    rows = ro.seeds_to_decide(res, list(claims.values()), every=gains.ACCURACY_IDS)
     acc = [r for r in rows if r["claim"] in ACC_IDS]
     assert len(acc) == sum(len(claims[i].details) for i in ACC_IDS)    # decided ones too
     assert {r["verdict"] for r in acc} >= {"confirmed", "inconclusive"}
@@ -537,25 +542,25 @@ def test_noise_rows_and_the_teacher_curve():
         f["train_acc"] = 1.0
         return f
     res, _ = claims_of(scaled, curve_sizes=[300], curve_seeds=[0, 1, 2])
-    rows = distill.noise_rows(res)
+    rows = ro.noise_rows(res)
     g = {(r["setting"], r["name"]): r for r in rows}
     assert g[(FULL, "σ² = 4")]["ratio"] == pytest.approx(4 / 9)
     assert g[(HEAD, "σ² = 4")]["ratio"] == pytest.approx(4 / 2.25)
     assert g[(HEAD, "p = 0.3")]["ratio"] == pytest.approx(5 / 9)
-    curve = distill.teacher_curve(res)
+    curve = ro.teacher_curve(res)
     assert [(r["n_train"], r["seeds"], r["setting"]) for r in curve] == [
         (150, 4, "headroom"), (300, 3, None), (1150, 4, "full")]
     assert [r["in_target"] for r in curve] == [True, False, False]
-    lines = distill.curve_lines(res)
+    lines = ro.curve_lines(res)
     assert len(lines) == 2 and "inside the target of 85–93 %" in lines[0]
     assert "1,150 training images" in lines[1]
     res, _ = claims_of(lambda c: scaled(c) | {"test_acc": 0.97 + jitter(c, 0.001)})
-    assert "OUTSIDE the target" in distill.curve_lines(res)[0]
+    assert "OUTSIDE the target" in ro.curve_lines(res)[0]
 
 
 def test_departures_list_what_differs_from_the_paper_and_only_that():
     res, _ = claims_of(good)
-    text = "\n".join(sc.departures(res))
+    text = "\n".join(scope.departures(res))
     for needed in ("Data: digits", "Network: ResNet-8", "Length: teachers 3 and students 2",
                    "Self-distillation acts as a regulariser (Mobahi et al. 2020)",
                    "different number of epochs", "headroom setting the paper does not have",
@@ -564,13 +569,13 @@ def test_departures_list_what_differs_from_the_paper_and_only_that():
         assert needed in text, needed
     paper = claims_of(good, datasets=["svhn", "cifar10", "cifar100"], depth=56,
                       teacher_epochs=200, student_epochs=None, headroom_size=0)[0]
-    text = "\n".join(sc.departures(paper))
+    text = "\n".join(scope.departures(paper))
     for absent in ("Data:", "Network:", "Length:", "different number of epochs", "headroom",
                    "Measurement:"):
         assert absent not in text, absent
     assert "0.002 for L = 100" in text
     res, _ = claims_of(good, passes=2, headroom_passes=3, n_train_eval=64)
-    text = "\n".join(sc.departures(res))
+    text = "\n".join(scope.departures(res))
     assert f"of 2 passes ({FULL}) and 3 passes ({HEAD}) each" in text
     assert "read on 64 of the training images" in text
 
@@ -581,7 +586,7 @@ def test_noise_lines_compare_the_settings_logit_scales():
         f["noise_var"] = c.level if c.noise == "gaussian" else 0.0
         return f
     res, _ = claims_of(scaled, headroom_sigma2s=[0.25, 1.0])
-    lines = distill.noise_lines(res)
+    lines = ro.noise_lines(res)
     assert lines[0] == (f"{FULL}: the teachers' logit scale is s² = 28; its σ² grid (1, 4) spans "
                         "0.0357 to 0.143 in those units.")
     assert "spans 0.0357 to 0.143" in lines[1] and "(0.25, 1)" in lines[1]

@@ -9,6 +9,9 @@ from scipy import stats
 
 from dsmlib.chapters import sec5_distillation as distill
 from dsmlib.chapters import sec5_claims as sc
+from dsmlib.chapters import sec5_gains as gains
+from dsmlib.chapters import sec5_grid as sg
+from dsmlib.chapters import sec5_readouts as ro
 from dsmlib.figures.sec5_distillation import (CONTROL_NAME, curve_figure, delta_table, figure1,
                                               figure2, gradnorm_epochs, noise_table,
                                               seeds_table, settings_table, shrinkage_table)
@@ -20,9 +23,9 @@ COLUMNS = ["digits, full data", "svhn, full data"]
 
 
 def results(**change):
-    grid = distill.grid_from_parameters({**PARAMS, **change})
+    grid = sg.grid_from_parameters({**PARAMS, **change})
     recs = []
-    for c in distill.grid_runs(grid):
+    for c in sg.grid_runs(grid):
         lvl = (c.level if c.noise == "gaussian" else 0 if c.noise == "hinton" else
                10 * c.level / (1 + (c.noise == "symmetric_mean")))
         row = {m: 1.0 for m in distill.METRICS} | dict(
@@ -124,12 +127,12 @@ def test_curve_figure_marks_the_settings_and_the_target():
 
 def test_tables_of_noise_settings_and_delta():
     res = results(headroom_size=100)
-    noise = noise_table(distill.noise_rows(res)).data
+    noise = noise_table(ro.noise_rows(res)).data
     assert "noise-units" in noise and "digits, 100 images" in noise and "σ² = 16" in noise
     claims = sc.distill_claims(res)
-    rows = sc.verdicts_by_setting(res, claims)
+    rows = gains.verdicts_by_setting(res, claims)
     table = settings_table(rows, res.settings).data
     assert table.count("<tr>") == len(claims) + 1 and "svhn, 100 images" in table
-    deltas = sc.delta_rows(claims)
+    deltas = gains.delta_rows(claims)
     text = delta_table(deltas).data
     assert text.count("<tr class='v-") == len(deltas) and "At 2δ" in text

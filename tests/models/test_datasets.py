@@ -103,3 +103,9 @@ def test_augment_flips_half_and_crops_uniformly():
     for v in (1.0, 2.0, 3.0):
         frac = float((shifted == v).float().mean())
         assert abs(frac - 1 / 3) < 5 * math.sqrt(2 / 9 / n)
+
+
+def test_train_images_counts_the_split_load_dataset_makes():
+    from dsmlib.models.datasets import train_images
+    assert train_images("digits") == load_dataset("digits", device="cpu").X_train.shape[0] == 1150
+    assert train_images("cifar10") == 40_000 and train_images("svhn") == 73_257 - 14_651

@@ -1,0 +1,181 @@
+"""What the Section 5 page reads off a grid's results besides its claims (chapter
+``sec5_distillation``): the teachers' accuracy against the training-set size and the headroom
+setting's place on it, the noise in the teachers' logit units, the headroom each setting
+leaves a student, and the seeds that would decide each case.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from ..foundation.claims import CONFIDENCE, interval, verdict
+from ..foundation.power import POWER, units_to_decide
+from .sec5_distillation import DistillResults
+from .sec5_grid import KINDS
+
+__all__ = ["TARGET_ACCURACY", "teacher_curve", "curve_lines", "noise_rows", "noise_lines",
+           "accuracy_headroom", "setting_of", "seeds_to_decide"]
+
+# The headroom setting's target: a teacher test accuracy in this range (issue 30), read off the
+# curve of teacher accuracy against training-set size (:func:`teacher_curve`).
+TARGET_ACCURACY = (0.85, 0.93)
+
+
+def teacher_curve(res: DistillResults) -> list[dict[str, Any]]:
+    """The teachers' test accuracy against the training-set size, per data set: the mean over
+    seeds with its Student-t interval at the ledger's level (one seed: no interval), the mean
+    training accuracy (a teacher that fits its images is data-limited, not step-limited), and
+    whether the mean lies in :data:`TARGET_ACCURACY`."""
+    out = []
+    for r in res.curve:
+        acc = r["test_acc"]
+        mean = float(acc.mean())
+        iv = (interval(mean, float(acc.std(ddof=1) / math.sqrt(acc.size)), dof=acc.size - 1)
+              if acc.size > 1 else [math.nan, math.nan])
+        out.append(dict(dataset=r["dataset"], n_train=r["n_train"], train_limit=r["train_limit"],
+                        seeds=r["seeds"], mean=mean, interval=iv, setting=r["setting"],
+                        train_acc=float(r["train_acc"].mean()),
+                        in_target=TARGET_ACCURACY[0] <= mean <= TARGET_ACCURACY[1]))
+    return out
+
+
+def curve_lines(res: DistillResults) -> list[str]:
+    """What the curve says about the grid's settings, per data set: each setting's teachers
+    (mean test accuracy, interval, training accuracy) and whether the headroom setting's lie in
+    :data:`TARGET_ACCURACY` -- said plainly when they do not."""
+    lo, hi = (100 * a for a in TARGET_ACCURACY)
+    lines = []
+    for r in teacher_curve(res):
+        if r["setting"] is None:
+            continue
+        a, b = (100 * v for v in r["interval"])
+        text = (f"{r['dataset']}, {r['setting']} setting ({r['n_train']:,} training images, "
+                f"{r['seeds']} seeds): the teachers reach {100 * r['mean']:.2f} % test accuracy "
+                f"[{a:.2f}, {b:.2f}] and {100 * r['train_acc']:.1f} % on their training images")
+        if r["setting"] == "headroom":
+            text += (f"; inside the target of {lo:g}–{hi:g} %." if r["in_target"] else
+                     f"; OUTSIDE the target of {lo:g}–{hi:g} %: choose another headroom_size "
+                     "from the curve.")
+        else:
+            text += f", {100 * (1 - r['mean']):.2f} points from a perfect score."
+        lines.append(text)
+    return lines
+
+
+def noise_rows(res: DistillResults) -> list[dict[str, Any]]:
+    """The noise in the teacher's logit units, per setting and noisy level: the teachers' logit
+    scale ``s^2`` (the variance of a logit vector about its own mean, on the training images;
+    mean over seeds), the noise's variance per logit around its mean target (``sigma^2``, or
+    the swap's, which depends on the logits) and their ratio (mean over seeds of the per-seed
+    ratio), with the student's mean test accuracy beside its teacher's."""
+    rows = []
+    for s in res.settings:
+        teacher_acc = float(res.teacher(s).final["test_acc"].mean())
+        for kind in KINDS:
+            for c in res.noisy(s, kind):
+                lv, nv = c.final["logit_var"], c.final["noise_var"]
+                rows.append(dict(setting=s, kind=kind, level=c.level, name=c.name,
+                                 logit_var=float(lv.mean()), noise_var=float(nv.mean()),
+                                 ratio=float((nv / lv).mean()),
+                                 test_acc=float(c.final["test_acc"].mean()),
+                                 teacher_acc=teacher_acc))
+    return rows
+
+
+def noise_lines(res: DistillResults) -> list[str]:
+    """Per setting, the teachers' logit scale and the range its Gaussian levels span in those
+    units (:func:`noise_rows`), and, per data set with a headroom setting, the ratio of the two
+    settings' scales: the factor by which the headroom grid's σ² should differ from the full
+    one's for the same noise in the teacher's units."""
+    rows = noise_rows(res)
+    lines, scale = [], {}
+    for s in res.grid.settings:
+        g = [r for r in rows if r["setting"] == s.name and r["kind"] == "gaussian"]
+        if not g:
+            continue
+        scale[s.name] = g[0]["logit_var"]
+        levels = ", ".join(f"{r['level']:g}" for r in g)
+        lines.append(f"{s.name}: the teachers' logit scale is s² = {g[0]['logit_var']:.3g}; its "
+                     f"σ² grid ({levels}) spans {g[0]['ratio']:.3g} to {g[-1]['ratio']:.3g} in "
+                     "those units.")
+    for d in res.grid.datasets:
+        full = next((s for s in res.grid.settings if s.dataset == d and not s.headroom), None)
+        head = next((s for s in res.grid.settings if s.dataset == d and s.headroom), None)
+        if full and head and full.name in scale and head.name in scale:
+            lines.append(f"{d}: the headroom teachers' logit scale is "
+                         f"{scale[head.name] / scale[full.name]:.2f} times the full data's, so "
+                         "the same noise in the teachers' units takes σ² that much smaller.")
+    return lines
+
+
+def accuracy_headroom(res: DistillResults, claims: Sequence[Any]) -> list[str]:
+    """Why the accuracy claims can stay undecided, per setting: the teachers' mean test
+    accuracy, the headroom it leaves a student, the smallest useful gain the verdicts use, and
+    the half-width of the ledger's interval of the gain of the validation-selected noisy student
+    over its teacher (the case of ``fig1.noisy_beats_teacher`` among ``claims``)."""
+    claim = next(c for c in claims if c.id == "fig1.noisy_beats_teacher")
+    lines = []
+    for s in res.settings:
+        acc = float(res.teacher(s).final["test_acc"].mean())
+        row = next(x for x in claim.details if x["case"] == s)
+        lo, hi = row["interval"]
+        half, room = (hi - lo) / 2, 1.0 - acc
+        verdict_text = ("so even a student that closed the whole gap would stay unconfirmed at "
+                        f"this spread with {len(res.setting(s).seeds)} seeds" if half >= room else
+                        "so a gain as large as the headroom could be resolved")
+        delta = row.get("delta")
+        smallest = ("" if delta is None else
+                    f"; the smallest useful gain is δ = {100 * delta:.2f} points")
+        lines.append(f"{s}: the teachers reach {100 * acc:.2f} % test accuracy on average, "
+                     f"leaving {100 * room:.2f} points to gain{smallest}; the "
+                     f"{100 * CONFIDENCE:g} % interval of the selected student's gain is "
+                     f"±{100 * half:.2f} points wide, {verdict_text}.")
+    return lines
+
+
+def setting_of(case: str, settings: Sequence[str]) -> str:
+    """The setting a case belongs to: cases are named ``<setting>`` or ``<setting>: ...``."""
+    for s in sorted(settings, key=len, reverse=True):
+        if case == s or case.startswith(f"{s}:"):
+            return s
+    raise ValueError(f"case {case!r} names none of the settings {list(settings)}")
+
+
+def _planning_band(d: dict[str, Any]) -> Any:
+    """The band edge a case's verdict would be reached at with many seeds: for a gain judged
+    against its smallest useful size ``delta`` (:func:`dsmlib.foundation.claims.gain_verdict`),
+    0 (confirmation) when the measured gain reaches ``delta``, else ``delta`` (refutation)."""
+    if d.get("delta") is None:
+        return d["band"]
+    return (0.0, None) if d["measured"] >= d["delta"] else (d["delta"], None)
+
+
+def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *, power: float = POWER,
+                    every: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Every undecided case of ``claims``, and every case of the claims in ``every`` (decided or
+    not): its measured value, the half-width of its interval and the seeds that would decide it
+    with probability ``power``, were the measured value and the seeds' spread the truth
+    (:func:`dsmlib.foundation.power.units_to_decide`; None: more than ``MAX_UNITS``, or a value
+    on the band's edge), and the verdict they would reach (``towards``: for a gain with a
+    smallest useful size ``delta``, confirmed if the value reaches ``delta``, else refuted;
+    otherwise confirmed if the value lies in the band, else refuted). A planning figure, not
+    evidence."""
+    rows = []
+    for c in claims:
+        if c.verdict != "inconclusive" and c.id not in every:
+            continue
+        for d in c.details:
+            if d.get("se") is None or (d.get("verdict") != "inconclusive" and c.id not in every):
+                continue
+            n = len(res.setting(setting_of(d["case"], res.settings)).seeds)
+            lo, hi = d["interval"]
+            band = _planning_band(d)
+            rows.append(dict(claim=c.id, case=d["case"], measured=d["measured"],
+                             half_width=(hi - lo) / 2, verdict=d["verdict"],
+                             delta=d.get("delta"),
+                             towards=verdict([d["measured"]] * 2,
+                                             d["band"] if d.get("delta") is None
+                                             else (d["delta"], None)),
+                             seeds=units_to_decide(d["measured"], d["se"], d["interval"], band,
+                                                   n, power=power)))
+    return rows
