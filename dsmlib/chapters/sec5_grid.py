@@ -189,7 +189,8 @@ def scope_note(grid: DistillGrid) -> str:
             "students' quadratic loss is per logit (2/L times Eq. 13's gradient).")
     if "digits" in grid.datasets:
         text += " The digits verdicts describe digits, not CIFAR or SVHN."
-    return text
+    return text + (" Every departure from the paper's Section 5 is listed on the page, under "
+                   "'What this chapter does not measure'.")
 
 
 def teacher_config(grid: DistillGrid, setting: Setting, seed: int) -> RunConfig:
