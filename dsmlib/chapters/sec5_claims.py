@@ -14,16 +14,16 @@ What each family of claims compares:
 - **more noise**: every step between consecutive *noisy* levels (the noiseless point is not part
   of it), with a joint (Bonferroni) box over all steps, so the claim's level is the ledger's.
 - **accuracy**: a test-accuracy gain judged against the smallest gain worth having, ``delta`` =
-  :data:`DELTA_FRACTION` of the teachers' test error in the setting (:func:`smallest_gain`),
-  fixed here before measuring: confirmed when the interval lies above 0 and reaches past
-  ``delta``, refuted when it lies below ``delta`` (no gain of useful size), inconclusive
-  otherwise (:func:`dsmlib.foundation.claims.gain_verdict`). The verdicts at ``delta / 2`` and
-  ``2 delta`` are kept beside (:func:`delta_rows`).
+  ``DELTA_FRACTION`` of the teachers' test error in the setting, fixed before measuring in
+  :mod:`dsmlib.chapters.sec5_gains` (``smallest_gain``): confirmed when the interval lies above 0
+  and reaches past ``delta``, refuted when it lies below ``delta`` (no gain of useful size),
+  inconclusive otherwise (:func:`dsmlib.foundation.claims.gain_verdict`). The verdicts at
+  ``delta / 2`` and ``2 delta`` are kept beside (``sec5_gains.delta_rows``).
 - **some student**: "some models improved" holds if one noisy student's gain is confirmed with a
   joint box over all students (:func:`dsmlib.chapters.sec5_gains.some_case`); refuted only if
   every one is refuted.
 
-Bands are fixed here before measuring. Sign claims on ``G`` (the paper states directions, not
+The bands on ``G`` are fixed here before measuring. Sign claims on ``G`` (the paper states directions, not
 sizes) are strict.
 """
 from __future__ import annotations
@@ -35,11 +35,11 @@ import numpy as np
 from ..foundation.claims import CONFIDENCE, Case, Claim, every_case, joint_level
 from .sec5_distillation import (Cell, DistillResults, selected_levels, selected_test_acc,
                                 shrinkage_rows)
-from .sec5_gains import (DELTA_FRACTION, STRICT, gain_case, seed_case as _seed_case, smallest_gain,
-                         some_case)
+from .sec5_gains import DELTA_FRACTION, STRICT, gain_case, seed_case, smallest_gain, some_case
 from .sec5_grid import KINDS
 
-__all__ = ["BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "late_log_gradnorm", "gradnorm_claims", "accuracy_claims", "figure2_claims", "distill_claims"]
+__all__ = ["BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "late_log_gradnorm", "gradnorm_claims",
+           "accuracy_claims", "figure2_claims", "distill_claims"]
 
 BELOW_BAND = (None, -STRICT)          # log(G_a / G_b): a below b
 STEP_BAND = (None, -STRICT)           # log(G_{k+1} / G_k) between consecutive noisy levels
@@ -82,8 +82,8 @@ def late_log_gradnorm(cell: Cell) -> np.ndarray:
 def _joint(values: dict[str, np.ndarray], band, quantity: str) -> dict[str, Case]:
     """One case per entry, all at the joint (Bonferroni) level of their number."""
     level = joint_level(len(values))
-    return {k: _seed_case(v, band, f"{quantity} (joint {CONFIDENCE:.0%} box over {len(values)})",
-                          level=level) for k, v in values.items()}
+    return {k: seed_case(v, band, f"{quantity} (joint {CONFIDENCE:.0%} box over {len(values)})",
+                         level=level) for k, v in values.items()}
 
 
 def _steps(res: DistillResults, kind: str, log_g) -> dict[str, np.ndarray]:
@@ -115,7 +115,7 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
     the same comparison over the epochs, and every student against its teacher."""
     ss, claims = res.settings, []
     for kind, sym in KINDS.items():
-        cases = {f"{s}: {c.name}": _seed_case(
+        cases = {f"{s}: {c.name}": seed_case(
             _excess(res, c), BELOW_BAND, _LOG_RATIO.format(a="noisy", b="control")
             + f"; control: {_CONTROL_TEXT[kind]}; paper: < 0") for s in ss for c in res.noisy(s, kind)}
         if cases:
@@ -146,7 +146,7 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
                                      scope=scope, note=(note + extra).strip(),
                                      condition="Holds only at the steps whose interval lies "
                                                "below 0 (see the per-step cases)."))
-    cases = {f"{s}: {c.name}": _seed_case(
+    cases = {f"{s}: {c.name}": seed_case(
         _excess(res, c, late_log_gradnorm), BELOW_BAND, "mean over the second half of the "
         "epochs of " + _LOG_RATIO.format(a="noisy", b="control") + "; paper: < 0")
         for s in ss for k in KINDS for c in res.noisy(s, k)}
@@ -167,9 +167,9 @@ def _below_teacher_claim(res: DistillResults, note: str) -> Claim:
         log_teacher = _log_g(res.teacher(s))
         for c in ([res.noiseless(s), res.hinton(s)]
                   + [c for k in KINDS for c in res.noisy(s, k)]):
-            cases[f"{s}: {c.name}"] = _seed_case(_log_g(c) - log_teacher, BELOW_BAND,
-                                                 _LOG_RATIO.format(a="student", b="teacher")
-                                                 + "; paper: < 0")
+            cases[f"{s}: {c.name}"] = seed_case(_log_g(c) - log_teacher, BELOW_BAND,
+                                                _LOG_RATIO.format(a="student", b="teacher")
+                                                + "; paper: < 0")
     return _every_case("fig1.student_below_teacher", "Students have a lower gradient norm G(θ) "
                       "than their teacher (Figure 1): the noiseless ones (squared error, and "
                       "Hinton's softened cross-entropy) and every noisy one.", cases,
@@ -266,7 +266,7 @@ def figure2_claims(res: DistillResults, note: str = "") -> list[Claim]:
     for s in res.settings:
         sel = selected_levels(res, s)
         for c in sel.values():
-            cases[f"{s}: {c.name}"] = _seed_case(
+            cases[f"{s}: {c.name}"] = seed_case(
                 c.final["train_loss"] / c.final["loss_scale"], TRAIN_LOSS_BAND,
                 "final training loss against E[ỹ] / variance of E[ỹ]; paper: ≈ 0")
         if "symmetric" in sel:
@@ -274,7 +274,7 @@ def figure2_claims(res: DistillResults, note: str = "") -> list[Claim]:
             others = [(k, c) for k, c in sel.items() if k != "symmetric"] + [("hinton",
                                                                                res.hinton(s))]
             for _, other in others:
-                flat[f"{s}: flatter than {other.name}"] = _seed_case(
+                flat[f"{s}: flatter than {other.name}"] = seed_case(
                     _log_g(swap) - _log_g(other), BELOW_BAND,
                     _LOG_RATIO.format(a="swap", b="other") + " at the selected levels; paper: < 0")
                 k = f"{s}: better than {other.name}"

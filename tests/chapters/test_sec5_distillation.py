@@ -577,7 +577,9 @@ def test_departures_list_what_differs_from_the_paper_and_only_that():
     assert "0.002 for L = 100" in text
     res, _ = claims_of(good, passes=2, headroom_passes=3, n_train_eval=64)
     text = "\n".join(scope.departures(res))
-    assert f"of 2 passes ({FULL}) and 3 passes ({HEAD}) each" in text
+    assert f"of 2 passes ({FULL}) and 3 passes ({HEAD})," in text
+    res, _ = claims_of(good, passes=2, headroom_passes=2)
+    assert "epochs of 2 passes each, not 200" in "\n".join(scope.departures(res))
     assert "read on 64 of the training images" in text
 
 
