@@ -24,6 +24,7 @@ from ..chapters.sec5_distillation import DistillResults, selected_levels, shrink
 from ..chapters.sec5_grid import CONTROL, HINTON, KINDS
 from ..chapters.sec5_readouts import TARGET_ACCURACY, teacher_curve
 from ..foundation.power import MAX_UNITS
+from ..models.datasets import SPECS
 from .common import error_bars
 from .tables import BADGES, data_table, fmt_interval, fmt_number
 
@@ -45,6 +46,13 @@ def _mean_se(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _titles(res: DistillResults) -> list[str]:
     return list(res.settings)
+
+
+def _eta_eff(res: DistillResults) -> str:
+    """The students' learning rate in Eq. 13's units, 2 eta / L (their loss is per logit)."""
+    ls = sorted({SPECS[d].num_classes for d in res.grid.datasets})
+    return ", ".join(f"{2 * res.grid.lr / n:g}" + (f" (L = {n})" if len(ls) > 1 else "")
+                     for n in ls)
 
 
 def curve_figure(res: DistillResults) -> go.Figure:
@@ -129,7 +137,8 @@ def figure1(res: DistillResults) -> go.Figure:
             fig.update_yaxes(type="log" if metric == "gradnorm" else "linear", row=i, col=j,
                              title_text=_ROWS1[i - 1][1] if j == 1 else None)
         fig.update_xaxes(tickvals=list(range(width + 1)), ticktext=ticks, row=3, col=j,
-                         title_text="noise level (grid position)")
+                         title_text="noise level (grid position); students at Eq. 13's "
+                                    f"η_eff = 2η/L = {_eta_eff(res)}")
     fig.update_layout(height=820, legend=dict(orientation="h", y=-0.16),
                       margin=dict(l=70, r=20, t=40, b=60))
     return fig
