@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..figures.tables import BADGES, claims_html, fmt_number
-from ..foundation.claims import CONFIDENCE, SCOPES, VERDICTS
+from ..foundation.claims import CONFIDENCE, FAMILY_RULE, SCOPES, VERDICTS
 from .references import Reference
 from .scales import (corrections_at_scale, erratum_at_scale, errata_at_scale_summary,
                      scales_html, scales_overview, summary_at_scale)
 
-__all__ = ["PAPER_ITEMS", "MACHINERY_PROFILES", "machinery_notice", "plural",
+__all__ = ["PAPER_ITEMS", "MACHINERY_PROFILES", "machinery_notice", "plural", "kind_of",
+           "KIND_TEXT",
            "ledger_markdown", "summary_markdown", "coverage_markdown", "errata_markdown"]
 
 #: Profiles that exist to test the book's machinery: their runs are too short to be evidence
@@ -21,6 +22,34 @@ MACHINERY_PROFILES = ("smoke",)
 def plural(n: int, word: str) -> str:
     """``1 claim``, ``2 claims``."""
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def kind_of(c: dict[str, Any]) -> str:
+    """A claim's kind; results written before kinds existed count as empirical."""
+    return c.get("kind", "empirical")
+
+
+#: What the two kinds mean, for the ledger and the introduction.
+KIND_TEXT = ("*Identity* checks (tagged *identity*) hold exactly by algebra whenever the code "
+             "matches the math, for any data: they cannot come out otherwise unless the code is "
+             "wrong, so they show that the code is the math, and are counted apart from "
+             "*empirical* findings, measured facts about SGD, a model or data that could have "
+             "come out otherwise.")
+
+
+def _confirmed_text(claims: Sequence[dict[str, Any]]) -> str:
+    """``15 empirical confirmations, 12 identity checks passed``."""
+    ok = [c for c in claims if c["verdict"] == "confirmed"]
+    emp = sum(kind_of(c) == "empirical" for c in ok)
+    return (f"{emp} empirical confirmation{'' if emp == 1 else 's'}, "
+            f"{len(ok) - emp} identity check{'' if len(ok) - emp == 1 else 's'} passed")
+
+
+def _identities_text(claims: Sequence[dict[str, Any]], verdict: str) -> str:
+    """`` (1 of them an identity)`` where identities have ``verdict`` (a refuted identity is a
+    bug); "" otherwise."""
+    n = sum(kind_of(c) == "identity" and c["verdict"] == verdict for c in claims)
+    return f" ({n} of them {'an identity' if n == 1 else 'identities'})" if n else ""
 
 
 def machinery_notice(profile: str) -> str:
@@ -54,6 +83,12 @@ def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
         "make a refuted claim hold, and every case. The {doc}`errata <errata>` collect the "
         "refutations.",
         "",
+        f"A claim decided over several cases (every panel, every setting) is decided by one "
+        f"family-wise rule: {FAMILY_RULE}. Each case keeps its own {int(CONFIDENCE * 100)} % "
+        "interval and its p-value (the smallest level at which that interval decides), and a "
+        "case whose own interval would decide but which the rule leaves undecided says so. "
+        + KIND_TEXT,
+        "",
     ]
     overview = scales_overview(docs, references, profile)
     if overview:
@@ -83,12 +118,15 @@ def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str,
     by_scope = ", ".join(f"{n} under *{s}*" for s, n in scopes.items() if n)
     notice = f"**{machinery_notice(profile)}** " if machinery_notice(profile) else ""
     return (f"{notice}Under the `{profile}` profile the book checks **{plural(len(claims), 'claim')}**: "
-            f"{counts['confirmed']} confirmed, {counts['refuted']} refuted and "
-            f"{counts['inconclusive']} inconclusive. Of the paper's own claims, "
-            f"{pc['confirmed']} are confirmed, {pc['refuted']} refuted"
+            f"{counts['confirmed']} confirmed ({_confirmed_text(claims)}), "
+            f"{counts['refuted']} refuted{_identities_text(claims, 'refuted')} and "
+            f"{counts['inconclusive']} inconclusive{_identities_text(claims, 'inconclusive')}. "
+            f"Of the paper's own claims, {pc['confirmed']} are confirmed "
+            f"(**{_confirmed_text(paper)}**), {pc['refuted']} refuted"
             f"{f' ({by_scope})' if by_scope else ''} and {pc['inconclusive']} inconclusive; "
-            "the rest are corrections derived here. See the {doc}`claims ledger <ledger>` for "
-            "every number and the {doc}`errata <errata>` for what the refutations mean.\n"
+            "the rest are corrections derived here. " + KIND_TEXT + " See the "
+            "{doc}`claims ledger <ledger>` for every number and the {doc}`errata <errata>` for "
+            "what the refutations mean.\n"
             + summary_at_scale(docs, references or {}))
 
 
@@ -115,9 +153,18 @@ def coverage_markdown(docs: Sequence[dict[str, Any]], *, profile: str) -> str:
         if not mine:
             lines.append(f"- {item}: **not measured yet**.")
             continue
-        counts = {v: sum(c["verdict"] == v for c in mine) for v in VERDICTS}
-        lines.append(f"- {item}: {plural(len(mine), 'claim')} ({counts['confirmed']} confirmed, "
-                     f"{counts['refuted']} refuted, {counts['inconclusive']} inconclusive).")
+        parts = []
+        for kind, word in (("empirical", "empirical"), ("identity", "identity check")):
+            of = [c for c in mine if kind_of(c) == kind]
+            if not of:
+                continue
+            counts = {v: sum(c["verdict"] == v for c in of) for v in VERDICTS}
+            label = (f"{len(of)} empirical" if kind == "empirical"
+                     else plural(len(of), "identity check"))
+            parts.append(f"{label} ({counts['confirmed']} "
+                         f"{'confirmed' if kind == 'empirical' else 'passed'}, "
+                         f"{counts['refuted']} refuted, {counts['inconclusive']} inconclusive)")
+        lines.append(f"- {item}: {plural(len(mine), 'claim')}: {' and '.join(parts)}.")
     return "\n".join(lines) + "\n"
 
 

@@ -2,10 +2,11 @@
 reference executions (:mod:`dsmlib.book.references`) beside the profile being built.
 
 For each chapter with references, one table: every claim's verdict and interval under the
-built profile, then under each reference profile, with a mark where a fresh reference's
-verdict differs. A stale reference (its content key is not the current code's) is shown
-greyed, labelled with the commit it was measured at, and never counted as agreeing or
-differing. With no references, nothing here adds anything to a page.
+built profile, then under each reference profile, with a mark (≠) where a reference's verdict
+differs. A stale reference (its content key is not the current code's) is shown greyed,
+labelled with the commit it was measured at; its differences are marked and counted too, but
+apart, labelled stale ("1 differs, in a stale reference"), never as current evidence. With no
+references, nothing here adds anything to a page.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from ..figures.tables import BADGES, data_table, fmt_interval, fmt_number
 from ..foundation.results import same_parameters
 from .references import Reference
 
-__all__ = ["same_as_built", "reference_caption", "differing_claims", "scales_html",
+__all__ = ["same_as_built", "reference_caption", "differing_claims", "stale_differ_text",
+           "scales_html",
            "corrections_at_scale", "summary_at_scale",
            "scales_overview", "erratum_at_scale", "errata_at_scale_summary", "PAPER_SCALE"]
 
@@ -61,12 +63,13 @@ def _cell(c: dict[str, Any] | None, stale: bool = False) -> str:
             f"<span class='iv'>{fmt_interval(c['interval'])}</span></span>")
 
 
-def differing_claims(claims: Sequence[dict[str, Any]], refs: Sequence[Reference]) -> set[str]:
-    """Ids of the claims whose verdict under some *fresh* reference differs from the built
-    profile's."""
+def differing_claims(claims: Sequence[dict[str, Any]], refs: Sequence[Reference], *,
+                     stale: bool = False) -> set[str]:
+    """Ids of the claims whose verdict under some *fresh* reference (``stale=True``: some
+    *stale* reference) differs from the built profile's."""
     out = set()
     for ref in refs:
-        if not ref.fresh:
+        if ref.fresh == stale:
             continue
         theirs = ref.claims()
         out |= {c["id"] for c in claims
@@ -81,6 +84,7 @@ def scales_html(doc: dict[str, Any], refs: Sequence[Reference], profile: str) ->
         return ""
     claims = doc["claims"]
     differs = differing_claims(claims, refs)
+    stale_differs = differing_claims(claims, refs, stale=True) - differs
     head = ["Claim", f"<code>{html.escape(profile)}</code> (this build)"]
     labels = ["Claim", f"{profile} (this build)"]
     for r in refs:
@@ -90,17 +94,25 @@ def scales_html(doc: dict[str, Any], refs: Sequence[Reference], profile: str) ->
     rows, classes = [], []
     for c in claims:
         mark = (" <span class='differs' title='verdicts differ across scales'>≠ differs</span>"
-                if c["id"] in differs else "")
+                if c["id"] in differs else
+                " <span class='differs stale' title='the verdict differs in a stale reference'>"
+                "≠ differs (stale)</span>" if c["id"] in stale_differs else "")
         rows.append([f"<code>{html.escape(c['id'])}</code>{mark}", _cell(c)]
                     + [_cell(r.claims().get(c["id"]), stale=not r.fresh) for r in refs])
-        classes.append("differs" if c["id"] in differs else "")
+        classes.append("differs" if c["id"] in differs else
+                       "differs-stale" if c["id"] in stale_differs else "")
     captions = "".join(reference_caption(r, doc) for r in refs)
-    n = len(differs)
+    n, m = len(differs), len(stale_differs)
     verdict_line = (f"<p class='scale-differs'>{n} verdict{'s' if n != 1 else ''} of this "
-                    "chapter differ between scales (marked ≠).</p>" if n else
+                    f"chapter differ{'s' if n == 1 else ''} between scales (marked ≠).</p>"
+                    if n else
                     "<p class='scale-differs'>No verdict of this chapter differs between "
                     "this build and a fresh reference.</p>"
                     if any(r.fresh for r in refs) else "")
+    if m:
+        verdict_line += (f"<p class='scale-differs stale'>{m} {'differs' if m == 1 else 'differ'}"
+                         " only in a stale reference (marked ≠ stale): measured with code "
+                         "that has changed since, so not current evidence.</p>")
     table = data_table(head, rows, labels, row_classes=classes,
                        table_class="cases scales cards")
     return (f"<div class='scales'><p><strong>At every scale.</strong></p>{captions}"
@@ -121,19 +133,24 @@ def scales_overview(docs: Sequence[dict[str, Any]], by_chapter: dict[str, list[R
         stale = [r.name for r in mine if not r.fresh]
         differ = sum(len(differing_claims(d["claims"], [r])) for d in docs for r in fresh
                      if r.name == d["notebook"])
+        old = sum(len(differing_claims(d["claims"], [r], stale=True)) for d in docs
+                  for r in mine if not r.fresh and r.name == d["notebook"])
         measured = sum(1 for d in docs for r in fresh if r.name == d["notebook"]
                        for c in d["claims"] if c["id"] in r.claims())
         line = (f"- **`{prof}`**: references of {len(mine)} chapter{'s' if len(mine) != 1 else ''}"
                 f" ({', '.join(r.name for r in mine)}), on {'; '.join(devices)}; "
                 f"{measured} claims re-measured by the fresh ones, {differ} with a different "
                 f"verdict from this build")
+        if old:
+            line += f"; {stale_differ_text(old)}"
         if stale:
             line += f"; **stale** (code changed since they ran): {', '.join(stale)}"
         lines.append(line + ".")
     return ("Beside this build, the book carries **reference executions**: chapters executed "
             "once under another profile, where the hardware is, and committed with their "
             f"provenance. Each chapter below shows them next to the `{profile}` verdicts, and "
-            "marks (≠) a claim whose verdict differs across scales.\n\n" + "\n".join(lines)
+            "marks (≠) a claim whose verdict differs across scales, also in a stale reference "
+            "(labelled stale).\n\n" + "\n".join(lines)
             + "\n")
 
 
@@ -230,10 +247,16 @@ def corrections_at_scale(docs: Sequence[dict[str, Any]],
             "models (see `notebooks/profiles.yml`).\n\n" + "\n".join(lines) + "\n")
 
 
+def stale_differ_text(n: int) -> str:
+    """``1 differs, in a stale reference`` / ``2 differ, in stale references``."""
+    return (f"{n} {'differs' if n == 1 else 'differ'}, in "
+            f"{'a stale reference' if n == 1 else 'stale references'}")
+
+
 def summary_at_scale(docs: Sequence[dict[str, Any]],
                      by_chapter: dict[str, list[Reference]]) -> str:
-    """One sentence for the introduction on what the fresh references re-measured (Markdown);
-    "" with no fresh reference."""
+    """One sentence for the introduction on what the fresh references re-measured, and how
+    many verdicts differ in stale ones (Markdown); "" with no reference."""
     parts = []
     for prof in sorted({r.profile for rs in by_chapter.values() for r in rs if r.fresh}):
         pairs = [(d, r) for d in docs for r in by_chapter.get(d["notebook"], [])
@@ -243,6 +266,15 @@ def summary_at_scale(docs: Sequence[dict[str, Any]],
         parts.append(f"the `{prof}` references re-measure {measured} of these claims in "
                      f"{len(pairs)} chapter{'s' if len(pairs) != 1 else ''}, and {differ} of "
                      f"their verdicts {'differs' if differ == 1 else 'differ'} from this build's")
+    for prof in sorted({r.profile for rs in by_chapter.values() for r in rs if not r.fresh}):
+        pairs = [(d, r) for d in docs for r in by_chapter.get(d["notebook"], [])
+                 if r.profile == prof and not r.fresh]
+        old = sum(len(differing_claims(d["claims"], [r], stale=True)) for d, r in pairs)
+        if old:
+            parts.append(f"{old} verdict{'s' if old != 1 else ''} of the stale `{prof}` "
+                         f"reference{'s' if len(pairs) != 1 else ''} "
+                         f"{'differs' if old == 1 else 'differ'} from this build's (stale: "
+                         "measured with code that has changed since)")
     if not parts:
         return ""
     return "At other scales, " + "; ".join(parts) + " (see the ledger).\n"

@@ -8,7 +8,7 @@ where the Gaussian noise does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -17,15 +17,19 @@ from ..foundation.checks import check_choice, check_int, check_nonnegative, chec
 from ..foundation.claims import Case, Claim, case, every_case
 from ..foundation.rng import as_generator, as_torch_generator, child_seed
 from ..foundation.stats import covariance, thin
-from ..models.settings import Setting
+from ..models.settings import Setting, least_squares_setting
 from ..theory import diffusion, jacobians
 from ..theory.label_noise import (GaussianNoise, LabelNoise, SymmetricSwapNoise,
                                   swap_expectation_matrix, symmetric_swap_expectation)
 from ..theory.label_noise_modes import FixedLabelNoise
 from ..theory.minibatch import draw_minibatches, prop1_covariance_factors
 
-__all__ = ["NoiseSamples", "predicted_moments", "sample_noise_terms", "noise_explorer_states",
-           "swap_expectation_claims"]
+__all__ = ["NoiseSamples", "PAPER_BATCHES", "predicted_moments", "sample_noise_terms",
+           "paper_batch_samples", "noise_explorer_states", "swap_expectation_claims"]
+
+#: The paper's own (N, b) where minibatches are b-subsets: Section 6 (N = 100, B = 5), and
+#: Section 5 (batch 64 on the 80 % training split of CIFAR-10/100, N = 40,000).
+PAPER_BATCHES = {"Section 6": (100, 5), "Section 5": (40_000, 64)}
 
 
 @dataclass
@@ -41,12 +45,14 @@ class NoiseSamples:
     xi_star: np.ndarray        # (n_samples, d)
     xi_uln: np.ndarray         # (n_samples, d)
     predicted: dict = field(default_factory=dict)
+    n: int | None = None       # N, the data points the minibatches are drawn from
 
 
 def predicted_moments(s: Setting, *, sigma2: float, batch_size: int, eta: float,
                       replacement: bool, noise_mode: str, noise: LabelNoise | None = None,
                       fixed_noise: torch.Tensor | None = None,
-                      jacobians_: torch.Tensor | None = None) -> dict[str, np.ndarray]:
+                      jacobians_: torch.Tensor | None = None,
+                      gradients_: torch.Tensor | None = None) -> dict[str, np.ndarray]:
     """Proposition 1's covariances, the exact scheme factors, and the fixed-noise drift.
 
     ``cov_star_paper = (eta/b) Sigma^SGD`` and ``cov_uln_paper = (eta sigma^2 / b) Sigma^ULN``
@@ -54,13 +60,20 @@ def predicted_moments(s: Setting, *, sigma2: float, batch_size: int, eta: float,
     ``C_i`` replaces ``sigma^2 I``. ``cov_star`` and ``cov_uln`` multiply them by the exact
     factors of :func:`dsmlib.theory.minibatch.prop1_covariance_factors`. With labels drawn once
     (``fixed_noise``), ``mean_uln = -sqrt(eta) (1/N) sum_i J_i^T eps_i`` is the batch mean of
-    ``xi^ULN`` conditional on that draw (``jacobians_``, if given, saves recomputing ``J_i``).
+    ``xi^ULN`` conditional on that draw. ``jacobians_`` (``J_i``) and ``gradients_`` (the
+    per-sample loss gradients at ``E[y~]``), if given, save recomputing them.
     """
     c_sgd, c_uln = prop1_covariance_factors(s.n, batch_size, replacement=replacement,
                                             noise_mode=noise_mode)
     y0 = s.y_clean if noise is None else noise.mean(s.y_clean)
-    s_sgd = diffusion.sigma_sgd(s.model, s.X, y0).cpu().numpy()
-    if noise is None or isinstance(noise, GaussianNoise):
+    if gradients_ is None:
+        s_sgd = diffusion.sigma_sgd(s.model, s.X, y0).cpu().numpy()
+    else:
+        s_sgd = covariance(gradients_.cpu().numpy())              # Eq. (15), normalised by N
+    if (noise is None or isinstance(noise, GaussianNoise)) and jacobians_ is not None:
+        J = jacobians_.cpu().numpy()
+        uln = sigma2 * np.einsum("nld,nle->de", J, J) / s.n       # (1/N) sum_i J_i^T J_i
+    elif noise is None or isinstance(noise, GaussianNoise):
         uln = sigma2 * diffusion.sigma_uln(s.model, s.X).cpu().numpy()
     else:
         uln = diffusion.sigma_uln(s.model, s.X, label_cov=noise.covariance(s.y_clean)).cpu().numpy()
@@ -112,8 +125,8 @@ def sample_noise_terms(s: Setting, *, sigma2: float, batch_size: int, eta: float
     device = jacobians.model_device(s.model)
     gen = as_torch_generator(rng, device)
     y0 = model_noise.mean(s.y_clean)                                    # E[y~]
-    g = jacobians.per_sample_loss_gradients(s.model, s.X, y0)           # (N, d)
-    J = jacobians.per_sample_jacobians(s.model, s.X)                     # (N, L, d)
+    g = jacobians.per_sample_loss_gradients(s.model, s.X, y0, chunk_size=chunk)   # (N, d)
+    J = jacobians.per_sample_jacobians(s.model, s.X, chunk_size=chunk)            # (N, L, d)
     g_bar = g.mean(dim=0)
     idx_all = torch.as_tensor(draw_minibatches(s.n, batch_size, n_samples, replace=replacement,
                                                seed=rng), device=device)
@@ -150,10 +163,30 @@ def sample_noise_terms(s: Setting, *, sigma2: float, batch_size: int, eta: float
             deviation = max(deviation, float(np.abs(real - vec).max() / scale))
     pred = predicted_moments(s, sigma2=sigma2, batch_size=batch_size, eta=eta,
                              replacement=replacement, noise_mode=noise_mode, noise=noise,
-                             fixed_noise=table, jacobians_=J)
+                             fixed_noise=table, jacobians_=J, gradients_=g)
     pred["real_step_deviation"] = deviation
     return NoiseSamples(s.name, sigma2, batch_size, eta, replacement, noise_mode,
-                        xi_star, xi_uln, pred)
+                        xi_star, xi_uln, pred, n=s.n)
+
+
+def paper_batch_samples(draws: Sequence[int], *, sigma2: float, eta: float,
+                        seed: int = 0) -> dict[str, NoiseSamples]:
+    """Draws of the noise terms without replacement, fresh noise, at each of
+    :data:`PAPER_BATCHES` (``draws[k]`` for the ``k``-th), on least squares with that many
+    points: what Proposition 1 gives where the paper itself runs SGD on subsets. The
+    finite-population factor does not depend on the model."""
+    draws = list(draws)
+    if len(draws) != len(PAPER_BATCHES):
+        raise ValueError(f"draws must give one count per paper batch setting "
+                         f"({', '.join(PAPER_BATCHES)}), got {draws!r}")
+    out = {}
+    for k, (label, (n, b)) in enumerate(PAPER_BATCHES.items()):
+        n_samples = check_int("draws", draws[k], minimum=2)
+        out[label] = sample_noise_terms(
+            least_squares_setting(n=n, seed=seed), sigma2=sigma2, batch_size=b, eta=eta,
+            n_samples=n_samples, replacement=False, n_real_steps=0,
+            seed=child_seed(seed, 7, k), chunk=max(4096, 2 ** 19 // b))
+    return out
 
 
 def noise_explorer_states(s: Setting, *, sigma2s, batch_sizes, eta: float, n_samples: int,
@@ -223,8 +256,9 @@ def swap_expectation_claims(y: torch.Tensor, *, ps, n_draws: int, seed: int = 0)
                              "permuting all logits by a random derangement."),
         every_case("sec5.swap_expectation_copy",
                    "Letting each logit, with probability p, copy a uniformly chosen other "
-                   "logit's original value gives the paper's $\\mathbb{E}[\\tilde y]$.", cases["copy"]),
+                   "logit's original value gives the paper's $\\mathbb{E}[\\tilde y]$.", cases["copy"],
+                   kind="identity"),
         every_case("sec5.swap_expectation_derangement",
                    "Permuting all logits by a uniform derangement with probability p gives the "
-                   "paper's $\\mathbb{E}[\\tilde y]$.", cases["derangement"]),
+                   "paper's $\\mathbb{E}[\\tilde y]$.", cases["derangement"], kind="identity"),
     ]

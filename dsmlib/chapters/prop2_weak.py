@@ -15,6 +15,7 @@ import numpy as np
 from scipy import optimize as _opt
 
 from ..foundation.checks import check_int
+from ..foundation.claim_fits import fit_case
 from ..foundation.claims import Case, case
 from ..foundation.distances import energy_coefficient, group_jackknife, random_directions
 from ..foundation.rng import child_seed
@@ -70,15 +71,15 @@ class WeakComparison:
 
     def case(self) -> Case:
         """The fitted rate of ``H`` in ``eta`` against :data:`WEAK_RATE` (a book claim: the
-        paper states no rate), its interval widened where the power law is rejected."""
+        paper states no rate), inconclusive where lack of fit rejects the power law
+        (:func:`dsmlib.foundation.claim_fits.fit_case`; never widened)."""
         quantity = "power-law rate of the energy coefficient H in η"
         if self.fit is None:
             return case(paper=WEAK_RATE, measured=0.0, se=0.0, band=WEAK_BAND, source="book",
                         quantity=quantity,
                         caveat="H was not positive at enough step sizes to fit a rate")
-        return case(paper=WEAK_RATE, measured=self.fit.slope,
-                    se=self.fit.widened_se(LACK_OF_FIT_ALPHA), dof=self.fit.dof_interval,
-                    band=WEAK_BAND, source="book", quantity=quantity)
+        return fit_case(self.fit, paper=WEAK_RATE, band=WEAK_BAND, source="book",
+                        quantity=quantity)
 
 
 def weak_comparison(problem: Problem, name: str, *, etas, horizon: float, n_paths: int,

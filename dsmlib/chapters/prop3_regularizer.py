@@ -146,14 +146,14 @@ def prop3_claims(cases: list[StrengthCase],
                    note="Exact, not approximate: the trace of Prop. 1's covariance. Without "
                         "replacement it holds too for fresh noise; with a fixed noise table "
                         "and replacement it gains the factor 1 + (b − 1)/N.",
-                   scope="assumptions", condition=exactness),
+                   scope="assumptions", condition=exactness, kind="identity"),
         slope_claim("prop3.strength_scaling",
                     "$\\mathbb{E}\\|\\xi^{\\mathrm{ULN}}_k\\|^2$ scales linearly in "
                     "$\\frac{\\eta\\sigma^2}{b}G(\\theta)$ across the grid (log-log slope 1).",
                     [c.predicted for c in cases], [c.measured for c in cases],
                     [c.se for c in cases], paper=1.0, band=SLOPE_BAND, exact=1.0,
                     quantity="log-log slope of measured on predicted strength",
-                    scope="assumptions", condition=exactness),
+                    scope="assumptions", condition=exactness, kind="identity"),
     ]
     if real_steps:
         claims.append(every_case(
@@ -163,7 +163,7 @@ def prop3_claims(cases: list[StrengthCase],
             "$\\frac{\\eta\\sigma^2}{bN}\\sum_i\\|\\nabla_\\theta f(x_i,\\theta)\\|^2$.",
             _strength_cases(real_steps, "mean of $\\eta\\|\\tilde g_k - g^*_k\\|^2$ over real steps / Eq. 22"),
             note="Two backward passes per step, nothing shared with the per-sample arrays.",
-            scope="assumptions", condition=exactness))
+            scope="assumptions", condition=exactness, kind="identity"))
     return claims
 
 
@@ -196,4 +196,4 @@ def remark2_claims(curves: list[PerturbationCurve], *,
         "as $s\\to0$.",
         cases, note="; ".join(notes), scope="assumptions",
         condition="Remark 2 is a first-order statement: it holds only for perturbations "
-                  "smaller than the scale where the curve bends.")]
+                  "smaller than the scale where the curve bends.", kind="identity")]

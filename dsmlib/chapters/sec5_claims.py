@@ -10,9 +10,9 @@ What each family of claims compares:
   trained without noise on the noise's mean target (:meth:`DistillResults.control`). For the
   swap this removes the target's shrinkage by ``kappa`` (Eq. 24), which lowers ``G`` with no
   implicit regulariser at all; the raw trend along ``p`` is kept under a name that says so.
-  These must hold at every level (an intersection-union test: each case at the ledger's level).
+  These must hold at every level.
 - **more noise**: every step between consecutive *noisy* levels (the noiseless point is not part
-  of it), with a joint (Bonferroni) box over all steps, so the claim's level is the ledger's.
+  of it).
 - **accuracy**: a test-accuracy gain judged against the smallest gain worth having, ``delta`` =
   ``DELTA_FRACTION`` of the teachers' test error in the setting, fixed before measuring in
   :mod:`dsmlib.chapters.sec5_gains` (``smallest_gain``): confirmed when the interval lies above 0
@@ -22,6 +22,9 @@ What each family of claims compares:
 - **some student**: "some models improved" holds if one noisy student's gain is confirmed with a
   joint box over all students (:func:`dsmlib.chapters.sec5_gains.some_case`); refuted only if
   every one is refuted.
+
+Claims over several cases are decided by the ledger's family-wise rule (Holm's, in
+:func:`dsmlib.foundation.claims.every_case`); every case's interval is the ledger's 99 %.
 
 The bands on ``G`` are fixed here before measuring. Sign claims on ``G`` (the paper states directions, not
 sizes) are strict.
@@ -79,13 +82,6 @@ def late_log_gradnorm(cell: Cell) -> np.ndarray:
     return np.log(curves[:, epochs > (curves.shape[1] - 1) / 2]).mean(axis=1)
 
 
-def _joint(values: dict[str, np.ndarray], band, quantity: str) -> dict[str, Case]:
-    """One case per entry, all at the joint (Bonferroni) level of their number."""
-    level = joint_level(len(values))
-    return {k: seed_case(v, band, f"{quantity} (joint {CONFIDENCE:.0%} box over {len(values)})",
-                         level=level) for k, v in values.items()}
-
-
 def _steps(res: DistillResults, kind: str, log_g) -> dict[str, np.ndarray]:
     """Per setting, each step between consecutive noisy levels of ``kind``: the per-seed change
     of ``log_g(cell)``."""
@@ -141,8 +137,10 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
         steps = _steps(res, kind, log_g)
         if steps:
             extra = f" {_kappa_text(res)}" if cid.endswith("shrinkage") else ""
-            claims.append(_every_case(cid, text, _joint(steps, STEP_BAND, "per-seed change of "
-                                     "log G between consecutive noisy levels; paper: < 0"),
+            step_cases = {k: seed_case(v, STEP_BAND, "per-seed change of log G between "
+                                        "consecutive noisy levels; paper: < 0")
+                          for k, v in steps.items()}
+            claims.append(_every_case(cid, text, step_cases,
                                      scope=scope, note=(note + extra).strip(),
                                      condition="Holds only at the steps whose interval lies "
                                                "below 0 (see the per-step cases)."))
@@ -315,6 +313,7 @@ def distill_claims(res: DistillResults, *, scope_note: str = "") -> list[Claim]:
     claims = (gradnorm_claims(res, scope_note) + accuracy_claims(res, scope_note)
               + figure2_claims(res, scope_note))
     for c in claims:
+        c.kind = "empirical"       # measured facts about trained networks, none an identity
         if c.verdict != "refuted":
             c.condition = ""
     return claims

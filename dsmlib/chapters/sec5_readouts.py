@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from ..foundation.claims import CONFIDENCE, interval, verdict
-from ..foundation.power import POWER, units_to_decide
+from ..foundation.claims import CONFIDENCE, interval, joint_level, quantile, verdict
+from ..foundation.power import POWER, resolvable, units_to_decide
 from .sec5_distillation import DistillResults
 from .sec5_grid import KINDS
 
@@ -158,24 +158,31 @@ def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *, power: float 
     (:func:`dsmlib.foundation.power.units_to_decide`; None: more than ``MAX_UNITS``, or a value
     on the band's edge), and the verdict they would reach (``towards``: for a gain with a
     smallest useful size ``delta``, confirmed if the value reaches ``delta``, else refuted;
-    otherwise confirmed if the value lies in the band, else refuted). A planning figure, not
-    evidence."""
+    otherwise confirmed if the value lies in the band, else refuted). A value within the claim's
+    resolution of a band edge (:func:`dsmlib.foundation.power.resolvable`) is a rounding
+    residue: ``resolved`` is False and neither seeds nor a verdict are projected. The plan is
+    made at the family-wise level of a claim over ``k`` cases: Bonferroni's ``1 - alpha/k`` per
+    case, which Holm's rule never needs to exceed. A planning figure, not evidence."""
     rows = []
     for c in claims:
         if c.verdict != "inconclusive" and c.id not in every:
             continue
+        k = sum("band" in d for d in c.details)
         for d in c.details:
             if d.get("se") is None or (d.get("verdict") != "inconclusive" and c.id not in every):
                 continue
             n = len(res.setting(setting_of(d["case"], res.settings)).seeds)
             lo, hi = d["interval"]
             band = _planning_band(d)
+            resolved = resolvable(d["measured"], band)
+            q = quantile(n - 1, joint_level(max(k, 1)))
+            plan = [d["measured"] - q * d["se"], d["measured"] + q * d["se"]]
             rows.append(dict(claim=c.id, case=d["case"], measured=d["measured"],
                              half_width=(hi - lo) / 2, verdict=d["verdict"],
-                             delta=d.get("delta"),
+                             delta=d.get("delta"), resolved=resolved,
                              towards=verdict([d["measured"]] * 2,
                                              d["band"] if d.get("delta") is None
-                                             else (d["delta"], None)),
-                             seeds=units_to_decide(d["measured"], d["se"], d["interval"], band,
+                                             else (d["delta"], None)) if resolved else None,
+                             seeds=units_to_decide(d["measured"], d["se"], plan, band,
                                                    n, power=power)))
     return rows

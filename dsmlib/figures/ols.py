@@ -1,4 +1,5 @@
-"""Figures of the ``ols`` chapter (figures layer): Figure 3, its zoom, and the cloud explorer."""
+"""Figures of the ``ols`` chapter (figures layer): Figure 3, its zoom, the cloud explorer, the
+cloud's shape table and the sweeps of the learning rate and the batch size."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -7,12 +8,13 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..chapters.ols import PanelResult
+from ..chapters.ols import PanelResult, moment_bound, shape_moments
 from ..foundation.stats import thin
-from .common import COLORS, ellipse_xy, square_axes, square_layout, state_explorer
+from .common import COLORS, ellipse_xy, error_bars, square_axes, square_layout, state_explorer
 from .tables import data_table, fmt_number
 
-__all__ = ["figure3", "figure3_zoom", "cloud_explorer", "panel_table"]
+__all__ = ["figure3", "figure3_zoom", "cloud_explorer", "panel_table", "shape_table",
+           "sweep_figure"]
 
 
 def _ellipse_traces(mean_emp, cov_emp, mean_exact, cov_exact, mean_paper, cov_paper, *,
@@ -178,3 +180,46 @@ def panel_table(results) -> Any:
     head = ["panel", "tr C measured", "tr C exact", "tr C paper", "paper / exact", "‖β̂ − β*‖",
             "η<sub>max</sub>", "η₄"]
     return HTML(data_table(head, rows))
+
+
+def shape_table(results) -> Any:
+    """Per panel: Mardia's moments of the cloud against the exact Gaussian (the four third
+    moments and the kurtosis excess, each ± its standard error), ``η / η_max`` and the
+    eighth-moment bound ``E‖I − ηH‖⁸`` (below 1: the intervals can be trusted)."""
+    from IPython.display import HTML
+    rows = []
+    for r in results:
+        est, se = shape_moments(r)
+        rows.append([f"({r.panel.key}) {r.panel.title}",
+                     *(f"{e:+.3f} ± {s:.3f}" for e, s in zip(est, se)),
+                     f"{r.eta / r.eta_max:.2f}", f"{moment_bound(r):.3g}"])
+    head = ["panel", "E z₁³", "E z₁²z₂", "E z₁z₂²", "E z₂³", "E|z|⁴/8 − 1", "η / η<sub>max</sub>",
+            "E‖I − ηH‖⁸"]
+    return HTML(data_table(head, rows))
+
+
+def sweep_figure(eta_runs: Sequence[PanelResult], batch_runs: Sequence[PanelResult]) -> go.Figure:
+    """``tr C`` against η (B fixed) and against B (η fixed): measured with 99 % error bars, the
+    exact recursion, the paper's ``(ησ²/B) tr Σ̄_N`` and the first-order ``ησ²d/(2B)``."""
+    fig = make_subplots(1, 2, subplot_titles=["against η", "against B"], horizontal_spacing=0.12)
+    for col, (runs, x_of, name) in enumerate(((eta_runs, lambda r: r.eta, "η"),
+                                              (batch_runs, lambda r: r.batch_size, "B")), start=1):
+        runs = sorted(runs, key=x_of)
+        x = np.array([x_of(r) for r in runs], dtype=float)
+        stats = [r.stat(lambda m, c: np.trace(c)) for r in runs]
+        fig.add_trace(go.Scatter(x=x, y=[float(e) for e, _ in stats], mode="markers",
+                                 error_y=error_bars([float(s) for _, s in stats], runs[0].n_batches - 1),
+                                 marker=dict(color=COLORS["noisy"], size=8),
+                                 name="measured", showlegend=col == 1), row=1, col=col)
+        for y, dash, label in (([np.trace(r.exact_cov) for r in runs], "solid", "exact"),
+                               ([np.trace(r.paper_cov) for r in runs], "dot", "paper, Eq. 30"),
+                               ([r.eta * r.problem.sigma2 * r.problem.d / (2 * r.batch_size)
+                                 for r in runs], "dash", "first order ησ²d/(2B)")):
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line=dict(color="#111", dash=dash),
+                                     name=label, showlegend=col == 1), row=1, col=col)
+        fig.update_xaxes(type="log", title_text=name, row=1, col=col)
+        fig.update_yaxes(type="log", title_text="tr C, stationary covariance (99% CI)", row=1,
+                         col=col)
+    fig.update_layout(height=420, legend=dict(orientation="h", y=-0.25),
+                      margin=dict(l=60, r=20, t=40, b=40))
+    return fig

@@ -26,13 +26,12 @@ SWEEP_COLORS = {(False, True): "#d62728", (False, False): "#ff7f0e",
 
 
 def fit_label(fit: Any, se: float, alpha: float) -> str:
-    """``slope [99 % interval], lack of fit p`` (and the widening factor when applied); the
-    interval is :func:`~dsmlib.foundation.claims.interval` with the fit's Student-t dof."""
-    widened = fit.p_value is not None and fit.p_value < alpha and fit.inflation > 1
-    lo, hi = interval(fit.slope, se, dof=fit.dof_interval if widened else np.inf)
+    """``slope [99 % interval], lack of fit p`` (``law rejected`` below ``alpha``); the
+    interval is :func:`~dsmlib.foundation.claims.interval` of ``se``, never widened."""
+    lo, hi = interval(fit.slope, se)
     text = f"slope {fit.slope:.2f} [{lo:.2f}, {hi:.2f}], lack of fit p = {fit.p_value:.2g}"
-    if widened:
-        text += f" (interval ×{fit.inflation:.1f})"
+    if fit.p_value is not None and fit.p_value < alpha:
+        text += " (law rejected)"
     return text
 
 

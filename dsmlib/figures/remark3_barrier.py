@@ -13,7 +13,7 @@ from ..chapters.remark3_barrier import STARTS, EscapeSweep
 from ..theory import barrier as BR
 from .common import COLORS
 
-__all__ = ["START_COLORS", "barrier_landscape", "escape_plot", "escape_table"]
+__all__ = ["START_COLORS", "barrier_landscape", "escape_plot", "escape_table", "constant_noise_table"]
 
 START_COLORS = {"sharp": COLORS["paper"], "flat": COLORS["noisy"]}
 
@@ -110,5 +110,22 @@ def escape_table(rows) -> object:
             r["start"], f"{r['eta']:g}", f"{r['sigma2']:g}", r["B"], f"{r['escaped']}/{r['n_runs']}",
             f"{p[0]:.3f} [{p[1]:.3f}, {p[2]:.3f}]", f"{r['predicted_probability']:.3f}",
             f"{fmt(t[0])} [{fmt(t[1])}, {fmt(t[2])}]", fmt(r["predicted_time"])]) + "</tr>")
+    return HTML("<table class='cases'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
+                + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
+
+
+def constant_noise_table(rows) -> object:
+    """The θ-independent noise control per level and start: the noise variance, escapes and
+    probability with its 99 % interval, beside the diffusion's prediction
+    (``dsmlib.chapters.remark3_barrier.constant_noise_rows``)."""
+    from IPython.display import HTML
+    head = ["start", "level (× σ²G(sharp)/B)", "noise variance q", "escaped", "P (99% CI)",
+            "P predicted"]
+    body = []
+    for r in rows:
+        p = r["probability"]
+        body.append("<tr>" + "".join(f"<td>{v}</td>" for v in [
+            r["start"], f"{r['level']:g}", f"{r['noise_var']:.3g}", f"{r['escaped']}/{r['n_runs']}",
+            f"{p[0]:.3f} [{p[1]:.3f}, {p[2]:.3f}]", f"{r['predicted_probability']:.3f}"]) + "</tr>")
     return HTML("<table class='cases'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
                 + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")

@@ -136,8 +136,9 @@ def weights_over_time(ex: ValleyExperiment, *, max_points: int = 300) -> go.Figu
 
 
 def _slope_label(f) -> str:
-    lof = f"χ² p = {f.p_value:.2g}" if f.dof else "2 points: fit untested"
-    return f"slope {f.slope:.3f} ± {quantile(f.dof_interval) * f.se_widened:.3f} ({lof})"
+    lof = (f"lack of fit p = {f.p_value:.2g}{', rejected' if f.lack_of_fit else ''}" if f.dof
+           else "2 points: fit untested")
+    return f"slope {f.slope:.3f} ± {quantile() * f.se:.3f} ({lof})"
 
 
 def drift_scaling(sw: DriftSweep) -> go.Figure:
@@ -188,19 +189,20 @@ def stability_plot(comps: Sequence[StabilityComparison]) -> go.Figure:
 
 
 def fits_table(sw: DriftSweep) -> Any:
-    """The fitted exponents of the drift speed, SGD and Eq. 17, with 99 % intervals and the
-    lack-of-fit check (interval widened by sqrt(χ²/dof) where p < 0.01)."""
+    """The fitted exponents of the drift speed, SGD and Eq. 17, with 99 % intervals from their
+    own standard errors and the lack-of-fit check (a law rejected at p < 0.01 is no law: its
+    exponent is shown, not judged)."""
     from IPython.display import HTML
-    head = ["against", "model", "exponent", "99% interval", "χ²", "dof", "p-value", "widened"]
+    head = ["against", "model", "exponent", "99% interval", "χ²", "dof", "p-value", "law"]
     body = []
     for label, fits in (("SGD", sw.fits), ("Eq. 17 model", sw.fits_dsm)):
         for name, f in fits.items():
-            widened = f.lack_of_fit
-            half = quantile(f.dof_interval) * f.se_widened
+            half = quantile() * f.se
             body.append("<tr>" + "".join(f"<td>{x}</td>" for x in [
                 name.replace("sigma2", "σ²").replace("eta", "η"), label, f"{f.slope:.4f}",
                 f"[{f.slope - half:.4f}, {f.slope + half:.4f}]", f"{f.chi2:.3g}", f.dof,
-                "—" if f.p_value is None else f"{f.p_value:.2g}", "yes" if widened else "no"])
+                "—" if f.p_value is None else f"{f.p_value:.2g}",
+                "rejected" if f.lack_of_fit else "holds" if f.dof else "untested"])
                 + "</tr>")
     return HTML("<table class='cases'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
                 + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")

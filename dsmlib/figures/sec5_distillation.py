@@ -23,7 +23,7 @@ from plotly.subplots import make_subplots
 from ..chapters.sec5_distillation import DistillResults, selected_levels, shrinkage_rows
 from ..chapters.sec5_grid import CONTROL, HINTON, KINDS
 from ..chapters.sec5_readouts import TARGET_ACCURACY, teacher_curve
-from ..foundation.power import MAX_UNITS
+from ..foundation.power import MAX_UNITS, RESOLUTION
 from ..models.datasets import SPECS
 from .common import error_bars
 from .tables import BADGES, data_table, fmt_interval, fmt_number
@@ -280,7 +280,11 @@ def seeds_table(rows: Sequence[dict[str, Any]], seeds: int) -> Any:
          "It would be"],
         [[f"<code>{html.escape(r['claim'])}</code>", html.escape(r["case"]),
           fmt_number(r["measured"]), fmt_number(r["half_width"]), BADGES[r["verdict"]],
-          f"{r['seeds']:,}" if r["seeds"] is not None else f"over {MAX_UNITS:,}",
-          BADGES[r["towards"]]] for r in rows],
-        row_classes=[f"v-{r['towards']}" for r in rows], table_class="cases seeds-to-decide cards")
+          ("none: no effect" if not r.get("resolved", True) else
+           f"{r['seeds']:,}" if r["seeds"] is not None else f"over {MAX_UNITS:,}"),
+          (BADGES[r["towards"]] if r.get("resolved", True) else
+           f"not projected: the value is within the resolution ({RESOLUTION:g}) of the band's "
+           "edge, a rounding residue rather than an effect")] for r in rows],
+        row_classes=[f"v-{r['towards'] or 'inconclusive'}" for r in rows],
+        table_class="cases seeds-to-decide cards")
     return HTML(f"<p>This run has {seeds} seeds.</p>{table}")

@@ -103,13 +103,20 @@ def _as_dict(c: Any) -> dict[str, Any]:
     return asdict(c) if is_dataclass(c) else dict(c)
 
 
+def _case_verdict(r: dict[str, Any]) -> str:
+    """A case's verdict under the family-wise rule, and its own where that differs."""
+    alone = (f" <span class='alone'>({BADGES[r['verdict_alone']]} by its own interval; Holm "
+             "leaves it undecided)</span>" if r.get("verdict_alone") else "")
+    return BADGES[r["verdict"]] + alone
+
+
 def _cases_html(details: list[dict[str, Any]]) -> str:
     rows = [r for r in details if "verdict" in r and "interval" in r]
     if not rows:
         return ""
     return data_table(
         ["Case", "Verdict", "Exact", f"Measured [{LEVEL}]", "Band"],
-        [[math_html(str(r["case"])), BADGES[r["verdict"]], fmt_number(r.get("exact")),
+        [[math_html(str(r["case"])), _case_verdict(r), fmt_number(r.get("exact")),
           f"{fmt_number(r['measured'])} {fmt_interval(r['interval'])}", fmt_band(r["band"])]
          for r in rows],
         row_classes=[f"v-{r['verdict']}" for r in rows], table_class="cases case-verdicts cards",
@@ -137,6 +144,8 @@ def claims_html(claims: Iterable[Any]) -> str:
     rows = []
     for c in map(_as_dict, claims):
         tag = " <span class='book-tag'>book</span>" if c.get("source") == "book" else ""
+        if c.get("kind") == "identity":
+            tag += " <span class='kind-tag' title='checks the code against the math'>identity</span>"
         rows.append(
             f"<tr data-scale='{BUILD}' class='claim v-{c['verdict']}'>"
             f"<td class='c-verdict'><span class='badge {c['verdict']}'>{BADGES[c['verdict']]}</span></td>"

@@ -10,11 +10,29 @@ is stated *before* looking at the measurement:
 
 Verdicts are always computed by :func:`verdict`; nothing writes one by hand. A :class:`Case` is
 one such measurement; a :class:`Claim` is a case with an id and a statement, or the combination
-of several cases that must all hold (:func:`every_case`). Builders for the recurring forms:
-:func:`case` (estimate and standard error), :func:`ratio_case` (measured over predicted) and
+of several cases that must all hold (:func:`every_case`).
+
+**Several cases, one family-wise rule.** A claim decided over several cases is decided by
+Holm's step-down procedure at the family-wise level ``1 - CONFIDENCE`` (:func:`holm_verdicts`),
+for confirming and for refuting alike. Each case carries its *p-value* (:func:`decision_p`): the
+smallest ``alpha`` at which its own ``1 - alpha`` interval lies wholly inside the band
+(``towards = "confirmed"``) or wholly outside it (``towards = "refuted"``). Holm sorts the cases
+by p-value and decides the ``j``-th (of ``k``) while ``p <= alpha / (k - j + 1)``; the others
+stay inconclusive. So a case decided under Holm is also decided by its own 99 % interval (the
+one shown), while a case whose 99 % interval alone would decide may stay undecided in a large
+family; the details say so. The claim is refuted when any case is, confirmed when all are.
+
+**Kinds.** Every claim has a ``kind`` (:data:`KINDS`): ``identity`` when the statement holds
+exactly by algebra from the definitions, for any data and setting, so that its measurement can
+only disagree with the exact value through a bug or too few draws (it checks the code against
+the math); ``empirical`` when its truth depends on the dynamics, the model or the data (a limit,
+a rate, a bound, an approximation whose accuracy depends on the setting, a run's behaviour).
+The default is ``empirical``; identities say so.
+
+Builders for the recurring forms: :func:`case` (estimate and standard error), :func:`ratio_case`
+(measured over predicted), :func:`interval_case` (an exact interval) and
 :func:`dsmlib.foundation.claim_fits.slope_claim` (a fitted log-log slope).
-:mod:`dsmlib.foundation.results`
-writes each notebook's claims to ``results/<profile>/<notebook>.json``.
+:mod:`dsmlib.foundation.results` writes each notebook's claims to ``results/<profile>/<notebook>.json``.
 
 Every claim of the paper carries a ``scope`` saying what a refutation refutes
 (:data:`SCOPES`): ``assumptions`` (wrong even under the paper's own assumptions), ``setting``
@@ -25,14 +43,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
+
+from scipy import stats as _st
 
 from .checks import check_choice, check_real
 from .stats import t_quantile
 
 VERDICTS = ("confirmed", "refuted", "inconclusive")
 SCOPES = ("assumptions", "setting", "reading")
+KINDS = ("identity", "empirical")
 CONFIDENCE = 0.99  # level of every interval in the ledger
+#: The family-wise rule of every claim decided over several cases, as the ledger states it.
+FAMILY_RULE = ("Holm's step-down procedure at family-wise error rate "
+               f"{1 - CONFIDENCE:.0%}, for confirming and for refuting")
 
 
 def parse_band(band: Sequence[float | None]) -> tuple[float, float]:
@@ -124,6 +148,8 @@ class Case:
     se: float | None = None
     exact: float | None = None  # the exact theory's value of the same statistic, where known
     caveat: str = ""            # why the interval cannot be trusted (then: inconclusive)
+    p_value: float | None = None  # the smallest alpha whose 1 - alpha interval decides (see towards)
+    towards: str | None = None    # the verdict a small enough alpha reaches; None: none can
 
 
 @dataclass
@@ -146,6 +172,60 @@ class Claim:
     exact: float | None = None     # exact theory, computed with the measurement's statistic
     scope: str | None = None       # for the paper's claims: one of SCOPES
     condition: str = ""            # for refutations: what would make the statement hold
+    kind: str = "empirical"        # one of KINDS: "identity" or "empirical"
+    p_value: float | None = None   # the smallest alpha at which the claim's verdict is reached
+
+
+def decision_p(measured: float, se: float, band: Sequence[float | None], *,
+               dof: float = math.inf) -> tuple[float, str | None]:
+    """The p-value of a case ``measured +- t se`` and the verdict it points to.
+
+    Inside the band the p-value is the smallest ``alpha`` whose ``1 - alpha`` interval lies
+    wholly inside it (``"confirmed"``); outside, the smallest whose interval misses it
+    (``"refuted"``): ``2 P(T > d / se)`` with ``d`` the distance to the nearer (inside) or the
+    near (outside) edge, Student-t with ``dof`` (normal if infinite), so that ``p <= alpha``
+    exactly when :func:`interval` at level ``1 - alpha`` decides. With ``se = 0`` the point
+    decides at once (0) unless it sits on an edge (1, towards nothing)."""
+    lo, hi = parse_band(band)
+    if se == 0:
+        v = verdict([measured, measured], band)
+        return (0.0, v) if v != "inconclusive" else (1.0, None)
+    if lo <= measured <= hi:
+        distance, towards = min(measured - lo, hi - measured), "confirmed"
+    else:
+        distance, towards = max(lo - measured, measured - hi), "refuted"
+    if distance == 0:
+        return 1.0, None
+    z = distance / se
+    tail = _st.t.sf(z, dof) if math.isfinite(dof) else _st.norm.sf(z)
+    return float(min(1.0, 2.0 * tail)), towards
+
+
+#: Below this ``alpha`` (about the smallest ``1 - level`` a float distinguishes from 1),
+#: :func:`interval_p` stops searching and reports it.
+P_FLOOR = 1e-15
+
+
+def interval_p(interval_at: Callable[[float], Sequence[float]],
+               band: Sequence[float | None]) -> tuple[float, str | None]:
+    """:func:`decision_p` for an interval that has no ``+- t se`` form (an exact binomial or
+    Poisson interval): ``interval_at(level)`` must widen with ``level``. The direction is the
+    verdict of a nearly-zero-level interval; the p-value is found by bisection on
+    ``log alpha`` (to 1e-6 relative), at least :data:`P_FLOOR`."""
+    towards = verdict(interval_at(1e-9), band)
+    if towards == "inconclusive":
+        return 1.0, None
+
+    def decides(log_alpha: float) -> bool:
+        return verdict(interval_at(1.0 - math.exp(log_alpha)), band) == towards
+
+    lo, hi = math.log(P_FLOOR), math.log(1.0 - 1e-9)
+    if decides(lo):
+        return P_FLOOR, towards
+    while hi - lo > 1e-6:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if decides(mid) else (mid, hi)
+    return float(math.exp(hi)), towards
 
 
 def case(*, paper: float, measured: float, se: float, band: Sequence[float | None],
@@ -158,7 +238,8 @@ def case(*, paper: float, measured: float, se: float, band: Sequence[float | Non
     degrees of freedom, normal if infinite). ``band`` is the tolerance band around the
     paper's value within which the claim counts as confirmed. A non-empty ``caveat`` says why
     the interval cannot be trusted (e.g. heavy tails); the verdict is then ``inconclusive``
-    by rule, whatever the interval says.
+    by rule, whatever the interval says. The p-value (:func:`decision_p`) does not depend on
+    ``level``.
     """
     measured = check_real("measured", measured)
     se = check_real("se", se)
@@ -166,11 +247,30 @@ def case(*, paper: float, measured: float, se: float, band: Sequence[float | Non
         raise ValueError(f"se must be >= 0, got {se}")
     check_choice("source", source, ["paper", "book"])
     iv = interval(measured, se, dof=dof, level=level)
+    p, towards = (1.0, None) if caveat else decision_p(measured, se, band, dof=dof)
     return Case(paper=float(paper), measured=measured, interval=iv,
                 band=[None if math.isinf(b) else b for b in parse_band(band)],
                 verdict="inconclusive" if caveat else verdict(iv, band),
                 quantity=quantity, source=source, se=se,
-                exact=None if exact is None else float(exact), caveat=caveat)
+                exact=None if exact is None else float(exact), caveat=caveat,
+                p_value=p, towards=towards)
+
+
+def interval_case(measured: float, interval_at: Callable[[float], Sequence[float]],
+                  band: Sequence[float | None], *, paper: float, quantity: str = "",
+                  source: str = "paper", level: float = CONFIDENCE,
+                  exact: float | None = None) -> Case:
+    """A case whose interval is ``interval_at(level)`` (an exact interval with no ``+- t se``
+    form; ``interval_at`` must widen with the level), its p-value from :func:`interval_p`.
+    Infinite ends are clipped to 1e300 so that results stay valid JSON."""
+    check_choice("source", source, ["paper", "book"])
+    clip = lambda iv: [min(float(iv[0]), 1e300), min(float(iv[1]), 1e300)]  # noqa: E731
+    iv = clip(interval_at(level))
+    p, towards = interval_p(lambda lev: clip(interval_at(lev)), band)
+    return Case(paper=float(paper), measured=min(float(measured), 1e300), interval=iv,
+                band=[None if math.isinf(b) else float(b) for b in parse_band(band)],
+                verdict=verdict(iv, band), quantity=quantity, source=source,
+                exact=None if exact is None else float(exact), p_value=p, towards=towards)
 
 
 def ratio_case(estimate: float, se: float, predicted: float, *, band: Sequence[float | None],
@@ -194,7 +294,10 @@ def joint_case(estimates: Sequence[float], ses: Sequence[float], *, paper: float
     together at the ledger's level; every coordinate must lie in ``band`` (e.g. a mean of zero
     within a tolerance). Unlike the norm of a mean, whose estimate is biased upwards and whose
     interval ``+- t se`` can run below zero, each coordinate's mean is unbiased. The headline is
-    the deciding coordinate (as in :func:`every_case`).
+    the deciding coordinate (as in :func:`every_case`). The case's p-value is the box's: ``d``
+    times the smallest coordinate p-value pointing outside the band, else ``d`` times the
+    largest (every coordinate inside), so that ``p <= alpha`` exactly when the joint box at
+    family-wise level ``1 - alpha`` decides.
     """
     est, se = list(map(float, estimates)), list(map(float, ses))
     if len(est) != len(se) or not est:
@@ -208,14 +311,22 @@ def joint_case(estimates: Sequence[float], ses: Sequence[float], *, paper: float
                            f"{CONFIDENCE:.0%} box)") for j, (m, s) in enumerate(zip(est, se))]
     overall = combine_all(c.verdict for c in cases)
     matching = [c for c in cases if c.verdict == overall]
-    if overall == "refuted":
-        return max(matching, key=band_gap)
-    return max(matching, key=lambda c: max(abs(c.interval[0]), abs(c.interval[1])))
+    head = (max(matching, key=band_gap) if overall == "refuted" else
+            max(matching, key=lambda c: max(abs(c.interval[0]), abs(c.interval[1]))))
+    d = len(cases)
+    out = [c.p_value for c in cases if c.towards == "refuted"]
+    if caveat or any(c.towards is None for c in cases):
+        p, towards = (min(1.0, d * min(out)), "refuted") if out else (1.0, None)
+    elif out:
+        p, towards = min(1.0, d * min(out)), "refuted"
+    else:
+        p, towards = min(1.0, d * max(c.p_value for c in cases)), "confirmed"
+    return Case(**{**head.__dict__, "p_value": p, "towards": towards if p < 1.0 else None})
 
 
 def from_case(id: str, statement: str, c: Case, *, note: str = "",
               details: list[dict[str, Any]] | None = None, scope: str | None = None,
-              condition: str = "") -> Claim:
+              condition: str = "", kind: str = "empirical") -> Claim:
     """A claim whose verdict is that of one case."""
     if c.caveat and c.caveat not in note:
         note = f"{note} {c.caveat}".strip()
@@ -224,25 +335,33 @@ def from_case(id: str, statement: str, c: Case, *, note: str = "",
                  quantity=c.quantity, source=c.source, se=c.se, note=note,
                  details=list(details or []), exact=c.exact,
                  scope=None if scope is None else check_choice("scope", scope, SCOPES),
-                 condition=condition)
+                 condition=condition, kind=check_choice("kind", kind, KINDS),
+                 p_value=_p_towards(c)[0])
 
 
 def measure(id: str, statement: str, *, paper: float, measured: float, se: float,
             band: Sequence[float | None], quantity: str = "", source: str = "paper",
             note: str = "", dof: float = math.inf, details: list[dict[str, Any]] | None = None,
             exact: float | None = None, scope: str | None = None,
-            condition: str = "", caveat: str = "") -> Claim:
+            condition: str = "", caveat: str = "", kind: str = "empirical") -> Claim:
     """Build a claim from an estimate and its standard error (see :func:`case`)."""
     c = case(paper=paper, measured=measured, se=se, band=band, quantity=quantity,
              source=source, dof=dof, exact=exact, caveat=caveat)
     return from_case(id, statement, c, note=note, details=details, scope=scope,
-                     condition=condition)
+                     condition=condition, kind=kind)
 
 
 def band_gap(c: Case | Claim) -> float:
     """How far the interval lies outside the band (negative when they overlap)."""
     lo, hi = parse_band(c.band)
     return max(lo - c.interval[1], c.interval[0] - hi)
+
+
+def overhang(c: Case | Claim) -> float:
+    """How far the interval reaches beyond the band, on the side where it reaches furthest
+    (negative: how far inside it stays): what keeps a case from being confirmed."""
+    lo, hi = parse_band(c.band)
+    return max(lo - c.interval[0], c.interval[1] - hi)
 
 
 def verdict_margin(c: Case | Claim) -> float:
@@ -261,32 +380,107 @@ def verdict_margin(c: Case | Claim) -> float:
     return min(-gap, max(lo - ilo, ihi - hi))
 
 
-def deciding_case(cases: dict[str, Case | Claim]) -> tuple[str, Case | Claim]:
-    """``(key, case)`` deciding an every-case verdict: the refuted case furthest from its band,
-    else the case nearest to changing the verdict (:func:`verdict_margin`; first on a tie)."""
-    overall = combine_all(c.verdict for c in cases.values())
-    matching = [(k, c) for k, c in cases.items() if c.verdict == overall]
+def _p_towards(c: Case | Claim) -> tuple[float, str | None]:
+    """A case's (p-value, direction) for :func:`holm_verdicts`. A caveat pins it to (1, None).
+    A case made without a p-value counts as decided just at its own level (conservative)."""
+    if getattr(c, "caveat", ""):
+        return 1.0, None
+    towards = getattr(c, "towards", None)
+    if isinstance(c, Claim):
+        towards = c.verdict if c.verdict != "inconclusive" else None
+    if c.p_value is not None:
+        return (float(c.p_value), towards) if towards else (1.0, None)
+    v = verdict(c.interval, c.band)
+    return (1.0 - CONFIDENCE, v) if v != "inconclusive" else (1.0, None)
+
+
+def holm_verdicts(cases: Sequence[Case | Claim], *, alpha: float = 1.0 - CONFIDENCE
+                  ) -> list[str]:
+    """Each case's verdict under Holm's step-down procedure at family-wise level ``alpha``:
+    sorted by p-value, the ``j``-th of ``k`` (from 0) is decided, towards its direction, while
+    ``p <= alpha / (k - j)``; from the first that fails on, the cases stay inconclusive. With
+    one case this is the case's own verdict at ``1 - alpha``."""
+    pt = [_p_towards(c) for c in cases]
+    out = ["inconclusive"] * len(pt)
+    for j, i in enumerate(sorted(range(len(pt)), key=lambda i: pt[i][0])):
+        p, towards = pt[i]
+        if towards is None or p > alpha / (len(pt) - j):
+            break
+        out[i] = towards
+    return out
+
+
+def holm_adjusted(cases: Sequence[Case | Claim]) -> list[float]:
+    """Holm-adjusted p-values: a case is decided under :func:`holm_verdicts` at ``alpha``
+    exactly when its adjusted p-value is at most ``alpha`` (and it points somewhere)."""
+    ps = [_p_towards(c)[0] for c in cases]
+    out, running = [1.0] * len(ps), 0.0
+    for j, i in enumerate(sorted(range(len(ps)), key=lambda i: ps[i])):
+        running = max(running, min(1.0, (len(ps) - j) * ps[i]))
+        out[i] = running
+    return out
+
+
+def bonferroni_verdicts(cases: Sequence[Case | Claim], *, alpha: float = 1.0 - CONFIDENCE
+                        ) -> list[str]:
+    """Each case's verdict under Bonferroni (``p <= alpha / k``): the rule the ledger does not
+    use, kept to measure what it would change."""
+    pt = [_p_towards(c) for c in cases]
+    return [t if t is not None and p <= alpha / len(pt) else "inconclusive" for p, t in pt]
+
+
+def _claim_p(cases: Sequence[Case | Claim]) -> float:
+    """The smallest family-wise ``alpha`` at which :func:`every_case` reaches a verdict:
+    the smallest adjusted p-value of a case pointing outside its band, else (every case
+    pointing inside) the largest adjusted p-value."""
+    adj, towards = holm_adjusted(cases), [_p_towards(c)[1] for c in cases]
+    out = [a for a, t in zip(adj, towards) if t == "refuted"]
+    if out:
+        return min(out)
+    return max(adj) if all(t == "confirmed" for t in towards) else 1.0
+
+
+def deciding_case(cases: dict[str, Case | Claim],
+                  verdicts: Sequence[str] | None = None) -> tuple[str, Case | Claim]:
+    """``(key, case)`` deciding an every-case verdict, given the cases' ``verdicts`` under the
+    family-wise rule (default :func:`holm_verdicts`): refuted, the refuted case furthest from
+    its band; confirmed, the case nearest a band edge (:func:`verdict_margin`); inconclusive,
+    the undecided case that keeps it so: one with a caveat, else the one reaching furthest
+    beyond the band (:func:`overhang`). First on a tie."""
+    items = list(cases.items())
+    verdicts = holm_verdicts([c for _, c in items]) if verdicts is None else list(verdicts)
+    overall = combine_all(verdicts)
+    matching = [(k, c) for (k, c), v in zip(items, verdicts) if v == overall]
     if overall == "refuted":
         return max(matching, key=lambda kc: band_gap(kc[1]))
-    return min(matching, key=lambda kc: verdict_margin(kc[1]))
+    if overall == "confirmed":
+        return min(matching, key=lambda kc: verdict_margin(kc[1]))
+    return max(matching, key=lambda kc: (bool(getattr(kc[1], "caveat", "")), overhang(kc[1])))
 
 
 def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note: str = "",
-               scope: str | None = None, condition: str = "") -> Claim:
+               scope: str | None = None, condition: str = "",
+               kind: str = "empirical") -> Claim:
     """A claim that must hold in every case (e.g. every panel of a figure).
 
-    The verdict is :func:`combine_all` of the cases'. The headline numbers are those of the
-    deciding case (:func:`deciding_case`): the refuted case whose interval lies furthest from
-    its band, else the case nearest to changing the verdict. Every case is kept in ``details``.
+    Each case is decided under the family-wise rule (:func:`holm_verdicts`); the claim is
+    refuted if any case is, confirmed if all are, else inconclusive (:func:`combine_all`). The
+    headline numbers are those of the deciding case (:func:`deciding_case`). Every case is kept
+    in ``details`` with its p-value, and, where its own interval alone would give another
+    verdict, that verdict (``verdict_alone``).
     """
     if not cases:
         raise ValueError("cases must not be empty")
-    overall = combine_all(c.verdict for c in cases.values())
-    key, head = deciding_case(cases)
+    values = list(cases.values())
+    verdicts = holm_verdicts(values)
+    overall = combine_all(verdicts)
+    key, head = deciding_case(cases, verdicts)
     details = []
-    for k, c in cases.items():
+    for (k, c), v in zip(cases.items(), verdicts):
         row = {"case": k, "paper": c.paper, "measured": c.measured, "interval": c.interval,
-               "band": c.band, "verdict": c.verdict}
+               "band": c.band, "verdict": v, "p": _p_towards(c)[0]}
+        if c.verdict != v:
+            row["verdict_alone"] = c.verdict
         if c.exact is not None:
             row["exact"] = c.exact
         if getattr(c, "caveat", ""):
@@ -295,11 +489,18 @@ def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note:
     caveats = sorted({f"({k}) {c.caveat}" for k, c in cases.items() if getattr(c, "caveat", "")})
     if caveats:
         note = (note + " Untrustworthy intervals: " + "; ".join(caveats)).strip()
+    held = [f"({k}) {c.verdict}" for (k, c), v in zip(cases.items(), verdicts) if c.verdict != v]
+    if held:
+        note = (note + f" Holm's rule over the {len(cases)} cases leaves undecided "
+                f"{len(held)} that {'its' if len(held) == 1 else 'their'} own "
+                f"{CONFIDENCE:.0%} interval alone would decide: {', '.join(held)}.").strip()
     head = Case(**{**{f.name: getattr(head, f.name, f.default) for f in fields(Case)},
                    "verdict": overall,
                    "quantity": f"{head.quantity} (deciding case: {key})".strip()})
-    return from_case(id, statement, head, note=note, details=details, scope=scope,
-                     condition=condition)
+    claim = from_case(id, statement, head, note=note, details=details, scope=scope,
+                      condition=condition, kind=kind)
+    claim.p_value = _claim_p(values)
+    return claim
 
 
 def exact_verdict(c: Claim | Case) -> str | None:

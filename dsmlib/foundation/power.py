@@ -12,6 +12,11 @@ edge) sqrt(m) / s``, so the chance of a verdict is ``P(|T| > q_m)``: exact for a
 finite edge (every band of a sign claim); with two, an upper bound (it ignores the far edge).
 :func:`units_to_decide` is the smallest ``m`` that makes it at least ``power``. It is a
 planning figure, not evidence: it takes the measured effect and spread at face value.
+
+A projection needs an effect: a measured value that lies within the claim's *resolution* of a
+band edge (:func:`resolvable`; by default the rounding of float32 metrics, :data:`RESOLUTION`)
+is a rounding residue, not a distance from the edge, and no number of units is projected for
+it.
 """
 from __future__ import annotations
 
@@ -24,10 +29,14 @@ from scipy import stats as _st
 from .checks import check_int, check_real
 from .claims import parse_band
 
-__all__ = ["decision_power", "units_to_decide", "POWER", "MAX_UNITS"]
+__all__ = ["decision_power", "units_to_decide", "resolvable", "POWER", "MAX_UNITS",
+           "RESOLUTION"]
 
 POWER = 0.8          # the conventional planning power
 MAX_UNITS = 100_000  # beyond this many units, :func:`units_to_decide` gives up (None)
+#: The default resolution of a claim's quantity: metrics are recorded in float32 (relative
+#: rounding 1.2e-7 on values of order 1), so a distance below 1e-6 from a band edge is rounding.
+RESOLUTION = 1e-6
 
 
 def _edge_distance(measured: float, band: Sequence[float | None]) -> float:
@@ -61,23 +70,32 @@ def decision_power(distance: float, spread: float, units: int, level: float) -> 
     return min(1.0, float(_integrate.quad(given, 0.0, 1.0, limit=200)[0]))
 
 
+def resolvable(measured: float, band: Sequence[float | None],
+               resolution: float = RESOLUTION) -> bool:
+    """Whether ``measured`` lies further than ``resolution`` from the nearest finite edge of
+    ``band``: an effect distinguishable from zero at the claim's resolution."""
+    resolution = check_real("resolution", resolution)
+    if resolution < 0:
+        raise ValueError(f"resolution must be >= 0, got {resolution}")
+    return _edge_distance(check_real("measured", measured), band) > resolution
+
+
 def units_to_decide(measured: float, se: float, interval: Sequence[float],
                     band: Sequence[float | None], units: int, *, power: float = POWER,
-                    max_units: int = MAX_UNITS) -> int | None:
+                    max_units: int = MAX_UNITS, resolution: float = RESOLUTION) -> int | None:
     """The fewest independent units for a verdict with probability ``power``, were the truth
     the ``measured`` value and the per-unit spread ``se sqrt(units)``; the interval's level is
     read from ``interval``'s half-width (it may be a joint level). None when the measured value
-    sits on a band edge, the spread is zero, or more than ``max_units`` would be needed."""
+    is not :func:`resolvable` from a band edge at ``resolution`` (then there is no effect to
+    project), the spread is zero, or more than ``max_units`` would be needed."""
     measured, se = check_real("measured", measured), check_real("se", se)
     units = check_int("units", units, minimum=2)
     power = check_real("power", power)
     if not 0.0 < power < 1.0:
         raise ValueError(f"power must lie in (0, 1), got {power}")
-    if se <= 0:
+    if se <= 0 or not resolvable(measured, band, resolution):
         return None
     distance = _edge_distance(measured, band)
-    if distance == 0:
-        return None
     level = _level((interval[1] - interval[0]) / 2.0, se, units)
     spread = se * math.sqrt(units)
 

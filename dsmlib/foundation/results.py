@@ -30,7 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from .claims import SCOPES, VERDICTS, Claim
+from .claims import KINDS, SCOPES, VERDICTS, Claim
 
 __all__ = ["SEAL", "RUN_ONLY", "write_results", "load_results", "atomic_write_text",
            "parameters_hash", "same_parameters", "custom_results_path", "notebook_parameters"]
@@ -139,6 +139,8 @@ def _check(claims: Sequence[Claim]) -> None:
     for c in claims:
         if c.source == "paper" and c.scope not in SCOPES:
             raise ValueError(f"claim {c.id!r} is the paper's: its scope must be one of {SCOPES}")
+        if c.kind not in KINDS:
+            raise ValueError(f"claim {c.id!r}: kind must be one of {KINDS}, got {c.kind!r}")
         if c.source == "paper" and c.verdict == "refuted" and not c.condition:
             raise ValueError(f"claim {c.id!r} is refuted: give the condition that would make "
                              "it hold")

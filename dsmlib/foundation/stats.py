@@ -123,12 +123,14 @@ class LogLogFit:
     """A straight line through ``(log x, log y)`` (generalised least squares) and its
     lack-of-fit check.
 
-    ``se`` is the slope's standard error from the points' own errors; ``chi2 = r^T Cov^-1 r``
-    of the residuals with ``dof = k - 2`` degrees of freedom and ``p_value`` its upper tail.
-    When the line does not describe the points (``p_value < alpha``) the honest uncertainty of
-    "the slope" is larger: ``se_widened`` scales ``se`` by the Birge ratio ``sqrt(chi2 / dof)``
-    and ``dof_interval`` becomes ``k - 2`` (Student-t); otherwise both equal ``se`` and
-    infinity. With two points (``dof = 0``) lack of fit cannot be tested.
+    ``se`` is the slope's standard error from the points' own errors (``intercept_se`` the
+    intercept's, where known); ``chi2 = r^T Cov^-1 r`` of the residuals with ``dof = k - 2``
+    degrees of freedom and ``p_value`` its upper tail; ``lack_of_fit`` when ``p_value <
+    alpha``. ``se_widened`` (``se`` times the Birge ratio ``sqrt(chi2 / dof)`` on lack of fit)
+    and ``dof_interval`` describe how far the points scatter about the line; no claim uses
+    them, because a law that lack of fit rejects decides nothing
+    (:mod:`dsmlib.foundation.claim_fits`). With two points (``dof = 0``) lack of fit cannot be
+    tested.
     """
 
     slope: float
@@ -140,18 +142,20 @@ class LogLogFit:
     lack_of_fit: bool
     se_widened: float
     dof_interval: float
+    intercept_se: float | None = None
 
     @classmethod
     def from_chi2(cls, slope: float, intercept: float, se: float, chi2: float, dof: int, *,
-                  alpha: float = 0.01) -> "LogLogFit":
-        """A fit from its numbers, with the lack-of-fit test and widening applied at ``alpha``."""
+                  alpha: float = 0.01, intercept_se: float | None = None) -> "LogLogFit":
+        """A fit from its numbers, with the lack-of-fit test (and the descriptive widening)
+        applied at ``alpha``."""
         if dof == 0:
-            return cls(slope, intercept, se, chi2, 0, None, False, se, np.inf)
+            return cls(slope, intercept, se, chi2, 0, None, False, se, np.inf, intercept_se)
         p = float(_st.chi2.sf(chi2, dof))
         bad = p < alpha
         birge = max(1.0, float(np.sqrt(chi2 / dof)))
         return cls(slope, intercept, se, chi2, dof, p, bad, se * birge if bad else se,
-                   float(dof) if bad else np.inf)
+                   float(dof) if bad else np.inf, intercept_se)
 
     @property
     def inflation(self) -> float:
@@ -167,8 +171,8 @@ class LogLogFit:
         """One line for a claim's note."""
         if self.dof == 0:
             return "two points: lack of fit cannot be tested"
-        verdict = ("the points are not on a line, so the interval is widened by the Birge "
-                   f"ratio {self.se_widened / self.se:.3g}" if self.lack_of_fit
+        verdict = ("the points are not on a line: the law is rejected and decides nothing "
+                   f"(they scatter {self.inflation:.3g} times their errors)" if self.lack_of_fit
                    else "consistent with a straight line")
         return f"lack of fit χ² = {self.chi2:.3g} on {self.dof} dof, p = {self.p_value:.3g}: {verdict}"
 
@@ -210,5 +214,67 @@ def loglog_fit(x: np.ndarray, y: np.ndarray, y_se: np.ndarray | None = None, *,
     beta = np.linalg.solve(info, A.T @ W @ ly)
     r = ly - A @ beta
     chi2, dof = float(r @ W @ r), x.size - 2
-    se = float(np.sqrt(np.linalg.inv(info)[1, 1]))
-    return LogLogFit.from_chi2(float(beta[1]), float(beta[0]), se, chi2, dof, alpha=alpha)
+    cov_beta = np.linalg.inv(info)
+    return LogLogFit.from_chi2(float(beta[1]), float(beta[0]), float(np.sqrt(cov_beta[1, 1])),
+                               chi2, dof, alpha=alpha, intercept_se=float(np.sqrt(cov_beta[0, 0])))
+
+
+@dataclass(frozen=True)
+class PolyFit:
+    """A weighted polynomial ``y = c_0 + c_1 x + ... + c_m x^m`` and its lack of fit:
+    ``coef`` and their covariance ``cov`` (from the points' own errors), ``chi2`` on ``dof =
+    k - m - 1`` degrees of freedom, ``p_value`` its upper tail (None with ``dof = 0``)."""
+
+    coef: np.ndarray
+    cov: np.ndarray
+    chi2: float
+    dof: int
+    p_value: float | None
+
+    @property
+    def degree(self) -> int:
+        return len(self.coef) - 1
+
+    def as_line(self, alpha: float = LACK_OF_FIT_ALPHA) -> LogLogFit:
+        """The intercept ``c_0`` and the linear coefficient ``c_1`` (as ``slope``) with their
+        standard errors and this fit's lack of fit, in :class:`LogLogFit`'s form."""
+        return LogLogFit.from_chi2(float(self.coef[1]), float(self.coef[0]),
+                                   float(np.sqrt(self.cov[1, 1])), self.chi2, self.dof,
+                                   alpha=alpha, intercept_se=float(np.sqrt(self.cov[0, 0])))
+
+
+def poly_fit(x: np.ndarray, y: np.ndarray, y_se: np.ndarray, degree: int) -> PolyFit:
+    """Weighted least squares of ``y`` on the powers ``x^0 .. x^degree`` (independent errors
+    ``y_se``), with the chi-square lack of fit of the residuals."""
+    x, y, y_se = (np.asarray(a, dtype=float) for a in (x, y, y_se))
+    degree = check_int("degree", degree, minimum=1)
+    if x.ndim != 1 or x.shape != y.shape or x.shape != y_se.shape or x.size < degree + 1:
+        raise ValueError(f"x, y and y_se must be 1-D arrays of the same length >= degree + 1 "
+                         f"= {degree + 1}")
+    if np.any(y_se <= 0) or not np.all(np.isfinite(np.concatenate([x, y, y_se]))):
+        raise ValueError("y_se must be positive and x, y, y_se finite")
+    A = np.vander(x, degree + 1, increasing=True) / y_se[:, None]
+    cov = np.linalg.inv(A.T @ A)
+    coef = cov @ A.T @ (y / y_se)
+    chi2 = float(((A @ coef - y / y_se) ** 2).sum())
+    dof = x.size - degree - 1
+    return PolyFit(coef, cov, chi2, dof, float(_st.chi2.sf(chi2, dof)) if dof else None)
+
+
+def lowest_fitting_poly(x: np.ndarray, y: np.ndarray, y_se: np.ndarray, *, max_degree: int = 2,
+                        alpha: float = LACK_OF_FIT_ALPHA) -> PolyFit:
+    """The polynomial of lowest degree (from 1 up to ``max_degree``, leaving at least one
+    degree of freedom) whose lack of fit is not rejected at ``alpha``; the highest one tried
+    when none holds (its p-value then says so). With two points, the line through them (its
+    lack of fit cannot be tested: ``p_value`` None)."""
+    n = len(np.asarray(x))
+    if n < 2:
+        raise ValueError(f"x must hold at least two points for a line, got {n}")
+    max_degree = min(check_int("max_degree", max_degree, minimum=1), n - 2)
+    if max_degree < 1:
+        return poly_fit(x, y, y_se, 1)
+    for m in range(1, max_degree + 1):
+        fit = poly_fit(x, y, y_se, m)
+        if fit.p_value is not None and fit.p_value >= alpha:
+            return fit
+    return fit

@@ -159,8 +159,9 @@ def barrier_height(p: BarrierProblem) -> float:
 
 
 def _diffusion(problem: BarrierProblem, t: np.ndarray, eta: float, sigma2: float,
-               batch_size: int) -> np.ndarray:
-    return eta * (sigma2 * gradient_norm(problem, t) + minibatch_variance(problem, t)) / batch_size
+               batch_size: int, noise_var: float = 0.0) -> np.ndarray:
+    return eta * ((sigma2 * gradient_norm(problem, t) + minibatch_variance(problem, t))
+                  / batch_size + noise_var)
 
 
 def _cumtrapz(y: np.ndarray, dx: float) -> np.ndarray:
@@ -168,25 +169,29 @@ def _cumtrapz(y: np.ndarray, dx: float) -> np.ndarray:
 
 
 def escape_time_diffusion(problem: BarrierProblem, start: float, *, eta: float, sigma2: float,
-                          batch_size: int, margin: float = 1.0, n_grid: int = 8001) -> float:
+                          batch_size: int, margin: float = 1.0, n_grid: int = 8001,
+                          noise_var: float = 0.0) -> float:
     """Mean number of steps (``T / eta``) for the diffusion started at the minimum ``start``
     to first reach ``theta_b``; reflecting ``margin`` beyond the start (the loss grows like
     ``theta^6`` there, so the result does not depend on it). ``inf`` without noise.
+    ``noise_var`` adds a constant gradient-noise variance ``q`` to the diffusion,
+    ``D = eta ((sigma^2 G + V) / b + q)`` (:mod:`dsmlib.theory.barrier_sgd`).
 
     ``T = int_start^theta_b e^{Phi(y)} int_far^y 2 e^{-Phi(z)} / D(z) dz dy``."""
     eta = check_positive("eta", eta)
     sigma2 = check_nonnegative("sigma2", sigma2)
+    noise_var = check_nonnegative("noise_var", noise_var)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     start = check_real("start", start)
     if start not in (SHARP, FLAT):
         raise ValueError(f"start must be one of the minima {SHARP:g} or {FLAT:g}, got {start:g}")
-    if sigma2 == 0.0:
+    if sigma2 == 0.0 and noise_var == 0.0:
         return math.inf            # the minibatch noise vanishes at a minimum: nothing moves
     tb = barrier_top(problem)
     sign = 1.0 if start < tb else -1.0
     z = np.linspace(start - sign * margin, tb, n_grid)       # far end -> barrier
     dz = abs(z[1] - z[0])
-    D = _diffusion(problem, z, eta, sigma2, batch_size)
+    D = _diffusion(problem, z, eta, sigma2, batch_size, noise_var)
     phi = _cumtrapz(2.0 * sign * loss_derivative(problem, z) / D, dz)
     phi -= phi[np.argmin(np.abs(z - start))]
     with np.errstate(over="ignore", invalid="ignore"):
@@ -199,9 +204,11 @@ def escape_time_diffusion(problem: BarrierProblem, start: float, *, eta: float, 
 
 
 def escape_probability_diffusion(problem: BarrierProblem, start: float, steps: int, *,
-                                 eta: float, sigma2: float, batch_size: int) -> float:
+                                 eta: float, sigma2: float, batch_size: int,
+                                 noise_var: float = 0.0) -> float:
     """``1 - exp(-steps / T)``: the escape probability within ``steps`` if escapes are a Poisson
     process with the mean time :func:`escape_time_diffusion` (Kramers' regime, barrier >> noise)."""
     steps = check_int("steps", steps, minimum=1)
-    T = escape_time_diffusion(problem, start, eta=eta, sigma2=sigma2, batch_size=batch_size)
+    T = escape_time_diffusion(problem, start, eta=eta, sigma2=sigma2, batch_size=batch_size,
+                              noise_var=noise_var)
     return 0.0 if math.isinf(T) else float(-np.expm1(-steps / T))

@@ -9,6 +9,10 @@ noisy labels (Eq. 11): minibatch indices from :func:`dsmlib.theory.minibatch.dra
 
 A run stops at its first passage over the barrier top ``theta_b``; the draws stop when every
 run has crossed. The steps are a compiled loop (numba): the state is one number per run.
+
+A *constant* gradient noise of variance ``q`` (``noise_var``; the control of Remarks 3-4) adds
+``eta sqrt(q) z`` to each step, ``z`` standard normal: noise that does not depend on ``theta``,
+where the label noise's variance ``eta^2 sigma^2 G(theta) / b`` does.
 """
 from __future__ import annotations
 
@@ -50,9 +54,11 @@ class EscapeRuns:
 
 @njit(cache=True)
 def escape_kernel(theta, eta, X, r0, psi_lo, span, m, w, tb, side, idx, eps, hit,
-                  k0):  # pragma: no cover - compiled
-    """``idx.shape[0]`` SGD steps of every run still on its side of ``tb``, in place."""
+                  k0, extra):  # pragma: no cover - compiled
+    """``idx.shape[0]`` SGD steps of every run still on its side of ``tb``, in place;
+    ``extra`` (steps, R), unless empty, is a gradient noise added to each step."""
     steps, R, b = idx.shape
+    add = extra.shape[0] > 0
     for r in range(R):
         if hit[r] >= 0:
             continue
@@ -70,7 +76,10 @@ def escape_kernel(theta, eta, X, r0, psi_lo, span, m, w, tb, side, idx, eps, hit
                 res = (e0 * X[i, 0] + e1 * X[i, 1] - eps[k, r, j]) / b
                 c0 += res * X[i, 0]
                 c1 += res * X[i, 1]
-            t = t - eta[r] * (d0 * c0 + d1 * c1)
+            grad = d0 * c0 + d1 * c1
+            if add:
+                grad -= extra[k, r]
+            t = t - eta[r] * grad
             if (t - tb) * side > 0.0:
                 hit[r] = k0 + k + 1
                 break
@@ -78,10 +87,13 @@ def escape_kernel(theta, eta, X, r0, psi_lo, span, m, w, tb, side, idx, eps, hit
 
 
 def run_barrier_sgd(problem: BarrierProblem, start: float, *, eta: Any, sigma2: Any,
-                    batch_size: int, steps: int, n_runs: int, seed: Any = 0) -> EscapeRuns:
+                    batch_size: int, steps: int, n_runs: int, seed: Any = 0,
+                    noise_var: Any = 0.0) -> EscapeRuns:
     """``n_runs`` runs of label-noisy SGD from the minimum ``start`` (``SHARP = 0`` or
     ``FLAT = 1``) until each first crosses the barrier top, for at most ``steps`` steps;
-    ``eta``, ``sigma2`` are scalars or one value per run (``sigma2 = 0``: noiseless SGD)."""
+    ``eta``, ``sigma2`` are scalars or one value per run (``sigma2 = 0``: noiseless SGD);
+    ``noise_var`` (scalar or per run) adds the constant gradient noise of the module
+    docstring (drawn only where it is non-zero, so runs without it keep their streams)."""
     if start not in (SHARP, FLAT):
         raise ValueError(f"start must be one of the minima {SHARP:g} or {FLAT:g}, got {start!r}")
     n_runs = check_int("n_runs", n_runs, minimum=1)
@@ -89,6 +101,7 @@ def run_barrier_sgd(problem: BarrierProblem, start: float, *, eta: Any, sigma2: 
     batch_size = check_int("batch_size", batch_size, minimum=1)
     eta_r = per_run("eta", eta, n_runs, positive=True)
     s2_r = per_run("sigma2", sigma2, n_runs, positive=False)
+    q_r = per_run("noise_var", noise_var, n_runs, positive=False)
     g_max = float(gradient_norm(problem, np.linspace(-1.0, 2.0, 601)).max())
     if np.any(eta_r * g_max >= 2.0):
         raise ValueError(f"eta must be < 2/max G = {2.0 / g_max:.4g} (G bounds the "
@@ -104,10 +117,12 @@ def run_barrier_sgd(problem: BarrierProblem, start: float, *, eta: Any, sigma2: 
         count = min(chunk, steps - k0)
         idx = draw_minibatches(problem.n, batch_size, count * n_runs, replace=True, seed=rng)
         eps = unit.residuals(torch.zeros((count, n_runs, batch_size), dtype=torch.float64), gen)
+        extra = (unit.residuals(torch.zeros((count, n_runs), dtype=torch.float64), gen).numpy()
+                 * np.sqrt(q_r)[None, :] if np.any(q_r > 0) else np.zeros((0, n_runs)))
         escape_kernel(theta, eta_r, problem.X, problem.r0, problem.psi_lo,
                       problem.psi_hi - problem.psi_lo, *problem.logistic, tb, side,
                       idx.reshape(count, n_runs, batch_size),
-                      eps.numpy() * sigma[None, :, None], hit, k0)
+                      eps.numpy() * sigma[None, :, None], hit, k0, extra)
         if not np.all(np.isfinite(theta)):
             raise ValueError("the runs diverged (non-finite parameters): lower eta or sigma2")
         if np.all(hit >= 0):

@@ -15,7 +15,7 @@ from ..foundation.rng import chain_streams
 from .least_squares import LABEL_NOISE_MODES, OLSProblem, check_batch, check_eta, check_problem
 from .minibatch import CHUNK_STEPS, fill_minibatch
 
-__all__ = ["sgd_trajectories", "naive_sgd"]
+__all__ = ["sgd_trajectories", "sgd_time_averages", "naive_sgd"]
 
 @njit(cache=True)
 def _sgd_chunk(X, y, beta, u, z, eta, replace, perm, record_every, step0, out):  # pragma: no cover
@@ -123,6 +123,40 @@ def sgd_trajectories(problem: OLSProblem, eta: float, batch_size: int, steps: in
     if bar is not None:
         bar.close()
     return out
+
+def sgd_time_averages(problem: OLSProblem, labels: np.ndarray, eta: float, batch_size: int,
+                      steps: int, *, burn_in: int, seed=0, replace: bool = True) -> np.ndarray:
+    """SGD on ``problem``'s inputs once per row of ``labels`` (each a label vector drawn once),
+    from the origin, for ``burn_in + steps`` steps; returns each run's mean iterate over its last
+    ``steps`` steps, ``(M, d)``. Run ``m`` draws its minibatches from the ``m``-th stream of
+    ``chain_streams(seed, M)``, so runs are independent; the checks are made once."""
+    problem = check_problem(problem)
+    batch_size = check_batch(problem, batch_size, replace)
+    steps = check_int("steps", steps, minimum=1)
+    burn_in = check_int("burn_in", burn_in, minimum=0)
+    eta = check_eta(problem, eta, batch_size, replace)
+    labels = np.asarray(labels, dtype=float)
+    if labels.ndim != 2 or labels.shape[1] != problem.n or not np.all(np.isfinite(labels)):
+        raise ValueError(f"labels must be an (M, N = {problem.n}) array of finite numbers, got "
+                         f"shape {labels.shape}")
+    X = np.ascontiguousarray(problem.X)
+    total = burn_in + steps
+    out = np.empty((labels.shape[0], problem.d))
+    path = np.empty((total + 1, problem.d))
+    no_noise = np.empty((0, 0))
+    for m, (batch_rng, _) in enumerate(chain_streams(seed, labels.shape[0])):
+        beta = np.zeros(problem.d)
+        perm = np.arange(problem.n)
+        y = np.ascontiguousarray(labels[m])
+        for start in range(0, total, CHUNK_STEPS):
+            t = min(CHUNK_STEPS, total - start)
+            if not _sgd_chunk(X, y, beta, batch_rng.random((t, batch_size)), no_noise, eta,
+                              bool(replace), perm, 1, start, path):
+                raise FloatingPointError("SGD iterates became non-finite; eta is too large for "
+                                         "this data")
+        out[m] = path[burn_in + 1:].mean(axis=0)
+    return out
+
 
 def naive_sgd(problem: OLSProblem, eta: float, batch_size: int, steps: int, *, seed=0,
               replace: bool = True, label_noise: str = "fixed", beta0=None) -> np.ndarray:

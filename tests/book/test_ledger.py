@@ -36,7 +36,7 @@ def test_results_round_trip_and_ledger(tmp_path):
     assert "✘ refuted" in md and "✔ confirmed" in md
     assert '<span class="math notranslate nohighlight">\\(x^2\\)</span>' in md
     summary = ledger.summary_markdown(docs, profile="smoke")
-    assert "**3 claims**: 1 confirmed, 2 refuted" in summary
+    assert "**3 claims**: 1 confirmed (1 empirical confirmation, 0 identity checks passed), 2 refuted" in summary
     assert "1 under *assumptions*" in summary
     errata = ledger.errata_markdown(docs, chapter_paths=paths, profile="quick")
     assert "Refuted one" in errata and "Holds if x." in errata and "Statement" not in errata
@@ -89,19 +89,51 @@ PATHS = {"ols": "chapters/ols", "prop1_noise": "chapters/prop1_noise"}
 
 def test_summary_counts_every_verdict_and_source():
     s = ledger.summary_markdown(_fixture_docs(), profile="quick")
-    assert "**9 claims**: 3 confirmed, 3 refuted and 3 inconclusive" in s
-    assert "2 are confirmed, 2 refuted (1 under *assumptions*, 1 under *setting*) and " \
-           "1 inconclusive" in s
+    assert ("**9 claims**: 3 confirmed (3 empirical confirmations, 0 identity checks passed), "
+            "3 refuted and 3 inconclusive") in s
+    assert "2 are confirmed (**2 empirical confirmations, 0 identity checks passed**), 2 refuted " \
+           "(1 under *assumptions*, 1 under *setting*) and 1 inconclusive" in s
     one = [{"notebook": "ols", "profile": "quick", "claims": _fixture_docs()[0]["claims"][:1]}]
     assert "**1 claim**: 1 confirmed" in ledger.summary_markdown(one, profile="quick")
 
 
+def test_kinds_are_counted_apart_in_the_summary_and_the_coverage():
+    """Issue 31: identity checks (code against math) are counted apart from empirical
+    findings, in the introduction's summary and in the coverage table; results written
+    before kinds existed count as empirical."""
+    docs = _fixture_docs()
+    docs[0]["claims"][0]["kind"] = "identity"          # ols.p1, a confirmed paper claim
+    docs[0]["claims"][2]["kind"] = "identity"          # ols.b1, a confirmed book claim
+    docs[1]["claims"][1]["kind"] = "identity"          # prop1.p4, refuted: a bug
+    s = ledger.summary_markdown(docs, profile="quick")
+    assert "3 confirmed (1 empirical confirmation, 2 identity checks passed)" in s
+    assert "3 refuted (1 of them an identity)" in s
+    assert "2 are confirmed (**1 empirical confirmation, 1 identity check passed**)" in s
+    assert "*Identity* checks" in s
+    cov = ledger.coverage_markdown(docs, profile="quick")
+    assert ("least squares (Eq. 30): 4 claims: 2 empirical (0 confirmed, 1 refuted, "
+            "1 inconclusive) and 2 identity checks (2 passed, 0 refuted, 0 inconclusive)") in cov
+    assert ("(Eq. 14): 5 claims: 4 empirical (1 confirmed, 1 refuted, 2 inconclusive) and "
+            "1 identity check (0 passed, 1 refuted, 0 inconclusive)") in cov
+    for c in docs[0]["claims"]:
+        c.pop("kind", None)
+    assert ledger.kind_of(docs[0]["claims"][0]) == "empirical"
+
+
+def test_the_ledger_states_its_family_wise_rule_and_tags_identities():
+    docs = _fixture_docs()
+    docs[0]["claims"][0]["kind"] = "identity"
+    md = ledger.ledger_markdown(docs, chapter_paths=PATHS, profile="quick")
+    assert "Holm's step-down procedure at family-wise error rate 1%" in md
+    assert md.count("class='kind-tag'") == 1
+
+
 def test_coverage_counts_per_item_with_singular():
     cov = ledger.coverage_markdown(_fixture_docs(), profile="quick")
-    assert "least squares (Eq. 30): 4 claims (2 confirmed, 1 refuted, 1 inconclusive)" in cov
-    assert "(Eq. 14): 5 claims (1 confirmed, 2 refuted, 2 inconclusive)" in cov
+    assert "least squares (Eq. 30): 4 claims: 4 empirical (2 confirmed, 1 refuted, 1 inconclusive)" in cov
+    assert "(Eq. 14): 5 claims: 5 empirical (1 confirmed, 2 refuted, 2 inconclusive)" in cov
     one = [{"notebook": "ols", "profile": "quick", "claims": _fixture_docs()[0]["claims"][:1]}]
-    assert "1 claim (1 confirmed, 0 refuted, 0 inconclusive)" in \
+    assert "1 claim: 1 empirical (1 confirmed, 0 refuted, 0 inconclusive)" in \
         ledger.coverage_markdown(one, profile="quick")
     assert "1 claims" not in ledger.coverage_markdown(one, profile="quick")
 

@@ -169,19 +169,27 @@ def test_ledger_shows_every_scale_and_marks_differences_and_stale_references(tmp
     assert differing_claims(docs[0]["claims"], by_chapter["ols"]) == {"ols.b"}
     md = ledger.ledger_markdown(docs, chapter_paths=PATHS, profile="quick",
                                 references=by_chapter)
-    assert "At every scale" in md and md.count("≠ differs") == 1
+    assert "At every scale" in md and md.count("≠ differs") == 2
     scales = md[md.index("At every scale"):]
     row_b = scales[scales.index("<code>ols.b</code>"):].split("</tr>")[0]
     assert "≠ differs" in row_b and "✘ refuted" in row_b and "✔ confirmed" in row_b
+    assert "(stale)</span>" not in row_b
+    # Issue 31: a stale reference's difference is marked and counted too, labelled stale.
     row_a = scales[scales.index("<code>ols.a</code>"):].split("</tr>")[0]
-    assert "≠" not in row_a and "stale" in row_a          # the stale gpu cell, not counted
+    assert "≠ differs (stale)" in row_a and "stale" in row_a
+    assert differing_claims(docs[0]["claims"], by_chapter["ols"], stale=True) == {"ols.a"}
+    assert "1 differs only in a stale reference (marked ≠ stale)" in scales
     assert "<code>gpu</code> reference (stale)" in md and "Test GPU" in md
     assert "changed since commit <code>abc123</code>" in md
     assert "Test CPU, 2 cores" in md
     assert "1 with a different verdict" in md and "**stale** (code changed" in md
+    gpu_line = next(line for line in md.splitlines() if line.startswith("- **`gpu`**"))
+    assert "0 with a different verdict from this build; 1 differs, in a stale reference" in gpu_line
     summary = ledger.summary_markdown(docs, profile="quick", references=by_chapter)
     assert ("the `paper` references re-measure 3 of these claims in 1 chapter, and 1 of their "
-            "verdicts differs") in summary and "`gpu`" not in summary    # stale: not counted
+            "verdicts differs") in summary
+    assert ("1 verdict of the stale `gpu` reference differs from this build's (stale: "
+            "measured with code that has changed since)") in summary
 
 
 def test_errata_say_which_errata_stand_at_the_papers_scale(tmp_path):

@@ -266,3 +266,33 @@ def test_swap_expectation_claims(device):
         "sec5.swap_expectation_derangement": ("inconclusive", 1.0082757346520497,
                                               (0.9492632370837969, 1.0672882322203023)),
     }, device)
+
+
+def test_subset_refutation_is_scoped_to_large_sampling_fractions(schemes):
+    """Issue 31: the subset reading is measured at the paper's own (N, b) too. Section 6
+    (N = 100, b = 5: factor 0.9596, 0.0096 inside the band) needs 4M draws to decide; the
+    test checks first that its standard error leaves 4.5 of them to the edge of the
+    decision (false-failure rate < 1e-5), and that Section 5's (N = 40,000, b = 64: 0.9984) and
+    the large fraction's (N = 24, b = 8: 16/23) are decided the ways their factors say."""
+    at_paper = P.paper_batch_samples([4_000_000, 100_000], sigma2=0.5, eta=0.1, seed=3)
+    assert {k: (r.n, r.batch_size) for k, r in at_paper.items()} == P.PAPER_BATCHES
+    assert at_paper["Section 6"].predicted["c_sgd"] == pytest.approx(95 / 99)
+    assert at_paper["Section 5"].predicted["c_sgd"] == pytest.approx((40_000 - 64) / 39_999)
+    claims = {c.id: c for c in prop1_claims(list(schemes.values()), at_paper)}
+    paper = claims["prop1.xi_star_cov_without_replacement_paper"]
+    large = claims["prop1.xi_star_cov_without_replacement"]
+    fpc = claims["prop1.xi_star_cov_fpc"]
+    q = stats.t.ppf(0.995, 49)
+    for d in paper.details:
+        se = (d["interval"][1] - d["interval"][0]) / (2 * q)
+        assert d["exact"] - 0.95 > (q + 4.5) * se, d
+    assert paper.verdict == "confirmed" and paper.scope == "reading"
+    assert [d["case"] for d in paper.details] == [
+        "least squares (Section 6), N = 100, b = 5: (N − b)/(N − 1) = 0.9596",
+        "least squares (Section 5), N = 40,000, b = 64: (N − b)/(N − 1) = 0.9984"]
+    assert large.verdict == "refuted" and large.scope == "reading"
+    assert large.details[0]["case"] == "tanh MLP, N = 24, b = 8: (N − b)/(N − 1) = 0.6957"
+    assert "scoped" in large.note and large.condition
+    assert fpc.kind == "identity" and len(fpc.details) == 3
+    with pytest.raises(ValueError, match="one count per paper batch setting"):
+        P.paper_batch_samples([10], sigma2=0.5, eta=0.1)

@@ -174,6 +174,8 @@ def test_weak_comparison_least_squares_moments_agree(problems):
 def claims(problems, ls_sweeps):
     mlp = [p2.strong_sweep(problems["tanh MLP"], "tanh MLP", n_paths=100, fixed_diffusion=f,
                            seed=0, **SMALL) for f in (False, True)]
+    mlp += [p2.strong_sweep(problems["tanh MLP"], "tanh MLP", n_paths=100, fixed_diffusion=f,
+                            sgd_noise=False, seed=1, **SMALL) for f in (False, True)]
     weak = [p2.weak_comparison(problems[n], n, etas=ETAS, horizon=0.25, n_paths=200,
                                batch_size=1, sigma2=1.0, n_directions=4, n_groups=10, seed=k)
             for k, n in enumerate(["least squares", "tanh MLP"])]
@@ -182,25 +184,31 @@ def claims(problems, ls_sweeps):
 
 @pytest.mark.stored_values
 def test_claims(claims):
-    assert [c.id for c in claims] == ["prop2.strong_order", "prop2.fixed_diffusion_control",
-                                      "prop2.weak_sgd_vs_dsm"]
+    assert [c.id for c in claims] == ["prop2.strong_order", "prop2.strong_order_additive",
+                                      "prop2.fixed_diffusion_control", "prop2.weak_sgd_vs_dsm"]
     by_id = {c.id: c for c in claims}
-    strong, ctrl, weak = (by_id[k] for k in ("prop2.strong_order",
-                                             "prop2.fixed_diffusion_control",
-                                             "prop2.weak_sgd_vs_dsm"))
-    assert strong.scope == "setting" and strong.source == "paper"
+    strong, additive, ctrl, weak = (by_id[k] for k in (
+        "prop2.strong_order", "prop2.strong_order_additive", "prop2.fixed_diffusion_control",
+        "prop2.weak_sgd_vs_dsm"))
+    assert strong.scope == "setting" and strong.source == "paper" and strong.kind == "empirical"
     assert ctrl.source == "book" and weak.source == "book" and weak.scope is None
     assert [d["case"] for d in weak.details] == ["least squares", "tanh MLP"]
+    # issue 31: only state-dependent diffusions decide the bound; the additive case, where
+    # Euler-Maruyama alone gives the eta^2, is an identity check of its own
     assert [d["case"] for d in strong.details] == [
-        "least squares, SGD + label noise", "least squares, label noise only",
-        "tanh MLP, SGD + label noise"]
+        "least squares, SGD + label noise", "tanh MLP, SGD + label noise",
+        "tanh MLP, label noise only"]
+    assert [d["case"] for d in additive.details] == ["least squares, label noise only"]
+    assert additive.kind == "identity" and additive.source == "book"
+    assert additive.details[0]["exact"] is not None
     assert "C = maxₖ" in strong.note and "Lack of fit" in weak.note
-    assert [c.verdict for c in claims] == ["confirmed", "inconclusive", "inconclusive"]
-    for c, pinned in zip(claims, [2.4934901045213995, 1.1480636970764053, 2.185021021477401]):
+    assert [c.verdict for c in claims] == ["confirmed", "confirmed", "inconclusive", "inconclusive"]
+    pins = [2.9406979126437927, 2.4934901045213995, 1.5564104014700855, 38.083201376542156]
+    for c, pinned in zip(claims, pins):
         assert c.measured == near(pinned, interval_se(c.interval)), (c.id, c.measured)
-    # The headline is the case nearest to changing the verdict, not the first case.
-    assert "deciding case: least squares, label noise only" in strong.quantity
-    assert "deciding case: tanh MLP" in ctrl.quantity
+    # Confirmed: the case nearest a band edge; undecided: the case reaching furthest beyond.
+    assert "deciding case: tanh MLP, SGD + label noise" in strong.quantity
+    assert "deciding case: tanh MLP, label noise only" in ctrl.quantity
 
 
 def test_coupled_paths(problems):

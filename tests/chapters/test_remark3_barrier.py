@@ -93,8 +93,10 @@ def test_escape_sweep_is_seeded_and_pinned(sweep):
 def test_barrier_claims_pinned(sweep):
     claims = {c.id: c for c in E.barrier_claims(sweep)}
     assert list(claims) == ["remark3.barrier_escape", "remark3.barrier_control",
-                            "remark3.barrier_time", "remark4.barrier_strength"]
-    esc, ctl, tim, strength = claims.values()
+                            "remark3.barrier_constant_noise", "remark3.barrier_time",
+                            "remark4.barrier_strength"]
+    esc, ctl, const, tim, strength = claims.values()
+    assert ctl.kind == "identity" and const.kind == esc.kind == "empirical"
     assert esc.source == "paper" and esc.scope == "assumptions"
     assert strength.source == "paper" and strength.scope == "reading"
     assert ctl.source == tim.source == "book" and "Control" in ctl.statement
@@ -104,7 +106,15 @@ def test_barrier_claims_pinned(sweep):
     assert {d["case"]: d["verdict"] for d in esc.details} == {
         "sharp minimum, label noise": "inconclusive", "flat minimum, label noise": "confirmed"}
     assert ctl.verdict == "inconclusive" and ctl.interval[1] == pytest.approx(0.104508, abs=1e-6)
-    assert tim.verdict == "inconclusive" and tim.measured == pytest.approx(1.505431, rel=1e-5)   # the deciding case (issue 18 item 7)
+    # the case that keeps it undecided (issue 31): B = 2, not the B = 1 case nearest a verdict
+    assert tim.verdict == "inconclusive" and tim.measured == pytest.approx(2.436102, rel=1e-5)
+    assert tim.quantity.endswith("(deciding case: η = 0.01, σ² = 2, B = 2)")
+    # θ-independent noise of the label noise's strength at the sharp minimum: within 1000
+    # steps it leaves the sharp minimum less often than 0.9 (30 of 48), the flat one 12 of 48
+    assert sweep.constant == {"sharp": [30], "flat": [12]}
+    assert sweep.matched_var == pytest.approx(2.0 * float(BR.gradient_norm(sweep.problem, BR.SHARP)))
+    assert const.verdict == "refuted" and const.measured == pytest.approx(30 / 48)
+    assert [d["verdict"] for d in const.details] == ["refuted", "inconclusive"]
     assert strength.verdict == "confirmed" and strength.measured == pytest.approx(3.135532, rel=1e-5)
     assert [d["verdict"] for d in strength.details] == ["confirmed"] * 3
     for c in claims.values():

@@ -147,18 +147,55 @@ def test_drift_sweep_and_remark4_claims():
     assert set(sw.fits) == set(sw.fits_dsm) == {"sigma2", "eta", "B", "eta sigma2 / B"}
     strength, corr = C.remark4_claims(sw)
     assert strength.id == "remark4.sigma2_strength" and strength.scope == "reading"
-    assert len(strength.details) == 4 and "per step" in strength.note.lower()
-    # the eta law is judged by its eta -> 0 limit, not by an exponent a band would absorb
-    assert [d["case"] for d in strength.details][-1].startswith("η → 0 limit")
+    # issue 31: scoped to eta -> 0 where the law is a law; the all-configurations exponent is
+    # reported with its lack-of-fit p-value, not judged, and no interval is widened
+    assert [d["case"] for d in strength.details] == [
+        "exponent of σ²", "exponent of B", "η → 0 limit of speed / (ησ²m₂/B)"]
+    assert "per step" in strength.note.lower() and "all configurations" in strength.note
+    assert "lack of fit p = " in strength.note
     assert strength.verdict == "confirmed" and strength.measured == pytest.approx(-1.024648, rel=1e-5)   # deciding: B
     assert strength.details[0]["measured"] == pytest.approx(0.978167, rel=1e-5)
     assert strength.details[-1]["measured"] == pytest.approx(1.000504, rel=1e-5)
     assert corr.id == "remark4.eta_correction" and corr.source == "book"
     assert corr.verdict == "inconclusive" and corr.measured == pytest.approx(4.400994, rel=1e-5)
     fit = C.eta_correction_fit(sw)
+    assert fit.poly.degree == 1 and fit.poly.p_value > LACK_OF_FIT_ALPHA   # the line holds here
     i, eta = sw.sweep("eta")
     np.testing.assert_allclose(fit.fit.intercept + fit.fit.slope * eta, sw.rate[i] / sw.theory[i],
                                rtol=0.05)
+
+
+def test_a_rejected_law_makes_remark4_inconclusive_and_a_bent_eta_law_is_a_parabola():
+    """Issue 31: speeds that follow eta sigma^2 / B times (1 + 3 eta + 400 eta^2)(1 + 0.3/B)
+    with 0.1 % errors: the straight line in eta fails its lack of fit, so the eta -> 0 limit
+    comes from the parabola (c0 = 1.075 at B = 4, c1 = 3 * 1.075); the bent B law is rejected,
+    and the claim is inconclusive rather than confirmed on a widened interval."""
+    etas, s2s, bs = [0.005, 0.01, 0.02, 0.04], [0.5, 1.0, 2.0], [2, 4, 8]
+    ref = (0.01, 1.0, 4)
+    configs = sorted({(e, 1.0, 4) for e in etas} | {(0.01, s, 4) for s in s2s}
+                     | {(0.01, 1.0, b) for b in bs})
+    cfg = np.array(configs)
+    theory = cfg[:, 0] * cfg[:, 1] / cfg[:, 2]
+    rate = theory * (1 + 3 * cfg[:, 0] + 400 * cfg[:, 0] ** 2) * (1 + 0.3 / cfg[:, 2])
+    sw = C.DriftSweep(configs, ref, rate, 1e-3 * rate, rate, 1e-3 * rate, theory, steps=1)
+    for name in ("sigma2", "eta", "B"):
+        i, x = sw.sweep(name)
+        sw.fits[name] = _fit_power_law(x, rate[i], sw.se[i])
+    sw.fits["eta sigma2 / B"] = _fit_power_law(theory, rate, sw.se)
+    fit = C.eta_correction_fit(sw)
+    assert fit.poly.degree == 2
+    assert fit.fit.intercept == pytest.approx(1.075, abs=0.02)
+    assert fit.fit.slope == pytest.approx(3 * 1.075, abs=1.5)
+    strength, corr = C.remark4_claims(sw)
+    rows = {d["case"]: d for d in strength.details}
+    assert rows["exponent of σ²"]["verdict"] == "confirmed"
+    assert "caveat" in rows["exponent of B"] and rows["exponent of B"]["verdict"] == "inconclusive"
+    assert rows["η → 0 limit of speed / (ησ²m₂/B)"]["verdict"] == "confirmed"
+    assert strength.verdict == "inconclusive" and "rejected by its lack of fit" in strength.note
+    # the B exponent's interval is its own: slope +- z se, never widened
+    f = sw.fits["B"]
+    lo, hi = rows["exponent of B"]["interval"]
+    assert (hi - lo) / 2 == pytest.approx(2.5758293035489 * f.se, rel=1e-6)
     with pytest.raises(ValueError, match="scalar model"):
         C.drift_sweep(V.diagonal_problem(), *V.min_norm_start(V.diagonal_problem()), etas=[0.01],
                       sigma2s=[1.0], batch_sizes=[1], reference=(0.01, 1.0, 1), steps=10, n_runs=2)

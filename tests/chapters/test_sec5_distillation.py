@@ -229,9 +229,10 @@ def test_claims_confirmed_and_pinned_when_the_paper_holds():
     delta = 0.1 * (1 - res.teacher(FULL).final["test_acc"].mean())
     assert row["delta"] == pytest.approx(delta) and row["band"] == [pytest.approx(delta), None]
     assert "no gain of useful size" in c.statement and "δ" in c.quantity
-    # steps are judged in a joint box over all steps of a claim (here one per setting)
+    # steps are judged by Holm's rule over all steps of a claim (here one per setting), each
+    # with its own 99 % interval
     step = claims["fig1.gradnorm_falls_with_sigma2"]
-    assert len(step.details) == 2 and "joint 99% box over 2" in step.quantity
+    assert len(step.details) == 2 and "joint" not in step.quantity
     some = claims["fig1.some_student_beats_teacher"]
     assert "symmetric" not in some.quantity and "p = 0.1" in some.quantity
     assert len(some.details) == 8 and some.measured == pytest.approx(0.01, abs=0.002)
@@ -252,21 +253,25 @@ def test_claims_confirmed_and_pinned_when_the_paper_holds():
     assert "CIFAR-100 is not in this grid" in scope.not_measured(res)[0]
 
 
-def test_steps_form_a_joint_box():
-    """Three σ² levels give two steps, each judged at 99.5 % so that both hold at 99 %."""
+def test_steps_are_decided_by_the_family_wise_rule():
+    """Three σ² levels give two steps, each with its own 99 % interval and p-value, decided
+    together by Holm's rule (issue 31; it replaced a joint 99.5 % box per step)."""
     res, claims = claims_of(good, sigma2s=[1.0, 4.0, 16.0], headroom_size=None)
     c = claims["fig1.gradnorm_falls_with_sigma2"]
     assert [d["case"] for d in c.details] == [f"{FULL}: σ² = 1 → 4", f"{FULL}: σ² = 4 → 16"]
     g = [np.log(x.final["gradnorm"]) for x in res.noisy(FULL, "gaussian")]
-    step = g[1] - g[0]
-    half = stats.t.ppf(1 - 0.01 / 2 / 2, 3) * step.std(ddof=1) / 2
-    assert c.interval == pytest.approx([step.mean() - half, step.mean() + half])
-    assert "joint 99% box over 2" in c.quantity
+    steps = [g[1] - g[0], g[2] - g[1]]
+    for d, step in zip(c.details, steps):
+        half = stats.t.ppf(0.995, 3) * step.std(ddof=1) / 2
+        assert d["interval"] == pytest.approx([step.mean() - half, step.mean() + half])
+        t = -step.mean() / (step.std(ddof=1) / 2)
+        assert d["p"] == pytest.approx(2 * stats.t.sf(t, 3), rel=1e-6)
+    assert c.verdict == "confirmed" and "joint" not in c.quantity
     _, claims = claims_of(good, sigma2s=[1.0, 4.0, 16.0], headroom_sigma2s=[0.5, 2.0])
-    c = claims["fig1.gradnorm_falls_with_sigma2"]       # both settings' steps, one box
+    c = claims["fig1.gradnorm_falls_with_sigma2"]       # both settings' steps, one family
     assert [d["case"] for d in c.details] == [f"{FULL}: σ² = 1 → 4", f"{FULL}: σ² = 4 → 16",
                                               f"{HEAD}: σ² = 0.5 → 2"]
-    assert "joint 99% box over 3" in c.quantity
+    assert "joint" not in c.quantity
 
 
 def test_the_more_noise_claims_use_the_noisy_levels_alone():
@@ -285,36 +290,38 @@ def test_the_more_noise_claims_use_the_noisy_levels_alone():
 
 
 def test_shrinkage_alone_is_not_credited_to_the_noise():
-    """The swap students' G equals their controls' (times e^0.05): the raw trend along p is
-    confirmed, but the swap is not below its control and its excess does not fall."""
+    """The swap students' G equals their controls' (times e^0.1): the raw trend along p is
+    confirmed, but the swap is not below its control and its excess does not fall. (At e^0.05
+    each case's p-value is about 0.01: refuted case by case, undecided under Holm's rule over
+    the two.)"""
     def shrink_only(c):
         f = good(c)
         if c.noise == "symmetric":
-            f["gradnorm"] = 1000.0 * math.exp(SLOPE["symmetric_mean"] * position(c) + 0.05
+            f["gradnorm"] = 1000.0 * math.exp(SLOPE["symmetric_mean"] * position(c) + 0.1
                                               + jitter(c))
         return f
     _, claims = claims_of(shrink_only)
     assert claims["fig1.gradnorm_vs_p_with_shrinkage"].verdict == "confirmed"
     assert claims["fig1.noise_lowers_gradnorm_p"].verdict == "refuted"
-    assert claims["fig1.noise_lowers_gradnorm_p"].measured == pytest.approx(0.05, abs=0.02)
+    assert claims["fig1.noise_lowers_gradnorm_p"].measured == pytest.approx(0.1, abs=0.02)
     assert claims["fig1.swap_excess_falls_with_p"].verdict != "confirmed"
     assert claims["fig1.noise_lowers_gradnorm_sigma2"].verdict == "confirmed"
 
 
 def test_each_swap_student_is_judged_against_its_own_control():
-    """Each swap student lies 0.05 below the control of its own p, but above the noiseless
+    """Each swap student lies 0.1 below the control of its own p, but above the noiseless
     student and above the other p's control: against any other run the verdict flips."""
     def own_control(c):
         f = good(c)
         if c.noise == sg.CONTROL:
             f["gradnorm"] = 1000.0 * math.exp(-1.0 * position(c) + jitter(c))
         elif c.noise == "symmetric":
-            f["gradnorm"] = 1000.0 * math.exp(-1.0 * position(c) - 0.05 + jitter(c))
+            f["gradnorm"] = 1000.0 * math.exp(-1.0 * position(c) - 0.1 + jitter(c))
         return f
     _, claims = claims_of(own_control)
     c = claims["fig1.noise_lowers_gradnorm_p"]
     assert c.verdict == "confirmed"
-    assert [d["measured"] for d in c.details] == pytest.approx([-0.05] * 4, abs=0.02)
+    assert [d["measured"] for d in c.details] == pytest.approx([-0.1] * 4, abs=0.02)
     assert claims["fig1.swap_excess_falls_with_p"].verdict != "confirmed"
     assert claims["fig1.gradnorm_vs_p_with_shrinkage"].measured == pytest.approx(-1.0, abs=0.02)
 
@@ -453,7 +460,10 @@ def test_seeds_to_decide_lists_every_undecided_case_and_plans_beyond_the_run():
         assert r["half_width"] == pytest.approx((d["interval"][1] - d["interval"][0]) / 2)
         band = d["band"] if d.get("delta") is None else (
             (0.0, None) if d["measured"] >= d["delta"] else (d["delta"], None))
-        assert r["seeds"] == units_to_decide(d["measured"], d["se"], d["interval"], band, n)
+        k = sum("band" in x for x in claims[r["claim"]].details)
+        q = stats.t.ppf(1 - 0.01 / 2 / k, n - 1)          # Bonferroni's level: Holm's worst case
+        plan = [d["measured"] - q * d["se"], d["measured"] + q * d["se"]]
+        assert r["seeds"] == units_to_decide(d["measured"], d["se"], plan, band, n)
         assert r["seeds"] is None or r["seeds"] > n
         lo, hi = d["band"]
         inside = (lo is None or lo <= d["measured"]) and (hi is None or d["measured"] <= hi)
@@ -594,3 +604,18 @@ def test_noise_lines_compare_the_settings_logit_scales():
                         "0.0357 to 0.143 in those units.")
     assert "spans 0.0357 to 0.143" in lines[1] and "(0.25, 1)" in lines[1]
     assert lines[2].startswith("digits: the headroom teachers' logit scale is 0.25 times")
+
+
+def test_seeds_to_decide_projects_no_verdict_for_a_rounding_residue():
+    """Issue 31: seeds whose accuracies tie up to float32 rounding leave a mean gain of order
+    1e-8; that is no effect, so the row says so instead of projecting a verdict."""
+    def tie(c):
+        f = good(c)
+        f["test_acc"] = 0.95
+        if c.role == "student" and c.noise == "symmetric" and c.level == 0.1:
+            f["test_acc"] = 0.95 + 1.192e-08 + 0.003 * (-1) ** c.seed   # mean gain 1.2e-8
+        return f
+    res, claims = claims_of(tie)
+    rows = [r for r in ro.seeds_to_decide(res, list(claims.values())) if not r["resolved"]]
+    assert rows and all(r["towards"] is None and r["seeds"] is None for r in rows)
+    assert all(abs(r["measured"]) < 1e-6 for r in rows)

@@ -77,3 +77,22 @@ def test_cloud_explorer_order_and_axes():
         # the axes of entry j span its own states: 3 paper sigmas of its largest sigma^2
         half = 3 * np.sqrt((j + 1) * max(sigma2s) * 1e-3)
         np.testing.assert_allclose(button.args[1]["xaxis.range"], [1 - half, 1 + half])
+
+
+def test_sweep_figure_and_shape_table(results):
+    """Issue 31's figures: tr C against η and B (measured with 99 % bars, exact, paper's and
+    first-order lines, log axes, titles), and the shape table (one row per panel, with the
+    eighth-moment bound)."""
+    import dataclasses
+    etas = [dataclasses.replace(results[0], eta=e) for e in (0.005, 0.01)]
+    bs = [dataclasses.replace(results[0], batch_size=b) for b in (2, 5)]
+    fig = figs.sweep_figure(etas, bs)
+    assert not missing_axis_titles(fig)
+    assert fig.layout.xaxis.type == fig.layout.yaxis.type == "log"
+    measured = [t for t in fig.data if t.name == "measured"]
+    assert len(measured) == 2 and list(measured[0].x) == [0.005, 0.01]
+    assert measured[0].error_y.array is not None
+    assert {t.name for t in fig.data} == {"measured", "exact", "paper, Eq. 30",
+                                          "first order ησ²d/(2B)"}
+    html = figs.shape_table(results).data
+    assert html.count("<tr") == len(results) + 1 and "E‖I − ηH‖⁸" in html

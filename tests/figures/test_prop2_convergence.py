@@ -56,13 +56,15 @@ def test_legend_interval_is_the_claims(runs):
         c = s.case()
         text = f"{c.measured:.3g} [{c.interval[0]:.3g}, {c.interval[1]:.3g}]"
         assert sum(text in n for n in names) >= 1, (text, names)
-    claims = p2.prop2_claims(sweeps, weak)
-    for d in claims[0].details + claims[1].details:
-        text = f"[{d['interval'][0]:.3g}, {d['interval'][1]:.3g}]"
-        assert any(text in n for n in names), (text, names)
+    claims = {c.id: c for c in p2.prop2_claims(sweeps, weak)}
+    for cid in ("prop2.strong_order", "prop2.strong_order_additive",
+                "prop2.fixed_diffusion_control"):
+        for d in claims[cid].details:
+            text = f"[{d['interval'][0]:.3g}, {d['interval'][1]:.3g}]"
+            assert any(text in n for n in names), (text, names)
     wf = figs.weak_figures(weak)
     fits = [t.name for t in wf.data if "fit" in t.name]
-    for w, d in zip(weak, claims[2].details):
+    for w, d in zip(weak, claims["prop2.weak_sgd_vs_dsm"].details):
         if w.fit is not None:
             assert any(f"[{d['interval'][0]:.3g}, {d['interval'][1]:.3g}]" in n for n in fits)
 
@@ -93,18 +95,16 @@ def test_constant_table_and_text(runs):
 
 
 def test_fit_label_uses_the_claims_interval():
-    """The label's interval is :func:`interval` with the fit's Student-t dof when widened
-    (the claim's), the normal one otherwise."""
+    """The label's interval is :func:`interval` of the fit's own standard error, never widened
+    (issue 31); a law that lack of fit rejects says so."""
     from dsmlib.foundation.stats import LogLogFit
     f = LogLogFit.from_chi2(2.0, 0.0, 0.1, 40.0, 4)
-    se = f.widened_se(0.01)
-    lo, hi = interval(2.0, se, dof=4)
-    label = figs.fit_label(f, se, 0.01)
-    assert "×3.2" in label and f"[{lo:.2f}, {hi:.2f}]" in label
-    assert hi - 2.0 == pytest.approx(se * quantile(4))
+    lo, hi = interval(2.0, f.se)
+    label = figs.fit_label(f, f.se, 0.01)
+    assert "(law rejected)" in label and f"[{lo:.2f}, {hi:.2f}]" in label
+    assert hi - 2.0 == pytest.approx(f.se * quantile())
     g = LogLogFit.from_chi2(2.0, 0.0, 0.1, 2.0, 4)
-    lo, hi = interval(2.0, g.se)
-    assert "×" not in figs.fit_label(g, g.se, 0.01)
+    assert "rejected" not in figs.fit_label(g, g.se, 0.01)
     assert f"[{lo:.2f}, {hi:.2f}]" in figs.fit_label(g, g.se, 0.01)
 
 

@@ -114,6 +114,13 @@ def test_seeds_table_one_row_per_undecided_case():
     assert "−0.041" in text or "-0.041" in text
     assert "better than &lt;σ²&gt;" in text and "confirmed" in text and "refuted" in text
     assert "decided with these 6 seeds" in seeds_table([], 6).data
+    # issue 31: a rounding residue is no effect: no seeds and no verdict are projected for it
+    residue = dict(claim="fig2.swap_flatter_and_better", case="digits: better than σ² = 1",
+                   measured=1.192e-08, half_width=0.01073, towards=None, seeds=None,
+                   resolved=False, verdict="inconclusive")
+    text = seeds_table([residue], 6).data
+    assert "none: no effect" in text and "not projected" in text and "over 100,000" not in text
+    assert "✔" not in text and "✘" not in text
 
 
 def test_curve_figure_marks_the_settings_and_the_target():

@@ -142,8 +142,9 @@ def test_interval_is_the_cases_interval():
 
 def test_every_case_headlines_the_case_nearest_to_changing_the_verdict():
     """Issue 18: all confirmed -> the case whose interval lies nearest a band edge (not the
-    first case); inconclusive -> the inconclusive case nearest to either side; refuted -> the
-    refuted case furthest from its band (the verdict changes only when it does)."""
+    first case); refuted -> the refuted case furthest from its band (the verdict changes only
+    when it does). Issue 31: inconclusive -> the undecided case that keeps it so, reaching
+    furthest beyond the band (tests/foundation/test_verdict_rules.py)."""
     band = (1.8, None)
     first = C.case(paper=2, measured=2.787, se=0.078, band=band)     # far inside the band
     near = C.case(paper=2, measured=2.309, se=0.129, band=band)      # 0.18 inside the band
@@ -151,7 +152,7 @@ def test_every_case_headlines_the_case_nearest_to_changing_the_verdict():
     assert claim.verdict == "confirmed" and claim.measured == near.measured
     assert "deciding case: near" in claim.quantity
     assert C.verdict_margin(near) == pytest.approx(near.interval[0] - 1.8)
-    # Inconclusive: overlap 0.05 (nearly refuted) beats overhang 0.3.
+    # Inconclusive: b reaches 0.25 beyond the band, a 0.2.
     a = C.case(paper=1, measured=0.9, se=0.3 / Z99, band=(0.8, 1.2))     # [0.6, 1.2]: 0.2 out
     b = C.case(paper=1, measured=1.25, se=0.2 / Z99, band=(0.8, 1.2))    # [1.05, 1.45]
     assert (a.verdict, b.verdict) == ("inconclusive", "inconclusive")

@@ -21,20 +21,20 @@ def test_measure_forwards_every_field():
     c = C.measure("a.b", "A statement.", paper=2.0, measured=2.1, se=0.1, band=(1.5, None),
                   quantity="ratio", source="book", note="A note.", dof=9,
                   details=[{"case": "x"}], exact=2.05, scope="setting",
-                  condition="if so", caveat="heavy tails")
+                  condition="if so", caveat="heavy tails", kind="identity")
     q = st.t.ppf(0.995, 9)
     assert asdict(c) == {
         "id": "a.b", "statement": "A statement.", "paper": 2.0, "measured": 2.1,
         "interval": pytest.approx([2.1 - q * 0.1, 2.1 + q * 0.1]), "band": [1.5, None],
         "verdict": "inconclusive", "quantity": "ratio", "source": "book", "se": 0.1,
         "note": "A note. heavy tails", "details": [{"case": "x"}], "exact": 2.05,
-        "scope": "setting", "condition": "if so"}
+        "scope": "setting", "condition": "if so", "kind": "identity", "p_value": 1.0}
 
 
 def test_measure_defaults():
     c = C.measure("a", "s", paper=1.0, measured=1.0, se=0.01, band=(0.9, 1.1))
-    assert (c.quantity, c.source, c.note, c.details, c.exact, c.scope, c.condition) == \
-        ("", "paper", "", [], None, None, "")
+    assert (c.quantity, c.source, c.note, c.details, c.exact, c.scope, c.condition, c.kind) == \
+        ("", "paper", "", [], None, None, "", "empirical")
     assert c.verdict == "confirmed"
     assert c.interval == pytest.approx([1 - Z99 * 0.01, 1 + Z99 * 0.01])
 
@@ -82,13 +82,14 @@ def test_every_case_details_note_and_headline():
     assert claim.note == "N. Untrustworthy intervals: (b) heavy tails"
     assert claim.quantity == "(deciding case: b)"
     iv = pytest.approx([1 - Z99 * 0.01, 1 + Z99 * 0.01])
+    p = pytest.approx(2 * st.norm.sf(10.0))                 # 0.1 from the edges, se 0.01
     assert claim.details == [
         {"case": "a", "paper": 1.0, "measured": 1.0, "interval": iv, "band": [0.9, 1.1],
-         "verdict": "confirmed", "exact": 1.0},
+         "verdict": "confirmed", "p": p, "exact": 1.0},
         {"case": "b", "paper": 1.0, "measured": 1.0, "interval": iv, "band": [0.9, 1.1],
-         "verdict": "inconclusive", "caveat": "heavy tails"},
+         "verdict": "inconclusive", "p": 1.0, "caveat": "heavy tails"},
         {"case": "c", "paper": 1.0, "measured": 1.0, "interval": iv, "band": [0.9, 1.1],
-         "verdict": "confirmed"}]
+         "verdict": "confirmed", "p": p}]
     two = C.every_case("x", "s", {"a": _case(1.0), "b": _case(1.0, caveat="t1"),
                                   "c": _case(1.0, caveat="t2")})
     assert two.note == "Untrustworthy intervals: (b) t1; (c) t2"
@@ -127,11 +128,13 @@ def test_every_case_picks_the_deciding_case():
 def test_slope_claim_defaults_and_note():
     c = claim_fits.slope_claim("s", "slope", [1.0, 2.0, 4.0], [1.0, 2.0, 4.0], [0.01, 0.02, 0.04],
                       paper=1.0, band=(0.9, 1.1))
-    assert (c.quantity, c.source, c.condition, c.scope, c.exact) == ("", "paper", "", None, None)
+    assert (c.source, c.condition, c.scope, c.exact, c.kind) == ("paper", "", None, None,
+                                                                   "empirical")
+    assert c.quantity == "(lack of fit p = 1)"
     assert c.note.startswith("Fit: lack of fit χ² = ")
     assert c.verdict == "confirmed" and c.measured == pytest.approx(1.0)
     fit = c.details[-1]
-    assert fit["case"] == "fit" and fit["dof"] == 1 and fit["se_widened"] == fit["se"]
+    assert fit["case"] == "fit" and fit["dof"] == 1 and "se_widened" not in fit
 
 
 def test_joint_level():
@@ -233,24 +236,25 @@ def test_joint_case_bad_input():
         C.joint_case([1.0, 2.0], [0.1, 0.1], paper=0.0, band=(-1, 1), exact=[0.0])
 
 
-def test_slope_claim_forwards_every_field_and_widens_with_student_t():
+def test_slope_claim_forwards_every_field_and_never_widens():
     x = [1.0, 2.0, 4.0, 8.0, 16.0]
     y = [1.0, 2.6, 3.6, 9.5, 15.0]                      # not on a line at 1 % errors
     se = [0.01 * v for v in y]
     c = claim_fits.slope_claim("s.id", "Slope.", x, y, se, paper=1.0, band=(0.9, 1.1), quantity="q",
                       source="book", note="N.", details=[{"case": "extra"}], exact=1.0,
-                      scope="setting", condition="cond")
+                      scope="setting", condition="cond", kind="identity")
     fit = loglog_fit(x, y, se)
     assert fit.lack_of_fit
-    assert (c.id, c.statement, c.quantity, c.source, c.exact, c.scope, c.condition) == \
-        ("s.id", "Slope.", "q", "book", 1.0, "setting", "cond")
-    assert c.note == f"N. Fit: {fit.describe()}."
+    assert (c.id, c.statement, c.source, c.exact, c.scope, c.condition, c.kind) == \
+        ("s.id", "Slope.", "book", 1.0, "setting", "cond", "identity")
+    assert c.quantity == f"q (lack of fit p = {fit.p_value:.2g})"
+    caveat = claim_fits.rejected_law_caveat(fit)
+    assert caveat and c.note == f"N. Fit: {fit.describe()}. {caveat}"
+    assert c.verdict == "inconclusive"              # a rejected law decides nothing
     assert c.details == [{"case": "extra"},
                          {"case": "fit", "slope": fit.slope, "se": fit.se, "chi2": fit.chi2,
-                          "dof": 3, "p_value": fit.p_value, "se_widened": fit.se_widened}]
-    q = st.t.ppf(0.995, 3)
-    assert c.interval == pytest.approx([fit.slope - q * fit.se_widened,
-                                        fit.slope + q * fit.se_widened])
+                          "dof": 3, "p_value": fit.p_value}]
+    assert c.interval == pytest.approx([fit.slope - Z99 * fit.se, fit.slope + Z99 * fit.se])
 
 
 def test_exact_verdict():

@@ -46,14 +46,14 @@ def test_two_point_fits_cannot_test_lack_of_fit():
     assert fit.dof == 0 and fit.p_value is None and "cannot be tested" in fit.describe()
 
 
-def test_slope_claim_widens_and_reports_lack_of_fit():
+def test_slope_claim_reports_lack_of_fit_and_does_not_decide():
     x = np.array([1.0, 2.0, 4.0, 8.0])
     y = np.exp(np.log(x) ** 2)
     c = slope_claim("t.slope", "curved", x, y, 0.01 * y, paper=1.0, band=(0.9, 1.1),
                     scope="setting", condition="never")
-    assert "lack of fit" in c.note and "Birge" in c.note
+    assert "lack of fit" in c.note and "law is rejected" in c.note
     fit = loglog_fit(x, y, 0.01 * y)
-    assert c.se == pytest.approx(fit.se_widened)
+    assert c.se == pytest.approx(fit.se) and c.verdict == "inconclusive"
     assert c.details[-1]["chi2"] == pytest.approx(fit.chi2)
 
 

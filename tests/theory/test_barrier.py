@@ -68,6 +68,13 @@ def test_diffusion_escape_time(p):
     # the quadrature has converged and does not depend on where the far end reflects
     fine = BR.escape_time_diffusion(p, BR.SHARP, sigma2=2.0, n_grid=32001, margin=2.0, **kw)
     assert fine == pytest.approx(times[1], rel=2e-3)
+    # a constant noise enters the diffusion as D = eta ((sigma^2 G + V)/b + q): with sigma^2 = 0
+    # and q the label noise's variance at the sharp minimum, the sharp escape is no slower,
+    # and the flat minimum is left far sooner than under label noise
+    q = 2.0 * float(BR.gradient_norm(p, BR.SHARP))
+    const = {s: BR.escape_time_diffusion(p, s, sigma2=0.0, noise_var=q, **kw)
+             for s in (BR.SHARP, BR.FLAT)}
+    assert const[BR.FLAT] < flat / 10 and math.isfinite(const[BR.SHARP])
     P = BR.escape_probability_diffusion(p, BR.SHARP, 1000, sigma2=2.0, **kw)
     assert P == pytest.approx(-math.expm1(-1000 / times[1]))
     with pytest.raises(ValueError, match="start must be one of the minima"):
@@ -85,13 +92,45 @@ def test_one_sgd_step_has_the_predicted_mean_and_variance(p):
     eps = np.sqrt(s2) * rng.standard_normal((1, n, b))
     m, w = p.logistic
     escape_kernel(theta, np.full(n, eta), p.X, p.r0, p.psi_lo, p.psi_hi - p.psi_lo, m, w,
-                    10.0, 1.0, idx, eps, hit, 0)
+                    10.0, 1.0, idx, eps, hit, 0, np.zeros((0, n)))
     step = theta - th
     mean, var = -eta * BR.loss_derivative(p, th), eta ** 2 * (s2 * BR.gradient_norm(p, th)
                                                                + BR.minibatch_variance(p, th)) / b
     assert abs(step.mean() - mean) < 5 * math.sqrt(var / n)
     fourth = ((step - step.mean()) ** 4).mean()                 # se of a variance: sqrt((m4 - v^2)/n)
     assert abs(step.var() - var) < 5 * math.sqrt((fourth - step.var() ** 2) / n)
+
+
+def test_constant_noise_step_has_a_variance_that_does_not_depend_on_theta(p):
+    """The control of Remarks 3-4: no label noise, a gradient noise of variance q. One step from
+    theta = 0.2 and from 0.8 (where G differs by orders of magnitude): mean -eta L' and variance
+    eta^2 (q + V/b) at both, within 5 standard errors (false-failure rate < 1e-6 each), through
+    run_barrier_sgd's own draws."""
+    q, eta, b, n = 30.0, 0.01, 2, 40_000
+    for th in (0.2, 0.8):
+        theta = np.full(n, th)
+        hit = np.full(n, -1, dtype=np.int64)
+        rng = np.random.default_rng(2)
+        idx = rng.integers(0, p.n, size=(1, n, b))
+        extra = np.sqrt(q) * rng.standard_normal((1, n))
+        m_, w = p.logistic
+        escape_kernel(theta, np.full(n, eta), p.X, p.r0, p.psi_lo, p.psi_hi - p.psi_lo, m_, w,
+                      10.0, 1.0, idx, np.zeros((1, n, b)), hit, 0, extra)
+        step = theta - th
+        mean = -eta * BR.loss_derivative(p, th)
+        var = eta ** 2 * (q + BR.minibatch_variance(p, th) / b)
+        assert abs(step.mean() - mean) < 5 * math.sqrt(var / n)
+        fourth = ((step - step.mean()) ** 4).mean()
+        assert abs(step.var() - var) < 5 * math.sqrt((fourth - step.var() ** 2) / n)
+    # through the public runner: noise_var moves runs without label noise, and is seeded
+    a = run_barrier_sgd(p, BR.FLAT, eta=0.01, sigma2=0.0, noise_var=q, batch_size=1, steps=300,
+                        n_runs=8, seed=3)
+    b2 = run_barrier_sgd(p, BR.FLAT, eta=0.01, sigma2=0.0, noise_var=q, batch_size=1, steps=300,
+                         n_runs=8, seed=3)
+    assert np.all(a.theta != BR.FLAT) and np.array_equal(a.theta, b2.theta)
+    with pytest.raises(ValueError, match="noise_var must be >= 0"):
+        run_barrier_sgd(p, BR.FLAT, eta=0.01, sigma2=0.0, noise_var=-1.0, batch_size=1,
+                        steps=3, n_runs=2)
 
 
 def test_noiseless_sgd_never_leaves_a_minimum_and_runs_are_seeded(p):

@@ -8,7 +8,7 @@ import pytest
 
 from dsmlib.foundation.rng import chain_streams
 from dsmlib.theory import least_squares as ls
-from dsmlib.theory.least_squares_sgd import naive_sgd, sgd_trajectories
+from dsmlib.theory.least_squares_sgd import naive_sgd, sgd_time_averages, sgd_trajectories
 
 BETA = np.array([1.0, 1.0])
 
@@ -139,3 +139,19 @@ def test_naive_sgd_rejects_bad_input(problem):
 def test_batch_larger_than_n_is_fine_with_replacement(problem):
     traj = sgd_trajectories(problem, 0.01, 150, 10, replace=True)
     assert np.all(np.isfinite(traj))
+
+
+def test_time_averages_are_the_chains_of_sgd_trajectories(problem):
+    """Row m of the labels runs as chain m of sgd_trajectories on the same seed: with the
+    problem's own labels the averages over the last ``steps`` iterates agree exactly; another
+    label vector gives another centre (its least-squares fit's neighbourhood)."""
+    burn, steps = 50, 700
+    paths = sgd_trajectories(problem, 0.01, 5, burn + steps, seed=7, n_chains=2, replace=False)
+    got = sgd_time_averages(problem, np.stack([problem.y, problem.y]), 0.01, 5, steps,
+                            burn_in=burn, seed=7, replace=False)
+    np.testing.assert_array_equal(got, paths[:, burn + 1:].mean(axis=1))
+    shifted = sgd_time_averages(problem, (problem.y + 5.0)[None], 0.01, 5, steps, burn_in=burn,
+                                seed=7, replace=False)
+    assert np.linalg.norm(shifted[0] - got[0]) > 0.1
+    with pytest.raises(ValueError, match="labels must be an"):
+        sgd_time_averages(problem, problem.y, 0.01, 5, steps, burn_in=burn)
