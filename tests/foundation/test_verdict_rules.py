@@ -262,7 +262,10 @@ def test_a_rounding_residue_projects_nothing():
     assert not resolvable(1.192e-08, band) and resolvable(0.01, band)
     assert units_to_decide(1.192e-08, 0.01073 / 2.6, [-0.0107, 0.0107], band, 6) is None
     assert units_to_decide(0.01, 0.004, [0.0, 0.02], band, 6) is not None
-    assert units_to_decide(2e-6, 0.004, [-0.01, 0.01], band, 6, resolution=1e-5) is None
+    # a residue measured precisely would project a handful of seeds: the resolution says no
+    tiny = dict(measured=5e-7, se=1e-8, interval=[4.7e-7, 5.3e-7], band=band, units=6)
+    assert units_to_decide(**tiny) is None
+    assert units_to_decide(**tiny, resolution=0.0) is not None
     assert RESOLUTION == 1e-6
     with pytest.raises(ValueError, match="^resolution must be >= 0"):
         resolvable(0.1, band, -1.0)
