@@ -26,8 +26,9 @@ def strength_loglog(cases) -> go.Figure:
             text=[f"σ²={cases[i].sigma2:g}, b={cases[i].batch_size}, η={cases[i].eta:g}"
                   for i in sel], hovertemplate="%{text}<br>predicted %{x:.3g}<br>measured %{y:.3g}"))
     fit = loglog_fit(pred, meas, se)
-    half = quantile(fit.dof_interval) * fit.se_widened
-    lof = f"lack of fit p = {fit.p_value:.2g}" if fit.dof else "2 points"
+    half = quantile() * fit.se                         # never widened (claim_fits.fit_case)
+    lof = (f"lack of fit p = {fit.p_value:.2g}{' (law rejected)' if fit.lack_of_fit else ''}"
+           if fit.dof else "2 points")
     lo, hi = pred.min() / 1.5, pred.max() * 1.5
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(dash="dot", color="#555"),
                              name=f"Eq. 22 (slope 1);<br>fitted slope {fit.slope:.4f} "

@@ -33,7 +33,7 @@ def test_strength_loglog(cases):
                                quantile() * np.array([c.se for c in cases[:3]]))
     fit = loglog_fit(np.array([c.predicted for c in cases]),
                      np.array([c.measured for c in cases]), np.array([c.se for c in cases]))
-    half = quantile(fit.dof_interval) * fit.se_widened
+    half = quantile() * fit.se
     assert (f"fitted slope {fit.slope:.4f} [{fit.slope - half:.4f}, {fit.slope + half:.4f}] "
             "(99 %),<br>lack of fit p =") in fig.data[-1].name
 

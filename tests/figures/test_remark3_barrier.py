@@ -46,3 +46,14 @@ def test_escape_plot_shows_the_claims_intervals(sweep):
     assert len(pred) == 6 and all(np.all((np.asarray(t.y) >= 0) & (np.asarray(t.y) <= 1)) for t in pred)
     html = F.escape_table(E.escape_rows(sweep)).data
     assert "<table" in html and "99% CI" in html and html.count("<tr>") == 1 + 2 * len(sweep.configs)
+
+
+def test_constant_noise_table(sweep):
+    """One row per level and start, with the escapes, the Clopper-Pearson interval and the
+    diffusion's prediction (issue 31's control)."""
+    rows = E.constant_noise_rows(sweep)
+    assert [(r["start"], r["level"]) for r in rows] == [("sharp", 1.0), ("flat", 1.0)]
+    assert rows[0]["noise_var"] == pytest.approx(sweep.matched_var)
+    html = F.constant_noise_table(rows).data
+    assert html.count("<tr>") == 3 and f"{rows[0]['escaped']}/{rows[0]['n_runs']}" in html
+    assert f"{rows[1]['predicted_probability']:.3f}" in html
