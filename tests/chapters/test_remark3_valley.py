@@ -235,7 +235,8 @@ def test_notebook_executes_under_smoke(tmp_path):
     doc = json.loads((root / "results" / "smoke" / "remark3_valley.json").read_text())
     ids = [c["id"] for c in doc["claims"]]
     assert ids == ["remark3.valley_drift", "remark3.valley_control", "remark3.low_gradnorm",
-                   "remark3.barrier_escape", "remark3.barrier_control", "remark3.barrier_time",
+                   "remark3.barrier_escape", "remark3.barrier_control",
+                   "remark3.barrier_constant_noise", "remark3.barrier_time",
                    "remark4.barrier_strength", "remark4.sigma2_strength", "remark4.eta_correction",
                    "remark2.valley_stability"]
     for c in doc["claims"]:
