@@ -222,3 +222,18 @@ def test_coupled_paths(problems):
     states = p2.path_explorer_states(p, etas=[0.25, 0.125], sigma2s=[1.0, 2.0], horizon=0.5,
                                      batch_size=1, n_paths=1)
     assert len(states) == 4 and states[1]["dsm"].shape == (5, 1, 2)
+
+
+def test_quick_and_paper_references_are_fine_enough():
+    """Issue 31 item 7: the SDE reference of the profiles that decide Prop. 2 (quick, paper) uses
+    step eta / refine with refine >= 8, so that the "SDE" is not merely Euler-Maruyama at eta / 2
+    (whose error against eta would itself fall like eta^2 on additive noise)."""
+    from dsmlib.book import profiles
+    from dsmlib.book.runner import declared_parameters, source_notebook
+    from helpers import ROOT
+    spec = profiles.load_specs(ROOT / "notebooks")["prop2_convergence"]
+    declared = declared_parameters(source_notebook(spec, ROOT))
+    for prof in ("quick", "paper"):
+        params = profiles.resolve(spec, prof, {}, declared)
+        refine = params.get("refine", profiles.default_value(declared["refine"]))
+        assert refine >= 8, (prof, refine)
