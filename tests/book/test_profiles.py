@@ -99,3 +99,14 @@ def test_section5_students_train_as_long_as_their_teachers_in_every_profile():
             assert [s.headroom for s in grid.settings] == [False] * 3
         else:
             assert [s.headroom for s in grid.settings] == [False, True], profile
+
+
+def test_papermill_reads_every_name_of_every_parameters_cell():
+    """A parameters line papermill cannot parse (a comment holding '=' did, in ols.md) is not
+    declared: `-p` would refuse it and papermill would not inject it, while the notebook still
+    runs on its default. Every literal of every parameters cell must be declared."""
+    from dsmlib.book.runner import declared_parameters, notebook_defaults, source_notebook
+    for spec in profiles.load_specs(ROOT / "notebooks").values():
+        src = source_notebook(spec, ROOT)
+        missing = set(notebook_defaults(src)) - set(declared_parameters(src))
+        assert not missing, (spec.name, sorted(missing))
