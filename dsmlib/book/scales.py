@@ -133,8 +133,10 @@ def scales_overview(docs: Sequence[dict[str, Any]], by_chapter: dict[str, list[R
         stale = [r.name for r in mine if not r.fresh]
         differ = sum(len(differing_claims(d["claims"], [r])) for d in docs for r in fresh
                      if r.name == d["notebook"])
-        old = sum(len(differing_claims(d["claims"], [r], stale=True)) for d in docs
-                  for r in mine if not r.fresh and r.name == d["notebook"])
+        old_pairs = [(d, r) for d in docs for r in mine
+                     if not r.fresh and r.name == d["notebook"]]
+        old = sum(len(differing_claims(d["claims"], [r], stale=True)) for d, r in old_pairs)
+        old_refs = sum(1 for d, r in old_pairs if differing_claims(d["claims"], [r], stale=True))
         measured = sum(1 for d in docs for r in fresh if r.name == d["notebook"]
                        for c in d["claims"] if c["id"] in r.claims())
         line = (f"- **`{prof}`**: references of {len(mine)} chapter{'s' if len(mine) != 1 else ''}"
@@ -142,7 +144,7 @@ def scales_overview(docs: Sequence[dict[str, Any]], by_chapter: dict[str, list[R
                 f"{measured} claims re-measured by the fresh ones, {differ} with a different "
                 f"verdict from this build")
         if old:
-            line += f"; {stale_differ_text(old)}"
+            line += f"; {stale_differ_text(old, old_refs)}"
         if stale:
             line += f"; **stale** (code changed since they ran): {', '.join(stale)}"
         lines.append(line + ".")
@@ -247,10 +249,11 @@ def corrections_at_scale(docs: Sequence[dict[str, Any]],
             "models (see `notebooks/profiles.yml`).\n\n" + "\n".join(lines) + "\n")
 
 
-def stale_differ_text(n: int) -> str:
-    """``1 differs, in a stale reference`` / ``2 differ, in stale references``."""
+def stale_differ_text(n: int, refs: int = 1) -> str:
+    """``1 differs, in a stale reference`` / ``2 differ, in stale references``: ``n``
+    differences over ``refs`` stale references."""
     return (f"{n} {'differs' if n == 1 else 'differ'}, in "
-            f"{'a stale reference' if n == 1 else 'stale references'}")
+            f"{'a stale reference' if refs == 1 else 'stale references'}")
 
 
 def summary_at_scale(docs: Sequence[dict[str, Any]],

@@ -14,7 +14,7 @@ import pytest
 from dsmlib.book import ledger, reference_run, references as R
 from dsmlib.book.pages import references_markdown
 from dsmlib.book.reference_section import SECTION_TAG, with_reference_sections
-from dsmlib.book.scales import differing_claims
+from dsmlib.book.scales import differing_claims, stale_differ_text
 from dsmlib.book.store import executed_path, results_path
 from dsmlib.foundation import claims as C
 from helpers import copy_book
@@ -185,6 +185,10 @@ def test_ledger_shows_every_scale_and_marks_differences_and_stale_references(tmp
     assert "1 with a different verdict" in md and "**stale** (code changed" in md
     gpu_line = next(line for line in md.splitlines() if line.startswith("- **`gpu`**"))
     assert "0 with a different verdict from this build; 1 differs, in a stale reference" in gpu_line
+    # the plural follows the references, not the differences (the ledger said "2 differ, in
+    # stale references" of the one stale gpu reference of sec5_distillation)
+    assert stale_differ_text(2, 1) == "2 differ, in a stale reference"
+    assert stale_differ_text(3, 2) == "3 differ, in stale references"
     summary = ledger.summary_markdown(docs, profile="quick", references=by_chapter)
     assert ("the `paper` references re-measure 3 of these claims in 1 chapter, and 1 of their "
             "verdicts differs") in summary
