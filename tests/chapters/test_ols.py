@@ -139,7 +139,7 @@ def test_shape_moments_are_mardias_against_the_exact_gaussian(results):
 
 
 def test_gaussian_claim_cannot_decide_where_the_eighth_moment_is_not_shown(results):
-    from dsmlib.chapters.ols_claims import gaussian_claims
+    from dsmlib.chapters.ols_cloud import gaussian_claims
     bounds = {r.panel.key: E.moment_bound(r) for r in results}
     assert bounds["a"] < 1 < bounds["f"]                  # 0.52 and 11.8 at eta = 0.01
     [claim] = gaussian_claims(results)
@@ -162,7 +162,7 @@ def test_eta_and_batch_sweeps_agree_with_the_exact_covariance(sweep):
     """The direction claims hold in exact theory, the rate claims fail there (tr C / eta grows
     by the O(eta^2) terms, tr C * B falls by (N - B)/(N - 1) and O(eta) terms); every measured
     verdict is the exact one or undecided, never the opposite."""
-    from dsmlib.chapters.ols_claims import sweep_claims
+    from dsmlib.chapters.ols_cloud import sweep_claims
     from dsmlib.foundation.claims import exact_verdict
     eta_runs, batch_runs = sweep
     assert [r.eta for r in eta_runs] == [0.005, 0.01, 0.02]
@@ -186,7 +186,7 @@ def test_the_centre_over_noise_draws_is_beta_star():
     """Remark 5's expectation, over 1,500 draws: each draw's offset has mean 0 exactly, so the
     estimate lies within 5 standard errors of 0 (false-failure rate < 1.2e-6 per coordinate);
     the draws' centres sit at their own least-squares fits (the time average's error only)."""
-    from dsmlib.chapters.ols_claims import mean_over_draws_claims
+    from dsmlib.chapters.ols_cloud import mean_over_draws_claims
     panel = next(p for p in E.paper_panels() if p.key == "b")
     m = E.mean_over_draws(panel, eta=0.01, batch_size=5, n_draws=1500, steps=500, n=100,
                           seed=0, replace=False)
