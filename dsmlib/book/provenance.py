@@ -47,7 +47,7 @@ OUTSIDE_KERNEL = ("__main__.py", "book/cli.py", "book/runner.py", "book/ledger.p
                   "book/mystnb_plugin.py", "book/store.py", "book/pages.py", "book/kernel.py",
                   "book/lab.py", "book/references.py", "book/reference_run.py",
                   "book/reference_section.py", "book/scales.py", "book/site.py",
-                  "book/closure.py")
+                  "book/closure.py", "book/rerun.py")
 
 
 def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,

@@ -12,18 +12,19 @@ encodes as base64 typed arrays, half the bytes, with no visible loss.
 from __future__ import annotations
 
 import base64
+import hashlib
 import html as _html
-import itertools
 from typing import Any
 
 import numpy as np
 import plotly.io as pio
 from plotly.io._base_renderers import MimetypeRenderer, PlotlyRenderer
 
+from ..foundation.results import check_parameters
+
 __all__ = ["RENDERER", "BookRenderer", "book_template", "setup", "slim", "figure_html"]
 
 RENDERER = "dsm_book"
-_COUNTER = itertools.count()
 
 
 def slim(obj: Any) -> Any:
@@ -45,12 +46,16 @@ def slim(obj: Any) -> Any:
 
 
 def figure_html(fig_dict: dict[str, Any]) -> str:
-    """The static-site HTML of one figure: a placeholder and its JSON, drawn by the loader."""
-    uid = f"dsm-fig-{next(_COUNTER)}-{abs(hash(str(fig_dict.get('layout', {}).get('title'))))}"
+    """The static-site HTML of one figure: a placeholder and its JSON, drawn by the loader.
+
+    Its id is a hash of the JSON, so the same figure gives the same bytes in every build (the
+    loader draws into the placeholder just before the JSON, so two equal figures on one page
+    are both drawn)."""
     height = fig_dict.get("layout", {}).get("height") or 450
     spec = {"data": fig_dict.get("data", []), "layout": fig_dict.get("layout", {}),
             "config": {"displaylogo": False, "responsive": True}}
     payload = pio.to_json(spec, validate=False).replace("</", "<\\/")
+    uid = f"dsm-fig-{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
     return (f'<div id="{uid}" class="plotly-graph-div dsm-plotly" '
             f'style="height:{int(height)}px; width:100%;"></div>'
             f'<script type="application/json" class="dsm-plotly-data" '
@@ -77,7 +82,11 @@ def book_template() -> Any:
 
 
 def setup() -> None:
-    """Make :data:`RENDERER` plotly's default renderer and use the book's template."""
+    """Prepare a chapter's kernel, the first thing every chapter calls: refuse a parameter
+    papermill injected that the notebook does not declare
+    (:func:`dsmlib.foundation.results.check_parameters`), then make :data:`RENDERER` plotly's
+    default renderer and use the book's template."""
+    check_parameters()
     pio.renderers[RENDERER] = BookRenderer()
     pio.renderers.default = RENDERER
     pio.templates[RENDERER] = book_template()

@@ -32,8 +32,9 @@ from typing import Any, Sequence
 
 from .claims import KINDS, SCOPES, VERDICTS, Claim
 
-__all__ = ["SEAL", "RUN_ONLY", "write_results", "load_results", "atomic_write_text",
-           "parameters_hash", "same_parameters", "custom_results_path", "notebook_parameters"]
+__all__ = ["SEAL", "RUN_ONLY", "UnknownParameter", "write_results", "load_results",
+           "atomic_write_text", "parameters_hash", "same_parameters", "custom_results_path",
+           "notebook_parameters", "injected_parameters", "check_parameters"]
 
 #: The hidden parameter through which the runner seals a run (see the module docstring).
 SEAL = "dsmlib_run"
@@ -90,6 +91,21 @@ def _literal(node: ast.expr, namespace: dict[str, Any], name: str) -> Any:
         return namespace.get(name)
 
 
+def _assignments(src: str) -> list[tuple[str, ast.expr]]:
+    """(name, value) of a cell's top-level ``name = value`` statements ([] if not Python)."""
+    try:
+        body = ast.parse(src).body
+    except SyntaxError:
+        return []
+    return [(t.id, s.value) for s in body if isinstance(s, ast.Assign)
+            for t in s.targets if isinstance(t, ast.Name)]
+
+
+def _injected(src: str) -> bool:
+    """Whether a cell is one papermill injected (its ``# Parameters`` comment)."""
+    return src.lstrip().startswith("# Parameters")
+
+
 def notebook_parameters(namespace: dict[str, Any], history: Sequence[str]) -> dict[str, Any]:
     """The parameter values a notebook kernel ran with, read from its executed cells.
 
@@ -99,15 +115,54 @@ def notebook_parameters(namespace: dict[str, Any], history: Sequence[str]) -> di
     rebind a parameter later, e.g. ``device``), else the namespace's."""
     out: dict[str, Any] = {}
     for src in history:
-        try:
-            body = ast.parse(src).body
-        except SyntaxError:
-            continue
-        names = [(t.id, s.value) for s in body if isinstance(s, ast.Assign)
-                 for t in s.targets if isinstance(t, ast.Name)]
-        if src.lstrip().startswith("# Parameters") or "results_dir" in {n for n, _ in names}:
+        names = _assignments(src)
+        if _injected(src) or "results_dir" in {n for n, _ in names}:
             out.update({n: _literal(v, namespace, n) for n, v in names})
     return out
+
+
+def injected_parameters(namespace: dict[str, Any], history: Sequence[str]) -> dict[str, Any]:
+    """The values papermill injected over the notebook's parameters cell (its ``-p``), the
+    runner's own (:data:`RUN_ONLY`) left out: what a hand re-run changed."""
+    out: dict[str, Any] = {}
+    for src in history:
+        if _injected(src):
+            out.update({n: _literal(v, namespace, n) for n, v in _assignments(src)})
+    return {k: v for k, v in out.items() if k not in RUN_ONLY}
+
+
+class UnknownParameter(ValueError):
+    """A parameter papermill injected that the notebook's parameters cell does not declare."""
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython prints this instead of a traceback: the error is one line in the notebook
+        return [f"{type(self).__name__}: {self}"]
+
+
+def check_parameters(history: Sequence[str] | None = None) -> None:
+    """Inside a notebook kernel, refuse a parameter that papermill injected (``-p NAME``) but
+    the notebook's parameters cell does not declare, in one line: papermill itself only warns,
+    then runs the defaults. ``history``: the executed cells (default: the kernel's). Outside
+    a kernel, or in a notebook without a parameters cell (one assigning ``results_dir``),
+    nothing is checked."""
+    if history is None:
+        state = _kernel_state()
+        if state is None:
+            return
+        history = state[1]
+    declared: set[str] = set()
+    injected: list[str] = []
+    for src in history:
+        names = [n for n, _ in _assignments(src)]
+        if _injected(src):
+            injected += names
+        elif "results_dir" in names:
+            declared |= set(names)
+    unknown = sorted(set(injected) - declared - {SEAL})
+    if declared and unknown:
+        raise UnknownParameter(
+            f"unknown parameter(s) {unknown}: this notebook's parameters are "
+            f"{', '.join(sorted(declared - set(RUN_ONLY)))} (papermill -p NAME VALUE)")
 
 
 def _kernel_state() -> tuple[dict[str, Any], list[str]] | None:
@@ -159,9 +214,11 @@ def write_results(claims: Sequence[Claim], *, notebook: str, profile: str,
     state = _kernel_state()
     seal: dict[str, Any] = {}
     custom = False
+    injected: dict[str, Any] | None = None
     if state is not None:
         namespace, history = state
         seal = namespace.get(SEAL) or {}
+        injected = injected_parameters(namespace, history)
         parameters = notebook_parameters(namespace, history) if parameters is None else parameters
         sealed = (bool(seal) and Path(seal.get("stage", "")).parent.is_dir()
                   and seal.get("profile") == profile
@@ -183,10 +240,14 @@ def write_results(claims: Sequence[Claim], *, notebook: str, profile: str,
     doc["run"] = {"profile": profile, "parameters": params, "key": seal.get("key"),
                   "custom": custom or bool(seal.get("custom")), "hash": parameters_hash(params),
                   "environment": environment()}
+    if injected is not None:
+        doc["run"]["injected"] = injected
     atomic_write_text(path, json.dumps(doc, indent=2, default=_jsonable))
     if custom:
-        print(f"[dsmlib] These parameters are not exactly those of a profile run by `python -m "
-              f"dsmlib execute`, so the results were written to {path.resolve()} "
+        changed = ", ".join(f"{k}={v!r}" for k, v in (injected or {}).items() if k != "profile")
+        print(f"[dsmlib] These parameters (the {profile!r} profile's"
+              f"{f', with {changed}' if changed else ''}) are not exactly those of a profile run "
+              f"by `python -m dsmlib execute`, so the results were written to {path.resolve()} "
               f"(results/{profile}/ is left untouched).", flush=True)
     return path
 

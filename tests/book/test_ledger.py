@@ -148,6 +148,8 @@ def test_errata_list_exactly_the_papers_unconfirmed_claims():
     # an undecided claim is not corrected: its condition is shown as the guess it is
     assert err.count("*What might decide it (a guess, not measured).* Needs z.") == 1
     assert "Correction.* Needs z." not in err
+    # what a claim is tested against is said in words, not as a band "around the paper's"
+    assert err.count("the claim holds if the value is ") == 3 and "around the paper's" not in err
 
 
 def test_smoke_builds_list_no_errata_and_say_they_test_machinery():
@@ -182,3 +184,22 @@ def test_notebook_parameters_read_from_executed_cells():
     got = notebook_parameters({"device": "cuda"}, history)
     assert got == {"profile": "quick", "results_dir": "r", "eta": 0.005, "steps": 1000,
                    "device": "cpu"}
+
+
+def test_injected_parameters_and_the_one_line_refusal_of_an_undeclared_one():
+    """What papermill's -p changed over the parameters cell (the runner's own names left out),
+    and a name the parameters cell does not declare refused as one line (issue 33)."""
+    import pytest
+    from dsmlib.foundation.results import (SEAL, UnknownParameter, check_parameters,
+                                           injected_parameters)
+    cell = 'profile = "paper"\nresults_dir = "results"\nlive_widgets = False\nseed = 0\nn = 5'
+    history = ["", cell, f'# Parameters\nseed = 1\nresults_dir = "/x"\n{SEAL} = {{}}\n', "1"]
+    assert injected_parameters({}, history) == {"seed": 1}
+    check_parameters(history)                                  # declared names: fine
+    check_parameters(["# Parameters\nanything = 1\n"])         # no parameters cell: unchecked
+    with pytest.raises(UnknownParameter) as err:
+        check_parameters(history + ["# Parameters\nbatch_sise = 4\nseed = 2\n"])
+    assert str(err.value) == ("unknown parameter(s) ['batch_sise']: this notebook's parameters "
+                              "are n, profile, seed (papermill -p NAME VALUE)")
+    assert err.value._render_traceback_() == [f"UnknownParameter: {err.value}"]
+    assert isinstance(err.value, ValueError)

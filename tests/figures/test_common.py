@@ -79,6 +79,36 @@ def test_error_bars_are_the_claims_intervals():
     np.testing.assert_allclose(common.error_bars([1.0])["array"], [quantile()])
 
 
+def test_error_bars_stop_at_the_range_of_the_quantity():
+    """An accuracy's bar is its interval cut at 0 and 1; inside the range it is the interval."""
+    h = quantile(4) * 0.1
+    bars = common.error_bars([0.1, 0.1, 0.1], dof=4, mean=[0.99, 0.5, 0.02], within=(0.0, 1.0))
+    np.testing.assert_allclose(bars["array"], [0.01, h, h])
+    np.testing.assert_allclose(bars["arrayminus"], [h, h, 0.02])
+    assert bars["symmetric"] is False
+    with pytest.raises(ValueError, match="mean"):
+        common.error_bars([0.1], within=(0.0, 1.0))
+
+
+def test_figure_ids_are_the_same_in_every_process():
+    """A figure's HTML is the same bytes in any process (ids hash the figure; Python's
+    ``hash()`` of a string changes with each process), and differs between figures."""
+    import subprocess
+    import sys
+    code = ("import plotly.graph_objects as go; from dsmlib.figures.render import figure_html;"
+            "print(figure_html(go.Figure(go.Scatter(x=[1, 2], y=[3, 4]), "
+            "layout=dict(title='t')).to_dict()))")
+    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)},
+                           check=True).stdout for seed in (1, 2)}
+    assert len(runs) == 1
+    from dsmlib.figures.render import figure_html
+    a = figure_html(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])).to_dict())
+    b = figure_html(go.Figure(go.Scatter(x=[1, 2], y=[3, 5])).to_dict())
+    assert a.split('"')[1] != b.split('"')[1] and a == figure_html(
+        go.Figure(go.Scatter(x=[1, 2], y=[3, 4])).to_dict())
+
+
 def test_ellipse_is_the_nsig_contour():
     cov = np.array([[4.0, 1.2], [1.2, 1.0]])
     x, y = common.ellipse_xy([1.0, -2.0], cov, nsig=2.0, n=50)
