@@ -14,7 +14,9 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 from .grid import add_grid_parser, grid_command
 from .lab import launch_lab, prepare_lab
@@ -79,8 +81,28 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def run_time(root: Path, profile: str, name: str) -> str:
+    """How long ``name`` took under ``profile``: its last execution here, else its committed
+    reference, with the device ("not run yet" when neither exists)."""
+    from .references import device_label, reference_paths
+    from .store import executed_path
+    for where, path in (("last run here", executed_path(root, profile, name)),
+                        ("reference", reference_paths(root, profile, name)[0])):
+        try:
+            prov = json.loads(path.read_text())["metadata"]["dsmlib"]["provenance"]
+            return f"{where}: {_duration(float(prov['wall_s']))} on {device_label(prov)}"
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return "not run yet"
+
+
+def _duration(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    root = None
     try:
         root = find_root(args.root)
         if args.command == "list":
@@ -89,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{spec.name}: {spec.title}")
                 print("  parameters: " + ", ".join(f"{k}={v}" for k, v in declared.items()))
                 for prof, over in spec.profiles.items():
-                    print(f"  {prof}: {over or '(defaults)'}")
+                    print(f"  {prof}: {over or '(defaults)'}; {run_time(root, prof, spec.name)}")
             return 0
         if args.command == "reference":
             from .reference_run import make_references
@@ -123,9 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     except BookBusy as err:
         print(f"error: {err}", file=sys.stderr)
         return 3
-    except KeyboardInterrupt:
-        print("error: interrupted; chapters that had finished are in place, the rest were not "
-              "published (their results are unchanged)", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        stopped = "".join(f"; {p.stem} stopped, its partial notebook is "
+                          f"{p.relative_to(root) if root and root in p.parents else p}"
+                          for p in getattr(err, "failed", []))
+        print(f"error: interrupted{stopped}; chapters that had finished are in place, the rest "
+              "were not published (their results are unchanged)", file=sys.stderr)
         return 130
     except NotebookRefused as err:
         print(f"error: {err}", file=sys.stderr)

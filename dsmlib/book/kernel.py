@@ -1,5 +1,5 @@
 """The kernel manager the runner starts notebooks with (book layer), the threads its kernels
-get, and the papermill log line the runner's seal would cause.
+get, the papermill log line the runner's seal would cause, and how Ctrl-C reaches kernels.
 
 ipykernel warns, on every execution, that the kernel "is running over TCP without
 encryption". Rather than hide the warning, the runner's kernels use the encryption that
@@ -12,7 +12,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from typing import Iterator
+import signal
+import sys
+import threading
+from concurrent.futures import Future, wait
+from typing import Iterator, Sequence
 
 import zmq
 from jupyter_client.manager import AsyncKernelManager
@@ -20,7 +24,7 @@ from traitlets import default
 
 from ..foundation.results import SEAL
 
-__all__ = ["QuietKernelManager", "kernel_threads", "quiet_seal"]
+__all__ = ["QuietKernelManager", "KernelWatch", "kernel_threads", "quiet_seal"]
 
 
 class QuietKernelManager(AsyncKernelManager):
@@ -65,3 +69,82 @@ def kernel_threads(threads: int | None) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+class KernelWatch:
+    """The notebooks one ``execute`` is running and their kernels, so that a Ctrl-C reaches
+    them: jupyter_client starts each kernel in a session of its own, where a terminal's
+    Ctrl-C never arrives, so an interrupted run used to wait for the cell to end."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: list[str] = []
+        self._kernels: list[AsyncKernelManager] = []
+
+    def manager_class(self, name: str) -> type[QuietKernelManager]:
+        """A kernel manager class (papermill takes a class) whose kernels this watch knows."""
+        watch = self
+
+        class WatchedKernelManager(QuietKernelManager):
+            async def start_kernel(self, **kw) -> None:      # type: ignore[override]
+                await super().start_kernel(**kw)
+                with watch._lock:
+                    watch._kernels.append(self)
+        WatchedKernelManager.__name__ = f"WatchedKernelManager[{name}]"
+        return WatchedKernelManager
+
+    @contextlib.contextmanager
+    def running(self, name: str) -> Iterator[None]:
+        with self._lock:
+            self._running.append(name)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running.remove(name)
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return list(self._running)
+
+    def signal(self, signum: int) -> None:
+        """Send ``signum`` to every live kernel's process group."""
+        with self._lock:
+            kernels = list(self._kernels)
+        for km in kernels:
+            prov = getattr(km, "provisioner", None)
+            proc = getattr(prov, "process", None)
+            if proc is None or proc.poll() is not None:
+                continue
+            try:
+                pgid = getattr(prov, "pgid", None)
+                if pgid:
+                    os.killpg(pgid, signum)
+                else:
+                    proc.send_signal(signum)
+            except OSError:
+                pass            # it ended meanwhile
+
+    def interrupt(self, futures: Sequence[Future]) -> None:
+        """After a first Ctrl-C: say so at once, interrupt the running cells (again every
+        second: a kernel between two cells ignores it) until every run has ended; a second
+        Ctrl-C kills the kernels, waits at most ``ABORT_WAIT_S`` for their runs to keep what
+        they had, and returns."""
+        names = self.names()
+        print(f"[dsmlib] waiting for {', '.join(names) or 'the running notebooks'} to stop; "
+              "Ctrl-C again to abort", file=sys.stderr, flush=True)
+        for f in futures:
+            f.cancel()
+        try:
+            self.signal(signal.SIGINT)
+            while wait(futures, timeout=1.0).not_done:
+                self.signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            print("[dsmlib] aborting: killing the kernels", file=sys.stderr, flush=True)
+            self.signal(signal.SIGKILL)
+            wait(futures, timeout=ABORT_WAIT_S)
+
+
+#: After an abort, how long the runs get to keep their partial notebooks (a killed kernel is
+#: noticed within about a second).
+ABORT_WAIT_S = 15.0

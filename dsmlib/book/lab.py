@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .profiles import RUNNER_PARAMETERS, load_specs, resolve, select
+from .profiles import RUNNER_PARAMETERS, load_specs, resolve
 
 __all__ = ["prepare_lab", "launch_lab"]
 
@@ -28,7 +28,11 @@ def prepare_lab(root: Path, name: str, profile: str, overrides: dict[str, Any]) 
     owned = [k for k in overrides if k in RUNNER_PARAMETERS]
     if owned:
         raise ValueError(f"parameter(s) {owned} are set by `lab` and cannot be overridden")
-    spec = select(load_specs(root / "notebooks"), [name])[0]
+    specs = load_specs(root / "notebooks")
+    if name not in specs:      # 'all' included: JupyterLab opens one chapter
+        raise ValueError(f"unknown notebook {name!r} for `lab`, which opens one chapter: "
+                         f"{', '.join(specs)}")
+    spec = specs[name]
     src = source_notebook(spec, root)
     params = resolve(spec, profile, overrides, declared_parameters(src))
     out = root / "_build" / "lab" / f"{name}.ipynb"

@@ -22,13 +22,14 @@ from typing import Any
 
 from ..foundation.results import (RUN_ONLY, SEAL, atomic_write_text, notebook_parameters,
                                   same_parameters)
-from .kernel import QuietKernelManager, kernel_threads, quiet_seal
+from .kernel import KernelWatch, QuietKernelManager, kernel_threads, quiet_seal
 from .profiles import RUNNER_PARAMETERS, check_profile, load_specs, resolve, select
 from .provenance import code_key, decorate, is_fresh, provenance
-from .store import (book_lock, clear_stage, custom_paths, executed_path, keep_failed, publish,
-                    results_mismatch, results_path, stage_dir)
+from .rerun import carry_parameters
+from .store import (book_lock, clear_stage, custom_paths, executed_path, failed_path,
+                    keep_failed, publish, results_mismatch, results_path, stage_dir)
 
-__all__ = ["NotebookFailed", "NotebookRefused", "find_root", "source_notebook",
+__all__ = ["NotebookFailed", "NotebookRefused", "RunInterrupted", "find_root", "source_notebook",
            "declared_parameters", "plan", "check_ranges", "execute"]
 
 CELL_TIMEOUT_S = 1800
@@ -42,6 +43,15 @@ class NotebookFailed(RuntimeError):
 class NotebookRefused(NotebookFailed):
     """A notebook cell raised ``ValueError``, the library's error for a value it does not
     accept: the message is that one line (the traceback stays in the failed notebook)."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """The reader stopped an ``execute`` (Ctrl-C); ``failed`` are the partial notebooks of the
+    chapters that were running (``book/chapters/failed/``)."""
+
+    def __init__(self, failed: list[Path]):
+        super().__init__()
+        self.failed = failed
 
 
 def find_root(start: str | Path | None = None) -> Path:
@@ -187,21 +197,28 @@ def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick
         cores = os.cpu_count() or 1
         jobs = max(1, min(jobs or max(1, cores // 2), len(todo) or 1))
         threads = threads or max(1, cores // jobs)
-        gpu_lock, stop = threading.Lock(), threading.Event()
+        gpu_lock, stop, watch = threading.Lock(), threading.Event(), KernelWatch()
 
         def one(run: Run) -> Path:
-            with gpu_lock if run.spec.gpu else contextlib.nullcontext():
-                return run_notebook(root, run, profile, timeout, progress and jobs == 1, stop)
+            with gpu_lock if run.spec.gpu else contextlib.nullcontext(), \
+                    watch.running(run.spec.name):
+                return run_notebook(root, run, profile, timeout, progress and jobs == 1, stop,
+                                    watch.manager_class(run.spec.name))
 
-        with kernel_threads(threads), quiet_seal(), ThreadPoolExecutor(max_workers=jobs) as pool:
+        with kernel_threads(threads), quiet_seal():
+            pool = ThreadPoolExecutor(max_workers=jobs)
             futures = [pool.submit(one, run) for run in todo]
             try:
                 return [f.result() for f in futures]
             except KeyboardInterrupt:
                 # a notebook still running must not be published once the reader stopped it
                 stop.set()
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+                running = watch.names()
+                watch.interrupt(futures)
+                raise RunInterrupted([failed_path(root, n) for n in running
+                                      if failed_path(root, n).exists()]) from None
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _shown(path: Path | None, root: Path) -> str:
@@ -209,7 +226,8 @@ def _shown(path: Path | None, root: Path) -> str:
 
 
 def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: bool,
-                 stop: threading.Event | None = None) -> Path:
+                 stop: threading.Event | None = None,
+                 manager: type = QuietKernelManager) -> Path:
     """Execute one notebook into the staging folder, decorate it with its provenance, and
     move it and its results into place; on failure keep the partial notebook in
     ``book/chapters/failed/`` and raise :class:`NotebookFailed` with the failing cell's
@@ -234,11 +252,12 @@ def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: boo
             papermill.execute_notebook(
                 str(run.src), str(partial), parameters={**run.inject, SEAL: seal},
                 kernel_name="python3", execution_timeout=timeout, progress_bar=progress,
-                cwd=str(root), log_output=False, kernel_manager_class=QuietKernelManager)
+                cwd=str(root), log_output=False, kernel_manager_class=manager)
         except PapermillExecutionError as err:
             failed = keep_failed(partial, root, name)
-            unchanged = f"{where} and its results are unchanged"
-            if err.ename == "ValueError":
+            unchanged = (f"{where} and its results are unchanged" if run.out.exists() else
+                         "nothing was published")
+            if err.ename in ("ValueError", "UnknownParameter"):
                 raise NotebookRefused(
                     f"notebook {name!r} stopped in cell {err.exec_count}: ValueError: "
                     f"{err.evalue} (traceback in {_shown(failed, root)}; "
@@ -253,9 +272,10 @@ def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: boo
             failed = keep_failed(partial, root, name)
             why = (f"a cell ran past --timeout {timeout} s" if isinstance(err, CellTimeoutError)
                    else "its kernel died (out of memory?)")
+            unchanged = (f"{where} and its results are unchanged" if run.out.exists() else
+                         "nothing was published")
             raise NotebookFailed(f"notebook {name!r}: {why} (the partly executed notebook is "
-                                 f"at {_shown(failed, root)}; {where} and its results are "
-                                 "unchanged)") from None
+                                 f"at {_shown(failed, root)}; {unchanged})") from None
         except BaseException:
             keep_failed(partial, root, name)
             raise
@@ -270,6 +290,7 @@ def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: boo
         nb = json.loads(partial.read_text())
         decorate(nb, provenance(root, profile, run.params, time.perf_counter() - start,
                                 run.set_by), run.key, run.spec.gpu_notice)
+        carry_parameters(nb)        # a plain papermill re-run keeps this run's values
         if run.custom:
             notice_results(nb, run.results.relative_to(root))
         atomic_write_text(partial, json.dumps(nb, indent=1, ensure_ascii=False))

@@ -238,3 +238,31 @@ def test_a_busy_book_is_a_clear_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "this book is busy" in err and f"pid {os.getpid()}" in err
     assert "run `python -m dsmlib execute` again" in err
+
+
+def test_lab_opens_one_chapter_and_refuses_all(capsys):
+    """`lab all --prepare-only` wrote _build/lab/all.ipynb holding the first chapter, status 0
+    (issue 33); `lab` opens one chapter, and its error does not offer 'all'."""
+    assert main(["--root", str(ROOT), "lab", "all", "--prepare-only"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown notebook 'all' for `lab`, which opens one chapter: ols,")
+    assert "(or 'all')" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_list_shows_run_times(tmp_path, capsys):
+    """`list` says, per profile, how long a chapter took: its last run here, else its
+    committed reference (with the device), else that it has not run."""
+    import json
+    root = copy_book(tmp_path)
+    nb = root / "book" / "chapters" / "smoke" / "ols.ipynb"
+    nb.parent.mkdir(parents=True)
+    nb.write_text(json.dumps({"cells": [], "metadata": {"dsmlib": {"provenance": {
+        "wall_s": 12.3, "hardware": {"cpu": "Some CPU", "cpu_count": 2, "gpu": None}}}}}))
+    assert main(["--root", str(root), "list"]) == 0
+    out = capsys.readouterr().out
+    ols = out.split("prop1_noise:")[0]
+    assert "  smoke: " in ols and "last run here: 12 s on Some CPU, 2 cores" in ols
+    assert "  quick: (defaults); not run yet" in ols
+    assert "  paper: (defaults); reference: " in ols              # the committed reference
+    sec5 = out.split("sec5_distillation:")[1]
+    assert "  gpu: " in sec5 and "reference: " in sec5 and "NVIDIA" in sec5

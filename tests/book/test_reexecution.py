@@ -51,7 +51,11 @@ TINY = textwrap.dedent("""\
 
     ```{code-cell} ipython3
     while Path("SLEEP").exists():
-        time.sleep(0.1)
+        try:
+            time.sleep(0.1)
+        except KeyboardInterrupt:
+            if not Path("STUBBORN").exists():
+                raise
     assert not Path("FAIL").exists(), "asked to fail"
     ```
     """)
@@ -86,10 +90,13 @@ def test_hand_papermill_run_leaves_profile_results_alone(tiny):
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert snapshot(tiny) == before
-    # the hand run ran with the parameters cell's profile ("quick") and x = 2.0
-    expected = tiny / "results" / "custom" / f"tiny-{parameters_hash({'profile': 'quick', 'x': 2.0})}.json"
+    # the hand run ran with the execution's profile ("smoke", carried in its parameters cell)
+    # and x = 2.0, and its results say so (issue 33: it fell back to the cell's "quick")
+    expected = tiny / "results" / "custom" / f"tiny-{parameters_hash({'profile': 'smoke', 'x': 2.0})}.json"
     doc = json.loads(expected.read_text())
-    assert doc["run"]["parameters"] == {"profile": "quick", "x": 2.0} and doc["run"]["custom"]
+    assert doc["profile"] == "smoke" and doc["run"]["custom"]
+    assert doc["run"]["parameters"] == {"profile": "smoke", "x": 2.0}
+    assert doc["run"]["injected"] == {"x": 2.0}
     assert doc["run"]["key"] is None and doc["claims"][0]["measured"] == 2.0
     out = (tiny / "out.ipynb").read_text()
     assert str(expected) in out                         # it says where, in the notebook
@@ -255,3 +262,70 @@ def test_same_parameters_compares_types_as_the_content_key_does():
     assert same_parameters(base, dict(reversed(list(base.items()))))      # order ignored
     for name, other in (("train_limit", 256.0), ("augment", 1), ("sigma2s", [1, 4])):
         assert not same_parameters(base, {**base, name: other}), name
+
+
+def _interruptible(tiny: Path):
+    """An ``execute`` of the tiny book stuck in its SLEEP cell (its results already staged),
+    and a list that fills with its stderr lines."""
+    import threading
+    (tiny / "SLEEP").touch()
+    p = subprocess.Popen([sys.executable, "-m", "dsmlib", "--root", str(tiny), "execute",
+                          "--profile", "smoke", "--force", "--no-progress"],
+                         stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True).start()
+    deadline = time.time() + 300
+    while not list((tiny / "_build" / "stage").glob("*/tiny.json")):
+        assert time.time() < deadline and p.poll() is None, "".join(lines)
+        time.sleep(0.2)
+    return p, lines
+
+
+def _wait_for(lines: list[str], text: str, seconds: float = 60) -> None:
+    deadline = time.time() + seconds
+    while not any(text in line for line in lines):
+        assert time.time() < deadline, f"no {text!r} in {''.join(lines)}"
+        time.sleep(0.1)
+
+
+def test_ctrl_c_says_it_waits_stops_the_cell_and_names_the_partial_notebook(tiny):
+    """Issue 33: the first Ctrl-C said nothing and the run went on until the cell ended (the
+    kernel runs in a session of its own, where a terminal's Ctrl-C never arrives). Now a line
+    says at once what it waits for, the running cell is interrupted (this one would sleep
+    forever), and the last line names the partial notebook."""
+    assert cli(tiny, "execute", "--profile", "smoke").returncode == 0
+    before = snapshot(tiny)
+    p, lines = _interruptible(tiny)
+    try:
+        p.send_signal(signal.SIGINT)
+        _wait_for(lines, "[dsmlib] waiting for tiny to stop; Ctrl-C again to abort")
+        assert p.wait(120) == 130, "".join(lines)
+    finally:
+        (tiny / "SLEEP").unlink()
+        if p.poll() is None:
+            p.kill()
+    last = [line for line in lines if line.strip()][-1]
+    assert last.startswith("error: interrupted; tiny stopped, its partial notebook is "
+                           "book/chapters/failed/tiny.ipynb;"), "".join(lines)
+    assert (tiny / "book" / "chapters" / "failed" / "tiny.ipynb").exists()
+    assert snapshot(tiny) == before
+
+
+def test_a_second_ctrl_c_aborts_a_notebook_that_does_not_stop(tiny):
+    """A cell that swallows the interrupt keeps running; the second Ctrl-C kills its kernel
+    and the run ends (status 130), naming the partial notebook."""
+    (tiny / "STUBBORN").touch()
+    p, lines = _interruptible(tiny)
+    try:
+        p.send_signal(signal.SIGINT)
+        _wait_for(lines, "Ctrl-C again to abort")
+        time.sleep(2)
+        assert p.poll() is None, "".join(lines)        # the cell swallowed the interrupt
+        p.send_signal(signal.SIGINT)
+        assert p.wait(120) == 130, "".join(lines)
+    finally:
+        (tiny / "SLEEP").unlink()
+        if p.poll() is None:
+            p.kill()
+    assert any("aborting: killing the kernels" in line for line in lines)
+    assert "book/chapters/failed/tiny.ipynb" in lines[-1], "".join(lines)
