@@ -7,7 +7,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BOOK_FILES = ["_config.yml", "_toc.yml", "notebooks", "book", "reference"]
+BOOK_FILES = ["_config.yml", "_toc.yml", "CITATION.cff", "notebooks", "book", "reference",
+              "benchmarks/gpu_runs"]
 
 
 def copy_book(dest: Path) -> Path:

@@ -1,20 +1,23 @@
-// Display equations that are wider than their column are scaled down to fit it (MathJax 3
-// cannot break lines), so no equation is clipped, on a desktop or a phone; one still too wide
-// at half size scrolls in its own box. An
+// A display equation wider than its column (MathJax 3 cannot break lines) is scaled down
+// only as far as it stays readable (to 90 %); one still too wide keeps its full size and
+// scrolls sideways in its own box (shrunk to fit a phone, B(20) was half its size). An
 // inline formula wider than its paragraph is scaled down too (to 70 % at most); one still too
 // wide gets a box of its own that scrolls, instead of widening the page or being cut.
 (function () {
   "use strict";
+  var MIN_DISPLAY = 90;   // per cent
   function fit() {
     document.querySelectorAll('mjx-container[display="true"]').forEach(function (el) {
       el.style.fontSize = "";
       el.classList.remove("dsm-wide-math");
-      var scale = 100;
-      for (var pass = 0; pass < 4 && el.scrollWidth > el.clientWidth + 1 && scale > 50; pass++) {
-        scale = Math.max(50, Math.floor(scale * el.clientWidth / el.scrollWidth) - 1);
+      if (el.scrollWidth <= el.clientWidth + 1) { return; }
+      var scale = Math.floor(100 * el.clientWidth / el.scrollWidth) - 1;
+      if (scale >= MIN_DISPLAY) {
         el.style.fontSize = scale + "%";
+        if (el.scrollWidth <= el.clientWidth + 1) { return; }
+        el.style.fontSize = "";
       }
-      if (el.scrollWidth > el.clientWidth + 1) { el.classList.add("dsm-wide-math"); }
+      el.classList.add("dsm-wide-math");
     });
     document.querySelectorAll('mjx-container:not([display="true"])').forEach(function (el) {
       el.style.fontSize = "";

@@ -174,7 +174,7 @@ def errata_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
     """Every claim of the paper that the measurements refute or cannot confirm, with the
     correction, the evidence and the claim's scope; with ``references``, what the
     ``paper`` references measured for each, and the book's corrections at that scale."""
-    from ..figures.tables import condition_label, fmt_band, fmt_interval
+    from ..figures.tables import band_words, condition_label, fmt_interval, plain_quantity
     references = references or {}
     lines = ["# Errata", "",
              "Every claim of the paper that this book's measurements under the "
@@ -209,9 +209,10 @@ def errata_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
             lines += [f"**{n}. {c['statement']}** ({BADGES[c['verdict']]}, scope "
                       f"*{c.get('scope') or 'unset'}*)",
                       f": Measured {fmt_number(c['measured'])}, interval "
-                      f"{fmt_interval(c['interval'])}, against the band {fmt_band(c['band'])} "
-                      f"around the paper's {fmt_number(c['paper'])}.{exact} "
-                      f"({c.get('quantity', '')}; `{c['id']}`)"]
+                      f"{fmt_interval(c['interval'])}; the claim holds if the value is "
+                      f"{band_words(c['band'])} (the paper's value: "
+                      f"{fmt_number(c['paper'])}).{exact} "
+                      f"({plain_quantity(c.get('quantity', ''))}; `{c['id']}`)"]
             if c.get("condition"):
                 label = "Correction" if c["verdict"] == "refuted" else condition_label(c["verdict"])
                 lines += [f": *{label}.* {c['condition']}"]

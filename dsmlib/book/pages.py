@@ -12,13 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from ..foundation.results import atomic_write_text, load_results
+from .citation import citation_markdown, load_citation
+from .downloads import claim_rows, claims_csv, claims_json, downloads_markdown
+from .gpu_cost import cost_markdown, cost_rows
 from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
 from .profiles import load_specs
 from .provenance import provenance_table
 from .references import Reference, references_by_chapter
 from .store import executed_path, results_mismatch, results_path
 
-__all__ = ["checked_results", "write_generated_pages", "references_markdown", "PLOTLY_BUNDLE",
+__all__ = ["checked_results", "chapter_links", "write_generated_pages", "references_markdown", "PLOTLY_BUNDLE",
            "bundle_version", "full_plotly_bundle", "plotly_source", "copy_assets"]
 
 
@@ -71,31 +74,51 @@ def references_markdown(refs: list[Reference], paths: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def chapter_links(specs: dict) -> dict[str, str]:
+    """Each chapter's ``{doc}`` target with its title (``Title <chapters/name>``), for the
+    ledger's and errata's headings: a bare ``{doc}`chapters/ols``` shows the title in the page,
+    but the page's "Contents" sidebar showed the path."""
+    return {n: f"{spec.title} <chapters/{n}>" for n, spec in specs.items()}
+
+
 def write_generated_pages(root: Path, profile: str,
                           references: list[Reference] | None = None) -> None:
-    """The ledger, the errata, and the introduction's summary and coverage statement (from
-    ``results/<profile>``, checked against the executed chapters, with the committed
-    ``references`` beside them), and the reproducibility page's tables (from the executed
-    notebooks and the references)."""
+    """The ledger (with every claim as JSON and CSV), the errata, and the introduction's
+    summary, coverage statement and citation (from ``results/<profile>``, checked against the
+    executed chapters, with the committed ``references`` beside them, and ``CITATION.cff``),
+    and the reproducibility page's tables (from the executed notebooks, the references and
+    the committed GPU benchmarks)."""
     specs = load_specs(root / "notebooks")
     docs = checked_results(root, profile, specs)
     paths = {n: f"chapters/{n}" for n in specs}
+    titled = chapter_links(specs)
     refs = list(references or [])
     by_chapter = references_by_chapter(refs)
-    atomic_write_text(root / "book" / "ledger.md",
-                      ledger_markdown(docs, chapter_paths=paths, profile=profile,
-                                      references=by_chapter))
-    atomic_write_text(root / "book" / "errata.md",
-                      errata_markdown(docs, chapter_paths=paths, profile=profile,
-                                      references=by_chapter))
     gen = root / "book" / "_generated"
+    runs = {n: json.loads(executed_path(root, profile, n).read_text())
+            .get("metadata", {}).get("dsmlib", {}).get("provenance") for n in specs}
+    rows = claim_rows(docs, {n: str((p or {}).get("commit", "unknown")) for n, p in runs.items()},
+                      profile, refs)
+    atomic_write_text(gen / "claims.json", claims_json(rows))
+    atomic_write_text(gen / "claims.csv", claims_csv(rows))
+    ledger = ledger_markdown(docs, chapter_paths=titled, profile=profile, references=by_chapter)
+    title, intro, rest = ledger.split("\n\n", 2)     # the downloads open the page
+    atomic_write_text(root / "book" / "ledger.md", "\n\n".join([
+        title, intro, downloads_markdown("_generated/claims.json", "_generated/claims.csv",
+                                         len(rows)), rest]))
+    atomic_write_text(root / "book" / "errata.md",
+                      errata_markdown(docs, chapter_paths=titled, profile=profile,
+                                      references=by_chapter))
     atomic_write_text(gen / "summary.md", summary_markdown(docs, profile=profile,
                                                            references=by_chapter))
     atomic_write_text(gen / "coverage.md", coverage_markdown(docs, profile=profile))
-    runs = {n: json.loads(executed_path(root, profile, n).read_text())
-            .get("metadata", {}).get("dsmlib", {}).get("provenance") for n in specs}
     atomic_write_text(gen / "provenance.md", provenance_table(runs, paths))
     atomic_write_text(gen / "references.md", references_markdown(refs, paths))
+    atomic_write_text(gen / "citation.md", citation_markdown(load_citation(root)))
+    sec5 = specs.get("sec5_distillation")
+    seeds = (sec5.profiles.get("paper") or {}).get("seeds") if sec5 else None
+    atomic_write_text(gen / "gpu_cost.md", cost_markdown(cost_rows(root),
+                                                         len(seeds) if seeds else None))
 
 
 #: plotly.js's cartesian bundle (every trace type the book draws, a third of the full size),

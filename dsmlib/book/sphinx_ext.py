@@ -9,7 +9,8 @@ could reach for a CDN.
 Under a profile that only tests the machinery (``smoke``; the runner passes the profile in
 ``DSMLIB_PROFILE``), every page opens with a banner saying so.
 
-It also starts loading plotly.js early, without blocking the first paint, on the pages that
+It writes myst-nb's stylesheet before the pages (so that every build of the same results links
+it the same way), and it also starts loading plotly.js early, without blocking the first paint, on the pages that
 have a figure (and only there): an ``async`` script in the head, which the figure loader
 (``dsm-plotly.js``) waits for.
 """
@@ -55,7 +56,18 @@ def _machinery_banner(app: Any, pagename: str, templatename: str, context: dict[
                            f"{html.escape(notice)}</p></div>\n" + context["body"])
 
 
+def _mystnb_css_first(app: Any) -> None:
+    """Write myst-nb's stylesheet before any page: myst-nb writes it when the build ends, so
+    the pages of a fresh build linked it without the ``?v=`` checksum that a rebuild's
+    rewritten pages had, and two builds of the same results differed in those bytes."""
+    from myst_nb.sphinx_ext import add_global_html_resources
+    if getattr(app.builder, "format", None) == "html":
+        os.makedirs(os.path.join(app.builder.outdir, "_static"), exist_ok=True)
+        add_global_html_resources(app, None)
+
+
 def setup(app: Any) -> dict[str, Any]:
+    app.connect("builder-inited", _mystnb_css_first)
     app.connect("html-page-context", _machinery_banner, priority=900)
     app.connect("html-page-context", _drop_thebe, priority=900)
     app.connect("html-page-context", _plotly_early, priority=900)

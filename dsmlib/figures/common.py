@@ -111,6 +111,19 @@ def state_explorer(state_traces: list[list[Any]], *, slider_values: Sequence[Any
     return fig
 
 
-def error_bars(se: Sequence[float], dof: float = float("inf")) -> dict[str, Any]:
-    """Plotly ``error_y`` for the ledger's confidence level (Student-t with ``dof``)."""
-    return dict(type="data", array=quantile(dof) * np.asarray(se, dtype=float), visible=True)
+def error_bars(se: Sequence[float], dof: float = float("inf"), *,
+               mean: Sequence[float] | None = None,
+               within: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Plotly ``error_y`` for the ledger's confidence level (Student-t with ``dof``); with
+    ``within`` (the quantity's range, e.g. (0, 1) for an accuracy) each bar is cut at its
+    ends around ``mean``: the part of the interval outside the range holds no value."""
+    half = quantile(dof) * np.asarray(se, dtype=float)
+    if within is None:
+        return dict(type="data", array=half, visible=True)
+    if mean is None:
+        raise ValueError("error_bars: cutting a bar at `within` needs the points' `mean`")
+    m = np.asarray(mean, dtype=float)
+    lo, hi = within
+    return dict(type="data", symmetric=False, visible=True,
+                array=np.clip(np.minimum(m + half, hi) - m, 0.0, None),
+                arrayminus=np.clip(m - np.maximum(m - half, lo), 0.0, None))

@@ -37,6 +37,7 @@ KIND_COLORS = {"gaussian": "#1f77b4", "symmetric": "#d62728", "none": "#2ca02c",
 CONTROL_NAME = "swap control (no noise, target E[ỹ] = M_p y)"
 _ROWS1 = (("gradnorm", "G(θ) (log scale)"), ("val_acc", "validation accuracy"),
           ("test_acc", "test accuracy"))
+_RANGE = {"val_acc": (0.0, 1.0), "test_acc": (0.0, 1.0)}   # accuracy bars stop at 0 and 1
 
 
 def _mean_se(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -120,7 +121,8 @@ def figure1(res: DistillResults) -> go.Figure:
                 mean, se = _mean_se(v)
                 fig.add_trace(go.Scatter(
                     x=list(range(len(cells))), y=mean, mode="lines+markers",
-                    error_y=error_bars(se, dof), name=label, legendgroup=kind,
+                    error_y=error_bars(se, dof, mean=mean, within=_RANGE.get(metric)),
+                    name=label, legendgroup=kind,
                     showlegend=first, line=dict(color=KIND_COLORS[kind],
                                                 dash="dash" if kind == CONTROL else "solid"),
                     text=[c.name for c in cells],
@@ -219,12 +221,14 @@ def gradnorm_epochs(res: DistillResults) -> go.Figure:
 
 def shrinkage_table(res: DistillResults) -> Any:
     """The swap's shrinkage: per setting and p, κ² beside G / G(noiseless) of the swap student
-    and of its control (geometric means over seeds), as a Markdown table."""
-    from IPython.display import Markdown
-    lines = ["| setting | p | κ² | swap student | its control |", "|---|---|---|---|---|"]
-    lines += [f"| {r['setting']} | {r['p']:g} | {r['kappa2']:.2f} | {r['swap']:.2f} | "
-              f"{r['control']:.2f} |" for r in shrinkage_rows(res)]
-    return Markdown("\n".join(lines))
+    and of its control (geometric means over seeds), as an HTML table (one card per row on a
+    phone; a Markdown table was printed as text by the site)."""
+    from IPython.display import HTML
+    return HTML(data_table(
+        ["setting", "p", "κ²", "swap student", "its control"],
+        [[html.escape(str(r["setting"])), f"{r['p']:g}", f"{r['kappa2']:.2f}",
+          f"{r['swap']:.2f}", f"{r['control']:.2f}"] for r in shrinkage_rows(res)],
+        table_class="cases shrinkage cards"))
 
 
 def noise_table(rows: Sequence[dict[str, Any]]) -> Any:

@@ -19,9 +19,9 @@ from typing import Any, Iterable
 
 from ..foundation.claims import CONFIDENCE
 
-__all__ = ["BADGES", "BUILD", "condition_label", "fmt_number", "fmt_interval", "fmt_band", "math_html",
-           "claims_html", "claims_table", "cases_table", "data_table", "verdict_summary",
-           "reference_scale", "with_scale"]
+__all__ = ["BADGES", "BUILD", "condition_label", "fmt_number", "fmt_interval", "fmt_band",
+           "band_words", "plain_quantity", "math_html", "claims_html", "claims_table",
+           "cases_table", "data_table", "verdict_summary", "reference_scale", "with_scale"]
 
 BADGES = {"confirmed": "✔ confirmed", "refuted": "✘ refuted", "inconclusive": "? inconclusive"}
 SCOPE_TEXT = {"assumptions": "wrong (or right) even under the paper's own assumptions",
@@ -61,6 +61,39 @@ def fmt_interval(iv: list[float]) -> str:
 
 def fmt_band(band: list[float | None]) -> str:
     return f"[{fmt_number(band[0], '−∞')}, {fmt_number(band[1], '∞')}]"
+
+
+def _open(v: float | None) -> bool:
+    return v is None or math.isinf(v)
+
+
+def band_words(band: list[float | None]) -> str:
+    """What a claim is tested against, in words: "below 0" (a band ending a hair below zero:
+    a sign), "at least 1", "between 0.9 and 1.1"."""
+    lo, hi = band
+
+    def word(v: float) -> str:
+        return "0" if v != 0 and abs(v) < 1e-9 else fmt_number(v)
+    if _open(lo) and _open(hi):
+        return "any value"
+    if _open(lo):
+        return f"below {word(hi)}" if abs(hi) < 1e-9 and hi < 0 else f"at most {word(hi)}"
+    if _open(hi):
+        return f"above {word(lo)}" if abs(lo) < 1e-9 and lo > 0 else f"at least {word(lo)}"
+    return f"between {word(lo)} and {word(hi)}"
+
+
+_JARGON = [(re.compile(r" \(deciding case: (.+)\)$"), r" (shown: case \1, the one that decides the verdict)"),
+           (re.compile(r", coordinate (\d+) of (\d+) \(joint (\d+) ?% box\)"),
+            r", component \1 of \2 (the intervals of all \2 components hold together at \3 %)")]
+
+
+def plain_quantity(text: str) -> str:
+    """A claim's quantity in a reader's words (stored results say "deciding case: e" and
+    "coordinate 2 of 2 (joint 99 % box)")."""
+    for pattern, words in _JARGON:
+        text = pattern.sub(words, text)
+    return text
 
 
 _MATH = re.compile(r"\$([^$]+)\$")
@@ -124,7 +157,7 @@ def _cases_html(details: list[dict[str, Any]]) -> str:
 
 
 def _details_html(c: dict[str, Any]) -> str:
-    items = [("Quantity", math_html(c.get("quantity", ""))),
+    items = [("Quantity", math_html(plain_quantity(c.get("quantity", "")))),
              ("Band (fixed before measuring)", fmt_band(c["band"]))]
     if c.get("scope"):
         items.append(("Scope", f"<em>{c['scope']}</em>: {SCOPE_TEXT[c['scope']]}"))
@@ -151,7 +184,8 @@ def claims_html(claims: Iterable[Any]) -> str:
             f"<td class='c-verdict'><span class='badge {c['verdict']}'>{BADGES[c['verdict']]}</span></td>"
             f"<td class='c-claim'><code>{html.escape(c['id'])}</code>{tag}"
             f"<div class='stmt'>{math_html(c['statement'])}</div></td>"
-            f"<td class='c-paper'>{fmt_number(c['paper'])}</td>"
+            f"<td class='c-paper'>{fmt_number(c['paper'])} "
+            f"<span class='band'>tested: {band_words(c['band'])}</span></td>"
             f"<td class='c-exact'>{fmt_number(c.get('exact'))}</td>"
             f"<td class='c-measured'>{fmt_number(c['measured'])} "
             f"<span class='iv'>{fmt_interval(c['interval'])}</span></td></tr>"

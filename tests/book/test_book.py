@@ -239,6 +239,10 @@ def test_carried_notebooks_build_elsewhere_without_re_running(smoke_book, tmp_pa
     proc = run("build")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (other / "_build" / "html" / "book" / "ledger.html").exists()
+    # the same results give the same bytes (issue 33: plot ids changed with every build)
+    mine, theirs = smoke_book / "_build" / "html", other / "_build" / "html"
+    pages = sorted(p.relative_to(mine) for p in mine.rglob("*.html") if "_static" not in p.parts)
+    assert pages and [p for p in pages if (mine / p).read_bytes() != (theirs / p).read_bytes()] == []
 
 
 def test_the_site_serves_the_cartesian_bundle_only_when_its_version_matches(monkeypatch, capsys):
@@ -259,3 +263,51 @@ def test_the_site_serves_the_cartesian_bundle_only_when_its_version_matches(monk
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"plotly.js {have}" in err and "0.0.1" in err
     assert "book/_vendor/README.md" in err
+
+
+def _download(html: Path, page: str, name: str) -> Path:
+    """The file a page's download link named ``name`` points at."""
+    text = (html / page).read_text()
+    [href] = re.findall(rf'href="([^"]*/{re.escape(name)})"', text)
+    return (html / page).parent / href
+
+
+def test_every_claim_downloads_from_the_ledger_as_json_and_csv(smoke_book):
+    """The ledger links claims.json and claims.csv: every claim of the build (profile smoke,
+    the commit its chapter ran at) and of each reference (its profile and commit), with
+    verdict, value, interval, band, scope and kind."""
+    import csv
+    from dsmlib.book.downloads import FIELDS
+    html = smoke_book / "_build" / "html"
+    doc = json.loads(_download(html, "book/ledger.html", "claims.json").read_text())
+    rows = doc["claims"]
+    assert doc["fields"] == list(FIELDS) and all(set(r) == set(FIELDS) for r in rows)
+    built = {(f.stem, c["id"]): c for f in (smoke_book / "results" / "smoke").glob("*.json")
+             for c in json.loads(f.read_text())["claims"]}
+    mine = {(r["notebook"], r["id"]): r for r in rows if r["profile"] == "smoke"}
+    assert set(mine) == set(built)
+    for key, c in built.items():
+        r = mine[key]
+        assert (r["verdict"], r["measured"], r["scope"]) == (c["verdict"], c["measured"],
+                                                             c.get("scope"))
+        assert r["interval"] == c["interval"] and r["commit"] and r["current"]
+    refs = {(r["profile"], r["notebook"]) for r in rows if r["profile"] != "smoke"}
+    committed = {(p.parent.name, p.stem) for p in (smoke_book / "reference").glob("*/*.json")}
+    assert refs == committed
+    with _download(html, "book/ledger.html", "claims.csv").open() as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == len(rows)
+    assert {"interval_low", "interval_high", "band_low", "band_high", "kind", "commit"} <= set(table[0])
+
+
+def test_the_site_says_how_to_cite_and_what_section_5_costs(smoke_book):
+    """The introduction's BibTeX (book and paper, with its arXiv id) and the reproducibility
+    page's GPU-hours of Section 5 at the paper's scale, from the committed GPU benchmarks."""
+    import html as html_mod
+    from dsmlib.book.citation import bibtex, load_citation
+    site = smoke_book / "_build" / "html" / "book"
+    intro = html_mod.unescape(re.sub(r"<[^>]+>", "", (site / "intro.html").read_text()))
+    assert bibtex(load_citation(smoke_book)).strip() in intro
+    assert "eprint = {2304.00320}" in intro and "author = {{The dsmlib team}}" in intro
+    repro = re.sub(r"<[^>]+>", "", (site / "reproducibility.html").read_text())
+    assert "GPU-hours per seed" in repro and "NVIDIA H100" in repro

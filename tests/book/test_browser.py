@@ -396,3 +396,122 @@ def test_every_page_fits_a_phone(browser, site, path):
     got = page.evaluate(PHONE_JS)
     page.close()
     assert got == {"scroll": PHONE, "math": [], "figures": []}
+
+
+# --------------------------------------------------------------------------- issue 33
+# What a reader stumbles on, round two: figure texts that collide (at 1280 px and on a phone,
+# where a figure's subplots now stack), Markdown tables printed as text, and display
+# equations shrunk to half their size on a phone.
+
+WIDTHS = (1280, PHONE)
+
+READER_JS = """() => {
+  const out = {overlaps: [], markdown: [], math: [], columns: []};
+  const shown = (el, top) => {
+    for (let e = el; e && e !== top; e = e.parentElement) {
+      const s = getComputedStyle(e);
+      if (s.display === 'none' || s.visibility === 'hidden' || +s.opacity === 0) return false;
+    }
+    return true;
+  };
+  document.querySelectorAll('.js-plotly-plot').forEach((gd, k) => {
+    const g = gd.getBoundingClientRect(), boxes = [];
+    gd.querySelectorAll('svg text').forEach(t => {
+      const txt = (t.textContent || '').trim();
+      if (!txt || !shown(t, gd)) return;
+      const r = t.getBoundingClientRect();
+      if (r.width < 1 || r.height < 1) return;
+      boxes.push([txt.slice(0, 30), r]);
+      if (r.left < g.left - 1 || r.right > g.right + 1 || r.top < g.top - 1 || r.bottom > g.bottom + 1)
+        out.overlaps.push([k, txt.slice(0, 30), 'outside the figure']);
+    });
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i][1], b = boxes[j][1];
+      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+      const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (w > 1 && h > 1) out.overlaps.push([k, boxes[i][0], boxes[j][0]]);
+    }
+    const L = gd._fullLayout, starts = new Set();
+    Object.keys(L).filter(n => /^xaxis\\d*$/.test(n) && L[n].anchor && L[n].anchor !== 'free')
+      .forEach(n => starts.add(Math.round(L[n].domain[0] * 1000)));
+    out.columns.push(starts.size);
+  });
+  const main = document.querySelector('main') || document.body;
+  // a Markdown table printed as text: a paragraph with a row of three or more cells
+  main.querySelectorAll('p, li, dd').forEach(p => {
+    if (/(\\|[^|\\n]*){3,}\\|/.test(p.textContent)) out.markdown.push(p.textContent.slice(0, 60));
+  });
+  document.querySelectorAll('mjx-container[display="true"]').forEach(m => {
+    out.math.push(m.offsetParent === null ? null : m.getBoundingClientRect().height);
+  });
+  return out;
+}"""
+
+
+def reader_view(browser, base: str, path: str, width: int) -> dict:
+    page, _, _ = open_page(browser, base, path, width=width)
+    page.wait_for_timeout(400)       # the resize-driven fitting of formulas
+    got = page.evaluate(READER_JS)
+    page.close()
+    return got
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_figure_text_collides_no_markdown_shows_as_text_no_equation_shrinks(browser, site,
+                                                                              path):
+    """At 1280 and 390 px: no text of a figure overlaps another or leaves the figure (ticks,
+    titles, subplot titles, legend entries), and on a phone a figure shows its subplots one
+    under another; no Markdown table is printed as text; and no display equation is shrunk
+    below 60 % of its 1280 px size at 390 px (one too wide scrolls at full size)."""
+    _, base = site
+    got = {w: reader_view(browser, base, path, w) for w in WIDTHS}
+    for w in WIDTHS:
+        assert got[w]["overlaps"] == [], f"{w} px: {got[w]['overlaps'][:12]}"
+        assert got[w]["markdown"] == [], f"{w} px: {got[w]['markdown']}"
+    assert max(got[PHONE]["columns"], default=1) <= 1, got[PHONE]["columns"]
+    big, small = got[1280]["math"], got[PHONE]["math"]
+    assert len(big) == len(small)
+    shrunk = [(i, b, s) for i, (b, s) in enumerate(zip(big, small)) if b and s and s < 0.6 * b]
+    assert shrunk == [], f"equations (index, height at 1280, at 390 px): {shrunk}"
+
+
+def test_the_reader_checks_see_what_they_look_for(browser, site):
+    """The checks above, on a page with planted faults: two texts of a figure on top of each
+    other, a Markdown table printed as text, and a figure of two columns of subplots (which the
+    page itself, at 390 px, stacks)."""
+    _, base = site
+    page, _, _ = open_page(browser, base, "book/chapters/remark3_valley.html", width=1280)
+    page.evaluate("""() => new Promise(done => {
+      const div = document.createElement('div'), p = document.createElement('p');
+      p.textContent = '| data set | p | κ² |';
+      document.querySelector('main').append(div, p);
+      Plotly.newPlot(div, [{x: [1, 2], y: [1, 2]}, {x: [1, 2], y: [2, 1], xaxis: 'x2', yaxis: 'y2'}],
+        {width: 600, height: 300, xaxis: {domain: [0, 0.45], anchor: 'y'},
+         xaxis2: {domain: [0.55, 1], anchor: 'y2'}, yaxis2: {anchor: 'x2'},
+         annotations: [{text: 'one title', x: 0.5, y: 0.5, xref: 'paper', yref: 'paper',
+                        showarrow: false},
+                       {text: 'another', x: 0.5, y: 0.5, xref: 'paper', yref: 'paper',
+                        showarrow: false}]}).then(done);
+    })""")
+    got = page.evaluate(READER_JS)
+    page.close()
+    assert ["one title", "another"] in [o[1:] for o in got["overlaps"]]
+    assert got["markdown"] == ["| data set | p | κ² |"]
+    assert got["columns"][-1] == 2
+    phone = reader_view(browser, base, "book/chapters/remark3_valley.html", PHONE)
+    wide = reader_view(browser, base, "book/chapters/remark3_valley.html", 1280)
+    assert max(wide["columns"]) >= 2 and max(phone["columns"]) == 1   # the page's own stack
+
+
+def test_the_contents_sidebar_names_chapters_by_title(smoke_book):
+    """The ledger's and errata's "Contents" sidebar showed "chapters/ols" (issue 33): their
+    headings name each chapter by its title (the smoke errata list no chapter; both pages get
+    the same links, dsmlib.book.pages.chapter_links)."""
+    from dsmlib.book.pages import chapter_links
+    from dsmlib.book.profiles import load_specs
+    page = (smoke_book / "_build" / "html" / "book" / "ledger.html").read_text()
+    entries = re.findall(r"<li class=\"toc-h2[^\"]*\"><a[^>]*>(.*?)</a>", page, re.S)
+    texts = [re.sub(r"<[^>]+>", "", e).strip() for e in entries]
+    specs = load_specs(smoke_book / "notebooks")
+    assert texts == [s.title for s in specs.values()]
+    assert chapter_links(specs)["ols"] == f"{specs['ols'].title} <chapters/ols>"

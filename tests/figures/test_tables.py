@@ -79,3 +79,36 @@ def test_with_scale_marks_every_verdict_row_and_captions_the_tables():
         assert "data-scale='build'" not in out and "<tr class='override'>" in out
         assert out.count("<caption>Verdicts of <b>gpu</b></caption>") == 1 + 2   # claims + 2 case tables
     assert tables.with_scale(page, "build") == page
+
+
+def test_band_words_say_what_a_claim_is_tested_against():
+    """Issue 33: a one-sided band reads as words ("at least 1", "below 0" for a sign), not as
+    "[−∞, −1e−12] around the paper's 0"."""
+    inf = float("inf")
+    assert tables.band_words([None, -1e-12]) == "below 0"
+    assert tables.band_words([-inf, -1e-12]) == "below 0"
+    assert tables.band_words([1e-12, inf]) == "above 0"
+    assert tables.band_words([1.0, None]) == "at least 1"
+    assert tables.band_words([None, 0.05]) == "at most 0.05"
+    assert tables.band_words([0.9, 1.1]) == "between 0.9 and 1.1"
+    assert tables.band_words([None, None]) == "any value"
+
+
+def test_a_verdict_row_shows_what_it_was_tested_against():
+    """The ledger's Paper column shows the band in words beside the paper's value (a
+    measured 1.934 "confirmed" against the paper's 10.47 was only readable in Details)."""
+    claim = C.measure("ols.shape", "Shape.", paper=10.47, measured=1.934, se=0.01,
+                      band=(1.0, None))
+    html = tables.claims_html([claim])
+    assert "<td class='c-paper'>10.47 <span class='band'>tested: at least 1</span></td>" in html
+
+
+def test_plain_quantity_says_the_jargon_in_words():
+    q = tables.plain_quantity("mean of x, coordinate 2 of 2 (joint 99% box) (deciding case: e)")
+    assert q == ("mean of x, component 2 of 2 (the intervals of all 2 components hold together "
+                 "at 99 %) (shown: case e, the one that decides the verdict)")
+    assert tables.plain_quantity("slope of y") == "slope of y"
+    stored = C.every_case("x.b", "B.", {"e": C.joint_case([0.0, 5.0], [0.1, 0.1], paper=0.0,
+                                                          band=(-1.0, 1.0), quantity="m")})
+    assert "deciding" not in tables.plain_quantity(stored.quantity)
+    assert "joint" not in tables.plain_quantity(stored.quantity)

@@ -1,0 +1,76 @@
+"""How to cite (CITATION.cff, the README's and the site's BibTeX), Section 5's cost at the
+paper's scale from the committed GPU benchmarks, and the claims as data (issue 33)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+
+import pytest
+import yaml
+
+import dsmlib
+from dsmlib.book.citation import arxiv_id, bibtex, load_citation
+from dsmlib.book.downloads import FIELDS, claims_csv, claims_json
+from dsmlib.book.gpu_cost import cost_markdown, cost_rows
+from helpers import ROOT
+
+
+def test_citation_file_names_the_team_this_version_and_the_papers_arxiv_id():
+    cff = load_citation(ROOT)
+    assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
+    assert cff["authors"] == [{"name": "The dsmlib team"}]
+    assert cff["version"] == dsmlib.__version__
+    [paper] = cff["references"]
+    assert arxiv_id(paper) == "2304.00320"
+    tex = (ROOT.parent / "shared" / "paper" / "doubly-stochastic-models.tex")
+    if tex.exists():        # the title and authors are the manuscript's, in its order
+        text = tex.read_text()
+        assert paper["title"] in text
+        names = re.findall(r"\\fnm\{([^}]*)\} \\sur\{([^}]*)\}", text)
+        assert [(a["given-names"], a["family-names"]) for a in paper["authors"]] == names
+
+
+def test_the_readme_shows_the_bibtex_the_site_shows():
+    text = bibtex(load_citation(ROOT))
+    assert text in (ROOT / "README.md").read_text()
+    assert "@misc{dsmlib_book_2026," in text and "author = {{The dsmlib team}}" in text
+    assert "eprint = {2304.00320}" in text and "archivePrefix = {arXiv}" in text
+
+
+def test_a_citation_without_what_it_needs_is_refused(tmp_path):
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    del cff["version"]
+    (tmp_path / "CITATION.cff").write_text(yaml.safe_dump(cff))
+    with pytest.raises(ValueError, match="has no 'version'"):
+        load_citation(tmp_path)
+
+
+def test_section_5_cost_is_read_from_the_committed_gpu_runs(tmp_path):
+    rows = cost_rows(ROOT)
+    assert rows and {r["step"] for r in rows} >= {"graph", "eager"}
+    text = cost_markdown(rows, 3)
+    best = min(r["gpu_hours_per_seed"] for r in rows)
+    assert f"**{best:.2f} GPU-hours per seed**" in text and "H100" in text
+    assert f"about {best * 3:.0f} GPU-hours" in text
+    run = tmp_path / "benchmarks" / "gpu_runs" / "2027-01-02_h200" / "call"
+    run.mkdir(parents=True)
+    (run / "bench.jsonl").write_text("not json\n" + json.dumps(dict(
+        name="paper_grid_gpu_hours_graph", gpu_hours_per_seed=1.5,
+        baseline_gpu_hours_per_seed=40.0, step="graph", device="NVIDIA H200")) + "\n")
+    [row] = cost_rows(tmp_path)
+    assert row["date"] == "2027-01-02" and row["call"].endswith("2027-01-02_h200/call")
+    assert "No GPU session" in cost_markdown([], 3)
+
+
+def test_claims_as_json_and_csv_keep_open_ends_open():
+    rows = [{f: None for f in FIELDS} | {"notebook": "ols", "id": "ols.a", "verdict": "confirmed",
+                                        "measured": 1.5, "interval": [1.0, 2.0],
+                                        "band": [1.0, float("inf")], "statement": "a, \"b\"",
+                                        "profile": "quick", "commit": "abc", "current": True}]
+    doc = json.loads(claims_json(rows))            # standard JSON: no Infinity
+    assert doc["claims"][0]["band"] == [1.0, None]
+    [line] = list(csv.DictReader(io.StringIO(claims_csv(rows))))
+    assert (line["band_low"], line["band_high"], line["interval_high"]) == ("1.0", "", "2.0")
+    assert line["statement"] == 'a, "b"' and line["scope"] == ""
