@@ -36,7 +36,8 @@ from typing import Any, Sequence
 from ..chapters.sec5_grid import DistillGrid, grid_from_parameters, grid_runs
 from ..foundation.checks import check_choice, check_int
 from ..foundation.results import atomic_write_text
-from ..models.dataset_files import check_dataset, download, missing_files
+from ..models.dataset_files import (DatasetFileError, check_dataset, download, how_to_get,
+                                   missing_files)
 from ..models.datasets import train_images
 from ..models.policy import STEP_MODES
 from ..models.run_config import RunConfig
@@ -93,14 +94,24 @@ def prepare_data(datasets: Sequence[str], data_dir: str | Path, *, fetch: bool =
     """Check that every data set in ``datasets`` is present under ``data_dir`` and readable,
     fetching the missing ones first if ``fetch``; one line per set says what is there. A
     problem is a one-line ``ValueError`` naming the path and the fix."""
-    lines = []
+    lines, problems = [], []
     for name in sorted(set(datasets)):
-        if name == "digits":
-            lines.append("digits: bundled with scikit-learn, nothing to fetch")
-        elif fetch and missing_files(name, data_dir):
-            lines.append(download(name, data_dir))
-        else:
-            lines.append(check_dataset(name, data_dir))
+        try:
+            if name == "digits":
+                lines.append("digits: bundled with scikit-learn, nothing to fetch")
+            elif fetch and missing_files(name, data_dir):
+                lines.append(download(name, data_dir))
+            else:
+                lines.append(check_dataset(name, data_dir))
+        except DatasetFileError as err:     # every set's problem, not only the first one's
+            problems.append((name, str(err)))
+    if len(problems) == 1:
+        raise DatasetFileError(problems[0][1])
+    if problems:
+        fix = how_to_get(problems[0][0], data_dir)
+        raise DatasetFileError(f"{len(problems)} data sets cannot be read: "
+                               + "; ".join(p.replace(f"; {how_to_get(n, data_dir)}", "")
+                                           for n, p in problems) + f"; {fix}")
     return lines
 
 
@@ -217,9 +228,10 @@ def status(runs: Sequence[RunConfig], runs_dir: str | Path) -> dict[str, Any]:
 
 
 def collect(runs: Sequence[RunConfig], runs_dir: str | Path, *, out: str | Path | None = None,
-            allow_missing: bool = False) -> list[RunRecord]:
+            allow_missing: bool = False, profile: str | None = None) -> list[RunRecord]:
     """The records of ``runs`` (finished ones only unless ``allow_missing``), written to
-    ``out`` as JSON if given; a missing run is an error naming the command that launches it."""
+    ``out`` as JSON if given; a missing run is an error naming the command that launches it
+    (under ``profile``, the one the grid is built from)."""
     records, missing = [], []
     for c in runs:
         rec = load_record(c, runs_dir)
@@ -230,7 +242,8 @@ def collect(runs: Sequence[RunConfig], runs_dir: str | Path, *, out: str | Path 
     if missing and not allow_missing:
         raise ValueError(f"{len(missing)} of {len(runs)} runs are not finished (e.g. "
                          f"{', '.join(missing[:3])}): launch them with `python -m dsmlib grid "
-                         "launch --profile PROFILE` (see the chapter's reader guide)")
+                         f"launch --profile {profile or '<the profile executed>'}` (see the "
+                         "chapter's reader guide)")
     if out is not None:
         atomic_write_text(Path(out), json.dumps({"runs": [dict(
             config=r.config.to_dict(), done=r.done, history=r.history) for r in records]}))
@@ -305,6 +318,6 @@ def grid_command(root: Path, args: argparse.Namespace) -> int:
             print(f"  {line}")
     if args.action == "collect":
         out = runs_dir / f"collected-{args.profile}.json"
-        records = collect(runs, runs_dir, out=out)
+        records = collect(runs, runs_dir, out=out, profile=args.profile)
         print(f"[dsmlib] collected {len(records)} runs into {out}", file=sys.stderr)
     return 0

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PACKAGES", "code_key", "hardware", "git_commit", "versions", "provenance",
+__all__ = ["PACKAGES", "code_key", "kernel_code", "hardware", "git_commit", "versions", "provenance",
            "is_fresh", "decorate", "provenance_line", "parameters_html", "provenance_table"]
 
 PACKAGES = ("numpy", "scipy", "numba", "torch", "plotly", "papermill", "jupyter-book")
@@ -47,7 +47,8 @@ OUTSIDE_KERNEL = ("__main__.py", "book/cli.py", "book/runner.py", "book/ledger.p
                   "book/mystnb_plugin.py", "book/store.py", "book/pages.py", "book/kernel.py",
                   "book/lab.py", "book/references.py", "book/reference_run.py",
                   "book/reference_section.py", "book/scales.py", "book/site.py",
-                  "book/closure.py", "book/rerun.py")
+                  "book/closure.py", "book/rerun.py", "book/citation.py",
+                  "book/downloads.py", "book/gpu_cost.py", "book/staleness.py")
 
 
 def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,
@@ -58,13 +59,20 @@ def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,
     package is installed), less :data:`OUTSIDE_KERNEL`. Not of the machine, and not of code
     that only other chapters use, so that a change to one chapter's code leaves the others'
     executions and references current."""
-    from .closure import import_closure
     pkg_dir = pkg_dir or Path(__file__).resolve().parents[1]
-    pkg = [p for p in import_closure(source, pkg_dir)
-           if p.relative_to(pkg_dir).as_posix() not in OUTSIDE_KERNEL]
+    pkg = kernel_code(source, pkg_dir)
     return _sha(source.read_bytes(), json.dumps(params, sort_keys=True, default=str).encode(),
                 profile.encode(), *(p.relative_to(pkg_dir).as_posix().encode() + p.read_bytes()
                                     for p in pkg))
+
+
+def kernel_code(source: Path, pkg_dir: Path | None = None) -> list[Path]:
+    """The ``dsmlib`` files a notebook's kernel can run (its import closure, less
+    :data:`OUTSIDE_KERNEL`): the code its content key covers."""
+    from .closure import import_closure
+    pkg_dir = pkg_dir or Path(__file__).resolve().parents[1]
+    return [p for p in import_closure(source, pkg_dir)
+            if p.relative_to(pkg_dir).as_posix() not in OUTSIDE_KERNEL]
 
 
 def hardware() -> dict[str, Any]:
@@ -141,10 +149,12 @@ def provenance_line(p: dict[str, Any]) -> str:
     hw = p["hardware"]
     gpu = f", GPU {hw['gpu']}" if hw.get("gpu") else ", no GPU"
     v = p["versions"]
+    dirty = (" (<code>-dirty</code>: executed with uncommitted changes, so that commit alone "
+             "does not reproduce it)" if str(p["commit"]).endswith("-dirty") else "")
     return (f"Executed under the <code>{p['profile']}</code> profile in {p['wall_s']:.0f} s on "
             f"{html.escape(str(hw['cpu']))} ({hw['cpu_count']} cores{html.escape(gpu)}); "
             f"Python {v['python']}, numpy {v['numpy']}, torch {v['torch']}; commit "
-            f"<code>{p['commit']}</code>.")
+            f"<code>{p['commit']}</code>{dirty}.")
 
 
 def parameters_html(params: dict[str, Any], set_by: dict[str, str] | None = None) -> str:

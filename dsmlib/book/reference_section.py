@@ -90,7 +90,8 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
         f"\n\n<div class='stale-notice'><strong>Stale.</strong> Executed at commit "
         f"<code>{html.escape(ref.commit)}</code>; the code this page runs has changed since (the "
         "content key differs), so these figures and verdicts are not necessarily what the "
-        "current code gives, and the ledger greys them. To refresh it: <code>python -m dsmlib "
+        f"current code gives, and the ledger greys them. {ref.reason} To refresh it: "
+        "<code>python -m dsmlib "
         f"reference {html.escape(ref.name)} --profile {html.escape(p)}</code> where its "
         "hardware is.</div>")
     cells = [_md(f"## The `{p}` reference execution{'' if ref.fresh else ' (stale)'}\n\n"

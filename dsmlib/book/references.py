@@ -45,6 +45,7 @@ class Reference:
     fresh: bool                    # whether that key is the current code's
     notebook: Path
     fixture: str = ""              # non-empty for a test fixture: what it is
+    reason: str = ""               # for a stale one: what changed since (HTML)
 
     @property
     def commit(self) -> str:

@@ -39,8 +39,8 @@ def test_two_local_workers_match_one_process(tmp_path):
 def test_debug_cluster_status_and_collect(tmp_path):
     runs = grid_runs(grid_from_parameters(PARAMS))
     assert status(runs, tmp_path) == {"done": 0, "partial": 0, "new": len(runs), "partial_runs": []}
-    with pytest.raises(ValueError, match="are not finished.*grid launch"):
-        collect(runs, tmp_path)
+    with pytest.raises(ValueError, match="are not finished.*grid launch --profile smoke`"):
+        collect(runs, tmp_path, profile="smoke")              # the command, to copy as it is
     launch(runs[:2], tmp_path, cluster="debug")              # the two teachers, in-process
     st = status(runs, tmp_path)
     assert st["done"] == 2 and st["new"] == len(runs) - 2

@@ -97,6 +97,10 @@ def test_launch_without_data_submits_nothing_and_says_one_line(tmp_path):
     assert len(lines) == 1, proc.stderr
     missing = tmp_path / "nodata" / "cifar-10-batches-py" / "data_batch_1"
     assert f"{missing} is missing" in lines[0] and "grid download --profile paper" in lines[0]
+    # all three missing sets are named, not only the first (issue 33)
+    assert lines[0].count(" is missing") == 3 and "3 data sets cannot be read" in lines[0]
+    for name in ("'cifar10'", "'cifar100'", "'svhn'"):
+        assert f"data set {name}" in lines[0]
     assert not runs_dir.exists()                            # nothing submitted, no job folder
 
 
