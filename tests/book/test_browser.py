@@ -431,15 +431,34 @@ READER_JS = """() => {
       const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
       if (w > 1 && h > 1) out.overlaps.push([k, boxes[i][0], boxes[j][0]]);
     }
-    const L = gd._fullLayout, starts = new Set();
-    Object.keys(L).filter(n => /^xaxis\\d*$/.test(n) && L[n].anchor && L[n].anchor !== 'free')
-      .forEach(n => starts.add(Math.round(L[n].domain[0] * 1000)));
-    out.columns.push(starts.size);
+    // subplots side by side: panels whose heights overlap and whose widths do not
+    const L = gd._fullLayout;
+    const panels = Object.keys(L).filter(n => /^xaxis\\d*$/.test(n) && L[n].anchor
+                                         && L[n].anchor !== 'free' && L['yaxis' + L[n].anchor.slice(1)])
+      .map(n => [L[n].domain, L['yaxis' + L[n].anchor.slice(1)].domain]);
+    let columns = panels.length ? 1 : 0;
+    panels.forEach(a => {
+      const beside = panels.filter(b => b !== a
+        && Math.min(a[1][1], b[1][1]) - Math.max(a[1][0], b[1][0]) > 0.01
+        && (b[0][0] >= a[0][1] - 0.001 || a[0][0] >= b[0][1] - 0.001));
+      columns = Math.max(columns, beside.length + 1);
+    });
+    out.columns.push(columns);
   });
   const main = document.querySelector('main') || document.body;
-  // a Markdown table printed as text: a paragraph with a row of three or more cells
+  // a Markdown table printed as text: a paragraph with a row of three or more cells (its
+  // text outside formulas and code: |X - Y| in a formula is no table)
+  const prose = el => {
+    let t = '';
+    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT, {acceptNode: n =>
+      n.parentElement.closest('mjx-container, code, pre, script, style')
+        ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+    while (walk.nextNode()) t += walk.currentNode.nodeValue;
+    return t;
+  };
   main.querySelectorAll('p, li, dd').forEach(p => {
-    if (/(\\|[^|\\n]*){3,}\\|/.test(p.textContent)) out.markdown.push(p.textContent.slice(0, 60));
+    const t = prose(p);
+    if (/(\\|[^|\\n]*){3,}\\|/.test(t)) out.markdown.push(t.slice(0, 60));
   });
   document.querySelectorAll('mjx-container[display="true"]').forEach(m => {
     out.math.push(m.offsetParent === null ? null : m.getBoundingClientRect().height);
