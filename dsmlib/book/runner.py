@@ -221,6 +221,12 @@ def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick
                 pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _unchanged(run: Run, where: Path) -> str:
+    """What a failed run left as it was (a custom run's chapter may never have existed)."""
+    return (f"{where} and its results are unchanged" if run.out.exists() else
+            "nothing was published")
+
+
 def _shown(path: Path | None, root: Path) -> str:
     return "nowhere: the kernel wrote nothing" if path is None else str(path.relative_to(root))
 
@@ -255,11 +261,10 @@ def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: boo
                 cwd=str(root), log_output=False, kernel_manager_class=manager)
         except PapermillExecutionError as err:
             failed = keep_failed(partial, root, name)
-            unchanged = (f"{where} and its results are unchanged" if run.out.exists() else
-                         "nothing was published")
+            unchanged = _unchanged(run, where)
             if err.ename in ("ValueError", "UnknownParameter"):
                 raise NotebookRefused(
-                    f"notebook {name!r} stopped in cell {err.exec_count}: ValueError: "
+                    f"notebook {name!r} stopped in cell {err.exec_count}: {err.ename}: "
                     f"{err.evalue} (traceback in {_shown(failed, root)}; "
                     f"{unchanged})") from None
             tb = _ANSI.sub("", "\n".join(err.traceback or []))
@@ -272,10 +277,8 @@ def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: boo
             failed = keep_failed(partial, root, name)
             why = (f"a cell ran past --timeout {timeout} s" if isinstance(err, CellTimeoutError)
                    else "its kernel died (out of memory?)")
-            unchanged = (f"{where} and its results are unchanged" if run.out.exists() else
-                         "nothing was published")
             raise NotebookFailed(f"notebook {name!r}: {why} (the partly executed notebook is "
-                                 f"at {_shown(failed, root)}; {unchanged})") from None
+                                 f"at {_shown(failed, root)}; {_unchanged(run, where)})") from None
         except BaseException:
             keep_failed(partial, root, name)
             raise

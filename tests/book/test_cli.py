@@ -109,6 +109,9 @@ def test_a_value_the_library_refuses_is_one_line(tmp_path):
     assert re.match(r"error: notebook 'picky' stopped in cell \d+: ValueError: eta must be > 0, "
                     r"got 0 \(traceback in book/chapters/failed/picky\.ipynb", lines[0]), lines
     assert not (root / "results" / "smoke" / "picky.json").exists()
+    # no chapter existed: it names none (it said "book/chapters/smoke/picky.ipynb and its
+    # results are unchanged", a file that never existed; issue 33)
+    assert lines[0].endswith("; nothing was published)"), lines
 
 
 @pytest.mark.slow
