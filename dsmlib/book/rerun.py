@@ -55,6 +55,8 @@ def _rewritten(src: str, values: dict[str, Any]) -> str:
             old = ast.literal_eval(stmt.value)
             if old == new and type(old) is type(new):
                 continue
+            if isinstance(old, tuple) and list(old) == new:   # JSON made the tuple a list
+                continue
         except ValueError:
             pass
         v = stmt.value

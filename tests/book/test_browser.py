@@ -532,5 +532,5 @@ def test_the_contents_sidebar_names_chapters_by_title(smoke_book):
     entries = re.findall(r"<li class=\"toc-h2[^\"]*\"><a[^>]*>(.*?)</a>", page, re.S)
     texts = [re.sub(r"<[^>]+>", "", e).strip() for e in entries]
     specs = load_specs(smoke_book / "notebooks")
-    assert texts == [s.title for s in specs.values()]
+    assert texts and set(texts) == {s.title for s in specs.values()}     # no "chapters/ols"
     assert chapter_links(specs)["ols"] == f"{specs['ols'].title} <chapters/ols>"

@@ -53,6 +53,15 @@ def test_the_parameters_cell_carries_the_executions_values():
     assert again["cells"][0]["source"] == src
 
 
+def test_a_tuple_default_stays_a_tuple_when_its_values_do():
+    """Provenance is JSON: a tuple default comes back as a list; equal, it is kept as written."""
+    src = 'profile = "quick"\nresults_dir = "results"\nlive_widgets = True\ngrid = (0.1, 1.0, 4)\n'
+    nb = carry_parameters(notebook({"profile": "paper", "grid": [0.1, 1.0, 4]}, src))
+    assert "grid = (0.1, 1.0, 4)\n" in nb["cells"][0]["source"]
+    nb = carry_parameters(notebook({"profile": "paper", "grid": [0.2, 1.0, 4]}, src))
+    assert assigned(nb["cells"][0]["source"])["grid"] == [0.2, 1.0, 4]
+
+
 def test_types_survive_and_a_lost_value_is_refused():
     nb = carry_parameters(notebook({"profile": "smoke", "n_samples": 5.0, "depth": 8,
                                     "sigmas": [1, 2]}))
