@@ -21,10 +21,9 @@ pytestmark = pytest.mark.slow
 def test_gpu_check_dry_run(tmp_path):
     (tmp_path / "book").mkdir()
     root = copy_book(tmp_path / "book")
-    for name in ("benchmarks", "tests"):
-        if not (root / name).exists():
-            shutil.copytree(ROOT / name, root / name,
-                            ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("benchmarks", "tests"):     # copy_book brings benchmarks/gpu_runs only
+        shutil.copytree(ROOT / name, root / name, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "PY": sys.executable}
     proc = subprocess.run(["bash", "benchmarks/gpu_check.sh", "--dry-run", "tests", "profile",

@@ -51,7 +51,9 @@ def test_notebook_executes_and_reuses_finished_runs(tmp_path):
     text = json.dumps(nb)
     assert "needs GPUs" in text and "fig-sec5-figure1" in text and "fig-sec5-figure2" in text
     assert "fig-sec5-gradnorm-epochs" in text and "CIFAR-100 is not in this grid" in text
-    assert "| digits, 256 images | 0.3 | 0.44 |" in text         # the kappa^2 table
+    raw = (root / "book" / "chapters" / "smoke" / "sec5_distillation.ipynb").read_text()
+    assert ("<td data-label='setting'>digits, 256 images</td><td data-label='p'>0.3</td>"
+            "<td data-label='κ²'>0.44</td>") in raw                # the kappa^2 table (HTML)
     for piece in ("fig-sec5-curve", "noise-units", "by-setting", "delta-verdicts",
                   "seeds-to-decide", "Batches: the students of one teacher"):
         assert piece in text, piece
