@@ -67,6 +67,29 @@ def test_same_seed_same_numbers(ls):
     assert not np.array_equal(a.xi_uln, c.xi_uln)
 
 
+def test_sigma2_changes_no_number_of_the_chapter(mlp):
+    """What the chapter says under Prop. 1 (issue 33): with the same seed, sigma^2 scales the
+    label noise and its predicted covariance together, so every claim of the three schemes
+    (verdict, measured ratio, interval) is the same at sigma^2 = 0.5 and 8, to rounding
+    (relative 1e-9; deterministic, no false failures), while xi^ULN itself scales by sigma."""
+    kw = dict(batch_size=5, eta=0.1, n_samples=3000, n_real_steps=5)
+    schemes = [(True, "fresh"), (False, "fresh"), (True, "fixed")]
+
+    def run(sigma2):
+        return [P.sample_noise_terms(mlp, sigma2=sigma2, replacement=rep, noise_mode=mode,
+                                     seed=child_seed(7, m), **kw)
+                for m, (rep, mode) in enumerate(schemes)]
+
+    low, high = run(0.5), run(8.0)
+    np.testing.assert_allclose(high[0].xi_uln, 4.0 * low[0].xi_uln, rtol=1e-9, atol=1e-12)
+    a, b = ({c.id: c for c in prop1_claims(r)} for r in (low, high))
+    assert set(a) == set(b)
+    for cid in a:
+        assert a[cid].verdict == b[cid].verdict, cid
+        assert b[cid].measured == pytest.approx(a[cid].measured, rel=1e-9, abs=1e-12), cid
+        assert b[cid].interval == pytest.approx(a[cid].interval, rel=1e-9, abs=1e-12), cid
+
+
 def _z_mean(a: np.ndarray) -> np.ndarray:
     return a.mean(0) / (a.std(0, ddof=1) / math.sqrt(a.shape[0]))
 
