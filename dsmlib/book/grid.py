@@ -36,8 +36,7 @@ from typing import Any, Sequence
 from ..chapters.sec5_grid import DistillGrid, grid_from_parameters, grid_runs
 from ..foundation.checks import check_choice, check_int
 from ..foundation.results import atomic_write_text
-from ..models.dataset_files import (DatasetFileError, check_dataset, download, how_to_get,
-                                   missing_files)
+from ..models.dataset_files import DatasetFileError, check_dataset, download, how_to_get, missing_files
 from ..models.datasets import train_images
 from ..models.policy import STEP_MODES
 from ..models.run_config import RunConfig
@@ -105,13 +104,11 @@ def prepare_data(datasets: Sequence[str], data_dir: str | Path, *, fetch: bool =
                 lines.append(check_dataset(name, data_dir))
         except DatasetFileError as err:     # every set's problem, not only the first one's
             problems.append((name, str(err)))
-    if len(problems) == 1:
-        raise DatasetFileError(problems[0][1])
     if problems:
-        fix = how_to_get(problems[0][0], data_dir)
-        raise DatasetFileError(f"{len(problems)} data sets cannot be read: "
-                               + "; ".join(p.replace(f"; {how_to_get(n, data_dir)}", "")
-                                           for n, p in problems) + f"; {fix}")
+        what = "; ".join(p.replace(f"; {how_to_get(n, data_dir)}", "") for n, p in problems)
+        raise DatasetFileError(problems[0][1] if len(problems) == 1 else
+                               f"{len(problems)} data sets cannot be read: {what}; "
+                               + how_to_get(problems[0][0], data_dir))
     return lines
 
 
