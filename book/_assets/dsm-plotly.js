@@ -173,15 +173,33 @@
         if (a.owner === "legend" || b.owner === "legend") {
           var other = a.owner === "legend" ? b : a;
           legendDown = Math.max(legendDown, other.box.bottom + 6 - legendTop);
+        } else if (a.owner !== "text" && b.owner !== "text" && a.owner[0] !== b.owner[0]) {
+          // an x and a y tick at a corner: the x axis's labels move down, clear of the other
+          var xk = axisName(a.owner[0] === "x" ? a.owner : b.owner) + ".ticklabelstandoff";
+          var down = Math.ceil(Math.min(a.box.bottom, b.box.bottom) - Math.max(a.box.top, b.box.top)) + 2;
+          var had = gd._fullLayout[axisName(a.owner[0] === "x" ? a.owner : b.owner)];
+          upd[xk] = Math.max(upd[xk] || 0, ((had && had.ticklabelstandoff) || 0) + down);
         } else if (a.owner !== "text" || b.owner !== "text") {
-          // ticks of one axis, or of two (an x and a y tick at a corner): thin the x axis
-          var id = a.owner === "text" ? b.owner : b.owner === "text" ? a.owner
-            : (a.owner[0] === "x" ? a.owner : b.owner);
+          // ticks of one axis (or a tick under a text): thin that axis
+          var id = a.owner === "text" ? b.owner : a.owner;
           var n = all.filter(function (t) { return t.owner === id; }).length;
           if (!(axisName(id) + ".nticks" in upd) && !(axisName(id) + ".tickvals" in upd)) {
             Object.assign(upd, thinner(gd, id, n));
           }
         }
+      }
+    }
+    // two titles or annotations on top of each other (say, the x titles of two columns) get
+    // smaller fonts, each shrunk by the overlap (about their centres, that clears it)
+    for (var p = 0; p < all.length; p++) {
+      for (var q = p + 1; q < all.length; q++) {
+        var s1 = all[p], s2 = all[q];
+        if (!s1.font || !s2.font || !overlap(s1.box, s2.box)) { continue; }
+        var ov = Math.min(s1.box.right, s2.box.right) - Math.max(s1.box.left, s2.box.left);
+        [s1, s2].forEach(function (t) {
+          var size = Math.max(9, Math.floor(t.size * Math.max(0.5, (t.box.width - ov - 4) / t.box.width)));
+          upd[t.font] = Math.min(upd[t.font] || size, size);
+        });
       }
     }
     // a title or annotation wider (or, turned, taller) than the figure gets a smaller font
