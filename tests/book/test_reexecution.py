@@ -268,9 +268,13 @@ def _interruptible(tiny: Path):
     and a list that fills with its stderr lines."""
     import threading
     (tiny / "SLEEP").touch()
+    # Ctrl-C's default disposition, as in a terminal: a shell without job control starts its
+    # background commands with SIGINT ignored, and the ignored disposition passes to children
+    # (a fresh-clone `make test` launched with `&` from a script failed both Ctrl-C tests so)
     p = subprocess.Popen([sys.executable, "-m", "dsmlib", "--root", str(tiny), "execute",
                           "--profile", "smoke", "--force", "--no-progress"],
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True).start()
     deadline = time.time() + 300

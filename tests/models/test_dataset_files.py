@@ -13,6 +13,7 @@ import torch
 from scipy.io import savemat
 
 from dataset_fakes import py2_pickle, write_cifar, write_svhn
+from dsmlib.foundation.rng import as_generator, child_seed
 from dsmlib.models import dataset_files as df
 from dsmlib.models import datasets
 from dsmlib.models.datasets import load_dataset
@@ -149,11 +150,14 @@ def test_load_dataset_reads_the_files(tmp_path):
         d = load_dataset("cifar10", data_dir=tmp_path, device="cpu", train_limit=30)
     assert d.X_train.shape == (30, 3, 32, 32) and d.X_val.shape == (20, 3, 32, 32)
     assert torch.equal(d.y_test, torch.as_tensor(yte)) and d.pad == 4 and d.spec.flip
-    # normalised with the whole official training set's per-channel statistics
+    # normalised with the per-channel statistics of the training images alone (issue 35): not
+    # the validation images', nor the whole official training set's
+    train = as_generator(child_seed(0, 0)).permutation(100)[20:][:30]
+    fit = torch.as_tensor(Xtr[train] / 255.0).float()
+    mean, std = fit.mean(dim=(0, 2, 3), keepdim=True), fit.std(dim=(0, 2, 3), keepdim=True)
     raw = torch.as_tensor(Xte, dtype=torch.float32) / 255
-    mean = torch.as_tensor(Xtr / 255.0).float().mean(dim=(0, 2, 3), keepdim=True)
-    assert torch.allclose(d.X_test * torch.as_tensor(Xtr / 255.0).float().std(dim=(0, 2, 3),
-                          keepdim=True) + mean, raw, atol=1e-5)
+    assert torch.allclose(d.X_test * std + mean, raw, atol=1e-5)
+    assert torch.allclose(d.X_train.mean(dim=(0, 2, 3)), torch.zeros(3), atol=1e-5)
     write_svhn(tmp_path)
     with pytest.warns(df.ChecksumWarning):
         s = load_dataset("svhn", data_dir=tmp_path, device="cpu")

@@ -307,7 +307,7 @@ def test_compiled_engines_give_eager_numbers_and_drop_their_code_when_replaced()
         compiled = train_group(students[:k], data, teacher=t_model, step=policy, cache=cache,
                                stop_after=1)
         for run_e, run_c in zip(eager, compiled):
-            for key in ("train_objective", "train_loss", "test_loss", "gradnorm"):
+            for key in ("train_objective", "train_loss", "val_loss", "gradnorm"):
                 assert run_c[-1][key] == pytest.approx(run_e[-1][key], rel=1e-6), key
         codes.append(weakref.ref(cache["students"][1].loop.run.code))
     gc.collect()
