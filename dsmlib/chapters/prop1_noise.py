@@ -19,9 +19,8 @@ from ..foundation.rng import as_generator, as_torch_generator, child_seed
 from ..foundation.stats import covariance, thin
 from ..models.settings import Setting, least_squares_setting
 from ..theory import diffusion, jacobians
-from ..theory.label_noise import (GaussianNoise, LabelNoise, SymmetricSwapNoise,
+from ..theory.label_noise import (FixedLabelNoise, GaussianNoise, LabelNoise, SymmetricSwapNoise,
                                   swap_expectation_matrix, symmetric_swap_expectation)
-from ..theory.label_noise_modes import FixedLabelNoise
 from ..theory.minibatch import draw_minibatches, prop1_covariance_factors
 
 __all__ = ["NoiseSamples", "PAPER_BATCHES", "predicted_moments", "sample_noise_terms",

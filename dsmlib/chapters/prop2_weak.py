@@ -15,7 +15,7 @@ import numpy as np
 from scipy import optimize as _opt
 
 from ..foundation.checks import check_int
-from ..foundation.claim_fits import fit_case
+from ..foundation.claims import fit_case
 from ..foundation.claims import Case, case
 from ..foundation.distances import energy_coefficient, group_jackknife, random_directions
 from ..foundation.rng import child_seed
@@ -72,7 +72,7 @@ class WeakComparison:
     def case(self) -> Case:
         """The fitted rate of ``H`` in ``eta`` against :data:`WEAK_RATE` (a book claim: the
         paper states no rate), inconclusive where lack of fit rejects the power law
-        (:func:`dsmlib.foundation.claim_fits.fit_case`; never widened)."""
+        (:func:`dsmlib.foundation.claims.fit_case`; never widened)."""
         quantity = "power-law rate of the energy coefficient H in η"
         if self.fit is None:
             return case(paper=WEAK_RATE, measured=0.0, se=0.0, band=WEAK_BAND, source="book",

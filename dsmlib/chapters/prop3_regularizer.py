@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ..foundation.checks import check_int, check_nonnegative, check_positive
-from ..foundation.claim_fits import slope_claim
+from ..foundation.claims import slope_claim
 from ..foundation.claims import Claim, case, every_case, ratio_case
 from ..foundation.rng import as_generator, as_torch_generator, child_seed
 from ..models.settings import Setting

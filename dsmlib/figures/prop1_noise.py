@@ -1,4 +1,5 @@
-"""Figures of the ``prop1_noise`` chapter (figures layer): the two noise clouds explorer."""
+"""Figures of the ``prop1_noise`` chapter (figures layer): the two noise clouds explorer and
+the table of Prop. 1's factors per sampling scheme."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -6,9 +7,11 @@ from typing import Any, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from ..foundation.stats import covariance
 from .common import ellipse_xy, square_layout, state_explorer
+from .tables import data_table, math_html
 
-__all__ = ["noise_explorer"]
+__all__ = ["noise_explorer", "scheme_table"]
 
 
 def noise_explorer(states: list[dict[str, Any]], batch_sizes: Sequence[int],
@@ -42,3 +45,26 @@ def noise_explorer(states: list[dict[str, Any]], batch_sizes: Sequence[int],
                       yaxis=dict(title="component θ₂", scaleanchor="x", scaleratio=1,
                                  constrain="domain"))
     return fig
+
+
+
+def scheme_table(results) -> Any:
+    """Per model and sampling scheme: Prop. 1's exact factors beside the measured ratios of
+    the two covariances, and the size of the label-noise term's mean (HTML)."""
+    from IPython.display import HTML
+    rows = []
+    for r in results:
+        p = r.predicted
+        tr = lambda a: float(np.trace(covariance(a)))  # noqa: E731
+        rms = np.sqrt((r.xi_uln ** 2).sum(1).mean())
+        rows.append([r.setting, "with" if r.replacement else "without", r.noise_mode,
+                     f"{p['c_sgd']:.4f}", f"{tr(r.xi_star) / np.trace(p['cov_star_paper']):.4f}",
+                     f"{p['c_uln']:.4f}", f"{tr(r.xi_uln) / np.trace(p['cov_uln_paper']):.4f}",
+                     f"{np.linalg.norm(r.xi_uln.mean(0)) / rms:.4f}"])
+    head = [math_html(h) for h in [
+        "model", "replacement", "noise", "exact factor, $\\xi^*$", "measured / Prop. 1, $\\xi^*$",
+        "exact factor, $\\xi^{\\mathrm{ULN}}$", "measured / Prop. 1, $\\xi^{\\mathrm{ULN}}$",
+        "$\\|$mean $\\xi^{\\mathrm{ULN}}\\|$ / RMS"]]
+    labels = ["model", "replacement", "noise", "exact factor, ξ*", "measured / Prop. 1, ξ*",
+              "exact factor, ξᵁᴸᴺ", "measured / Prop. 1, ξᵁᴸᴺ", "‖mean ξᵁᴸᴺ‖ / RMS"]
+    return HTML(data_table(head, rows, labels))

@@ -26,7 +26,7 @@ def strength_loglog(cases) -> go.Figure:
             text=[f"σ²={cases[i].sigma2:g}, b={cases[i].batch_size}, η={cases[i].eta:g}"
                   for i in sel], hovertemplate="%{text}<br>predicted %{x:.3g}<br>measured %{y:.3g}"))
     fit = loglog_fit(pred, meas, se)
-    half = quantile() * fit.se                         # never widened (claim_fits.fit_case)
+    half = quantile() * fit.se                         # never widened (claims.fit_case)
     lof = (f"lack of fit p = {fit.p_value:.2g}{' (law rejected)' if fit.lack_of_fit else ''}"
            if fit.dof else "2 points")
     lo, hi = pred.min() / 1.5, pred.max() * 1.5

@@ -22,7 +22,8 @@ The default is ``empirical``; identities say so.
 
 Builders for the recurring forms: :func:`case` (estimate and standard error), :func:`ratio_case`
 (measured over predicted), :func:`interval_case` (an exact interval) and
-:func:`dsmlib.foundation.claim_fits.slope_claim` (a fitted log-log slope).
+:func:`slope_claim` (a fitted log-log slope, with its lack of fit checked: a law that the
+lack-of-fit test rejects decides nothing, and its interval is never widened).
 :mod:`dsmlib.foundation.results` writes each notebook's claims to ``results/<profile>/<notebook>.json``.
 
 Every claim of the paper carries a ``scope`` saying what a refutation refutes
@@ -41,6 +42,7 @@ from .decision import (CONFIDENCE, FAMILY_RULE, P_FLOOR, VERDICTS, bonferroni_ve
                        combine_all, decision_p, family_p, gain_verdict, holm_adjusted,
                        holm_verdicts, interval, interval_p, joint_level, p_towards, parse_band,
                        quantile, verdict)
+from .stats import LACK_OF_FIT_ALPHA, LogLogFit, loglog_fit
 
 SCOPES = ("assumptions", "setting", "reading")
 KINDS = ("identity", "empirical")
@@ -67,7 +69,7 @@ class Case:
 @dataclass
 class Claim:
     """One quantitative claim and its measured verdict. Construct with :func:`measure`,
-    :func:`every_case` or :func:`dsmlib.foundation.claim_fits.slope_claim`."""
+    :func:`every_case` or :func:`slope_claim`."""
 
     id: str
     statement: str
@@ -314,3 +316,52 @@ def exact_verdict(c: Claim | Case) -> str | None:
     if c.exact is None:
         return None
     return verdict([c.exact, c.exact], c.band)
+
+
+# Claims about fitted laws: a fitted coefficient as a case, with the lack of fit of its law
+# checked. A wider interval around a law that does not hold would confirm it by being vague.
+def rejected_law_caveat(fit: LogLogFit, what: str = "power law") -> str:
+    """The caveat of a coefficient whose law the lack-of-fit test rejects ("" when it holds
+    or cannot be tested)."""
+    if fit.p_value is None or fit.p_value >= LACK_OF_FIT_ALPHA:
+        return ""
+    return (f"the {what} is rejected by its lack of fit (χ² = {fit.chi2:.3g} on {fit.dof} dof, "
+            f"p = {fit.p_value:.2g} < {LACK_OF_FIT_ALPHA:g}): its coefficient describes no law "
+            "that holds over these points, so it cannot decide")
+
+
+def fit_case(fit: LogLogFit, *, paper: float, band: Sequence[float | None],
+             quantity: str = "", source: str = "paper", exact: float | None = None,
+             coefficient: str = "slope", what: str = "power law") -> Case:
+    """A fitted ``coefficient`` (``"slope"`` or ``"intercept"``) of ``fit`` as a case: its own
+    standard error (``fit.se`` for the slope), never widened; inconclusive, with the
+    lack-of-fit p-value, when the law is rejected (:func:`rejected_law_caveat`). The quantity
+    names the lack-of-fit p-value either way."""
+    value = fit.slope if coefficient == "slope" else fit.intercept
+    se = fit.se if coefficient == "slope" else fit.intercept_se
+    if se is None:
+        raise ValueError(f"the fit has no standard error for its {coefficient}")
+    lof = ("lack of fit untestable with two points" if fit.p_value is None else
+           f"lack of fit p = {fit.p_value:.2g}")
+    return case(paper=paper, measured=value, se=se, band=band, source=source, exact=exact,
+                quantity=f"{quantity} ({lof})".strip(), caveat=rejected_law_caveat(fit, what))
+
+
+def slope_claim(id: str, statement: str, x: Sequence[float], y: Sequence[float],
+                y_se: Sequence[float], *, paper: float, band: Sequence[float | None],
+                quantity: str = "", source: str = "paper", note: str = "",
+                details: list[dict[str, Any]] | None = None, exact: float | None = None,
+                scope: str | None = None, condition: str = "",
+                kind: str = "empirical") -> Claim:
+    """A claim about the slope of ``log y`` on ``log x``, with its lack of fit checked.
+
+    The fit is :func:`dsmlib.foundation.stats.loglog_fit`; the slope is judged with its own
+    standard error, and a straight line that lack of fit rejects makes the claim inconclusive
+    (:func:`fit_case`). The fit's numbers go into ``details``.
+    """
+    fit = loglog_fit(x, y, y_se)
+    rows = list(details or []) + [{"case": "fit", "slope": fit.slope, "se": fit.se,
+                                   "chi2": fit.chi2, "dof": fit.dof, "p_value": fit.p_value}]
+    c = fit_case(fit, paper=paper, band=band, quantity=quantity, source=source, exact=exact)
+    return from_case(id, statement, c, note=f"{note} Fit: {fit.describe()}.".strip(),
+                     details=rows, scope=scope, condition=condition, kind=kind)

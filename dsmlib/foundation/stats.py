@@ -129,7 +129,7 @@ class LogLogFit:
     alpha``. ``se_widened`` (``se`` times the Birge ratio ``sqrt(chi2 / dof)`` on lack of fit)
     and ``dof_interval`` describe how far the points scatter about the line; no claim uses
     them, because a law that lack of fit rejects decides nothing
-    (:mod:`dsmlib.foundation.claim_fits`). With two points (``dof = 0``) lack of fit cannot be
+    (:func:`dsmlib.foundation.claims.fit_case`). With two points (``dof = 0``) lack of fit cannot be
     tested.
     """
 

@@ -31,8 +31,7 @@ from ..foundation.checks import check_int, check_nonnegative, check_positive
 from ..foundation.rng import as_generator, as_torch_generator
 from .brownian import BrownianIncrements
 from .jacobians import flat_parameters, model_constants, trainable_parameters
-from .label_noise import GaussianNoise, LabelNoise
-from .label_noise_modes import FreshLabelNoise
+from .label_noise import FreshLabelNoise, GaussianNoise, LabelNoise
 from .minibatch import draw_minibatches
 from .psd import psd_sqrt
 from .sde import SDE, solve

@@ -9,8 +9,11 @@ covariance of ``y~``:
   why the literal "swap" description cannot have the paper's expectation and which
   variants do.
 
-Each model is used either drawn once before training or fresh at every iteration
-(:mod:`dsmlib.theory.label_noise_modes`).
+Each model is used either drawn ONCE before training (:class:`FixedLabelNoise`, the setting of
+Sec. 6 and of the paper's Prop. 1 with noise "drawn before training steps") or FRESH at every
+iteration (:class:`FreshLabelNoise`, the self-distillation setting of Sec. 5). Both expose
+``batch(batch_idx, seed)`` returning the noisy labels of one minibatch (one row per batch
+slot).
 
 Every model also has ``residuals(y, seed)`` -> ``y~ - E[y~]``, the zero-mean label noise
 ``eps`` of Eq. (1) that enters ``xi^ULN`` (Eq. 13). Draws happen on ``y``'s device, from a
@@ -27,10 +30,12 @@ from torch import Tensor
 
 from ..foundation.checks import check_choice, check_int, check_nonnegative, check_probability
 from ..foundation.rng import as_torch_generator
+from .minibatch import check_indices
 
 __all__ = [
     "LabelNoise", "GaussianNoise", "SymmetricSwapNoise", "as_label_tensor",
     "symmetric_swap_expectation", "swap_expectation_matrix",
+    "FixedLabelNoise", "FreshLabelNoise", "label_noise_source",
 ]
 
 
@@ -264,3 +269,54 @@ class SymmetricSwapNoise:
         second = (1 - self.p) * y2**2 + self.p * ((y2**2).sum(1, keepdim=True) - y2**2) / (n_dims - 1)
         var = (second - self.mean(y2) ** 2).clamp_min(0)
         return torch.diag_embed(var).reshape(*y.shape[:-1], n_dims, n_dims)
+
+
+# How a noise model meets the training loop: drawn once, or fresh at every iteration.
+class FixedLabelNoise:
+    """Noise drawn ONCE per sample index before training (Sec. 6; the paper's case (1)
+    below Eq. (1)): ``batch(idx)`` returns the cached ``y~[idx]``, so a sample drawn twice
+    (also twice in one with-replacement batch) always carries the same noise."""
+
+    def __init__(self, noise: LabelNoise, y: Any, seed: Any) -> None:
+        self.noise = noise
+        self.y = as_label_tensor(y)
+        self.y_noisy = noise.draw(self.y, seed)
+
+    @property
+    def y_clean(self) -> Tensor:
+        """``E[y~]``: the labels the noise is unbiased around."""
+        return self.noise.mean(self.y)
+
+    def batch(self, batch_idx: Any, seed: Any = None) -> Tensor:
+        """Noisy labels of the batch, one row per slot; ``seed`` is ignored (kept for a
+        common signature with :class:`FreshLabelNoise`)."""
+        return self.y_noisy[check_indices(batch_idx, self.y.shape[0]).to(self.y.device)]
+
+
+class FreshLabelNoise:
+    """Noise drawn FRESH at every iteration (Sec. 5, noisy self-distillation): each call
+    of ``batch(idx, seed)`` draws new noise, independently for every batch slot."""
+
+    def __init__(self, noise: LabelNoise, y: Any) -> None:
+        self.noise = noise
+        self.y = as_label_tensor(y)
+
+    @property
+    def y_clean(self) -> Tensor:
+        return self.noise.mean(self.y)
+
+    def batch(self, batch_idx: Any, seed: Any) -> Tensor:
+        idx = check_indices(batch_idx, self.y.shape[0]).to(self.y.device)
+        return self.noise.draw(self.y[idx], seed)
+
+
+def label_noise_source(noise: LabelNoise, y: Any, mode: str, seed: Any = None
+                       ) -> FixedLabelNoise | FreshLabelNoise:
+    """``mode="fixed"`` -> :class:`FixedLabelNoise` (needs ``seed``), ``"fresh"`` ->
+    :class:`FreshLabelNoise`."""
+    mode = check_choice("mode", mode, ["fixed", "fresh"])
+    if mode == "fixed":
+        if seed is None:
+            raise ValueError("seed is required for mode='fixed' (the one draw before training)")
+        return FixedLabelNoise(noise, y, seed)
+    return FreshLabelNoise(noise, y)

@@ -27,8 +27,7 @@ from torch import Tensor
 
 from ..foundation.checks import check_choice, check_int
 from ..foundation.rng import as_generator, as_torch_generator
-from .label_noise import GaussianNoise
-from .label_noise_modes import FixedLabelNoise
+from .label_noise import FixedLabelNoise, GaussianNoise
 from .minibatch import draw_minibatches
 from .valley import ValleyProblem, gradient_norm, loss, sharpness
 

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from dsmlib.foundation import claim_fits
 from dsmlib.foundation import claims as C
 
 Z99 = st.norm.ppf(0.995)
@@ -109,7 +108,7 @@ def test_slope_claim_reaches_each_verdict(expected, power, y_rel_se):
     se = 1/sqrt(Sxx) of the precision-weighted fit."""
     x = np.array([1.0, 2.0, 4.0, 8.0])
     y = 3 * x ** power
-    claim = claim_fits.slope_claim("id", "st", x, y, y_rel_se * y, paper=1.0, band=BAND)
+    claim = C.slope_claim("id", "st", x, y, y_rel_se * y, paper=1.0, band=BAND)
     assert claim.verdict == expected
     assert claim.measured == pytest.approx(power, rel=1e-12)
     lx = np.log(x)

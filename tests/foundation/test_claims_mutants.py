@@ -10,7 +10,6 @@ from dataclasses import asdict
 import pytest
 from scipy import stats as st
 
-from dsmlib.foundation import claim_fits
 from dsmlib.foundation import claims as C
 from dsmlib.foundation.stats import loglog_fit
 
@@ -126,7 +125,7 @@ def test_every_case_picks_the_deciding_case():
 
 
 def test_slope_claim_defaults_and_note():
-    c = claim_fits.slope_claim("s", "slope", [1.0, 2.0, 4.0], [1.0, 2.0, 4.0], [0.01, 0.02, 0.04],
+    c = C.slope_claim("s", "slope", [1.0, 2.0, 4.0], [1.0, 2.0, 4.0], [0.01, 0.02, 0.04],
                       paper=1.0, band=(0.9, 1.1))
     assert (c.source, c.condition, c.scope, c.exact, c.kind) == ("paper", "", None, None,
                                                                    "empirical")
@@ -240,7 +239,7 @@ def test_slope_claim_forwards_every_field_and_never_widens():
     x = [1.0, 2.0, 4.0, 8.0, 16.0]
     y = [1.0, 2.6, 3.6, 9.5, 15.0]                      # not on a line at 1 % errors
     se = [0.01 * v for v in y]
-    c = claim_fits.slope_claim("s.id", "Slope.", x, y, se, paper=1.0, band=(0.9, 1.1), quantity="q",
+    c = C.slope_claim("s.id", "Slope.", x, y, se, paper=1.0, band=(0.9, 1.1), quantity="q",
                       source="book", note="N.", details=[{"case": "extra"}], exact=1.0,
                       scope="setting", condition="cond", kind="identity")
     fit = loglog_fit(x, y, se)
@@ -248,7 +247,7 @@ def test_slope_claim_forwards_every_field_and_never_widens():
     assert (c.id, c.statement, c.source, c.exact, c.scope, c.condition, c.kind) == \
         ("s.id", "Slope.", "book", 1.0, "setting", "cond", "identity")
     assert c.quantity == f"q (lack of fit p = {fit.p_value:.2g})"
-    caveat = claim_fits.rejected_law_caveat(fit)
+    caveat = C.rejected_law_caveat(fit)
     assert caveat and c.note == f"N. Fit: {fit.describe()}. {caveat}"
     assert c.verdict == "inconclusive"              # a rejected law decides nothing
     assert c.details == [{"case": "extra"},

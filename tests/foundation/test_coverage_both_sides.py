@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from dsmlib.foundation import claim_fits, claims, stats
+from dsmlib.foundation import claims, stats
 
 ALPHA = 1e-4   # false-failure rate of each coverage check
 REPS = 4_000
@@ -195,6 +195,6 @@ def test_slope_claim_interval():
     x, ys, ses = _power_law_draws(rng, REPS)
     hits = []
     for y, s in zip(ys, ses):
-        c = claim_fits.slope_claim("s", "slope", x, y, s, paper=-0.7, band=(-0.8, -0.6))
+        c = claims.slope_claim("s", "slope", x, y, s, paper=-0.7, band=(-0.8, -0.6))
         hits.append(c.interval[0] <= -0.7 <= c.interval[1])
     assert_coverage(np.array(hits), claims.CONFIDENCE)

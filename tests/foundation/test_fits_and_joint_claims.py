@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dsmlib.foundation.claim_fits import slope_claim
+from dsmlib.foundation.claims import slope_claim
 from dsmlib.foundation.claims import case, every_case, exact_verdict, joint_case, joint_level
 from dsmlib.foundation.stats import loglog_fit
 

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from dsmlib.foundation import claim_fits
 from dsmlib.foundation import claims as C
 from dsmlib.foundation.power import RESOLUTION, resolvable, units_to_decide
 from dsmlib.foundation.results import write_results
@@ -41,7 +40,7 @@ def test_every_builder_carries_a_kind_and_defaults_to_empirical():
     case = C.case(paper=1.0, measured=1.0, se=0.01, band=(0.9, 1.1))
     assert C.every_case("b", "s", {"x": case}, kind="identity").kind == "identity"
     assert C.every_case("b", "s", {"x": case}).kind == "empirical"
-    fit = claim_fits.slope_claim("c", "s", [1.0, 2.0, 4.0], [1.0, 2.0, 4.0], [0.01, 0.02, 0.04],
+    fit = C.slope_claim("c", "s", [1.0, 2.0, 4.0], [1.0, 2.0, 4.0], [0.01, 0.02, 0.04],
                                  paper=1.0, band=(0.9, 1.1), kind="identity")
     assert fit.kind == "identity"
     with pytest.raises(ValueError, match="^kind must be one of"):
@@ -209,19 +208,19 @@ def test_a_rejected_law_is_inconclusive_and_never_widened():
     x = [1.0, 2.0, 4.0, 8.0, 16.0]
     y = [1.0, 2.6, 3.6, 9.5, 15.0]                       # not on a line at 1 % errors
     se = [0.01 * v for v in y]
-    c = claim_fits.slope_claim("s", "slope", x, y, se, paper=1.0, band=(0.0, 2.0))
+    c = C.slope_claim("s", "slope", x, y, se, paper=1.0, band=(0.0, 2.0))
     fit = c.details[-1]
     assert c.verdict == "inconclusive" and "rejected by its lack of fit" in c.note
     assert "se_widened" not in fit
     q = st.norm.isf(0.005)
     assert c.interval == pytest.approx([fit["slope"] - q * fit["se"], fit["slope"] + q * fit["se"]])
     assert "lack of fit p = " in c.quantity
-    good = claim_fits.slope_claim("s", "slope", x, [3 * v for v in x], [0.03 * v for v in x],
+    good = C.slope_claim("s", "slope", x, [3 * v for v in x], [0.03 * v for v in x],
                                   paper=1.0, band=(0.9, 1.1))
     assert good.verdict == "confirmed"
     untestable = LogLogFit.from_chi2(1.0, 0.0, 0.01, 0.0, 0, intercept_se=0.02)
-    assert claim_fits.rejected_law_caveat(untestable) == ""
-    assert claim_fits.fit_case(untestable, coefficient="intercept", paper=0.0,
+    assert C.rejected_law_caveat(untestable) == ""
+    assert C.fit_case(untestable, coefficient="intercept", paper=0.0,
                                band=(-1, 1)).se == 0.02
 
 

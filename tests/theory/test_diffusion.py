@@ -15,7 +15,7 @@ from dsmlib.theory import diffusion as df
 from dsmlib.theory import gradient_norm as gn
 from dsmlib.theory import jacobians as jc
 from dsmlib.theory.label_noise import GaussianNoise
-from dsmlib.theory.label_noise_modes import FixedLabelNoise, FreshLabelNoise
+from dsmlib.theory.label_noise import FixedLabelNoise, FreshLabelNoise
 from helpers import TORCH_CASES, brute_force, case_data
 
 DT = torch.float64

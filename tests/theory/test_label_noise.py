@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from dsmlib.theory import label_noise as ln
-from dsmlib.theory import label_noise_modes as modes
 
 DT = torch.float64
 Y_SWAP = torch.tensor([[1.0, 2.0, 3.0, 4.0], [-2.0, 0.5, 0.0, 5.0]], dtype=DT)
@@ -134,26 +133,26 @@ def test_derangement_draws_are_derangements_or_identity(device):
 def test_fixed_and_fresh_sources(device):
     y = torch.randn(10, 3, generator=torch.Generator().manual_seed(0), dtype=DT).to(device)
     noise = ln.GaussianNoise(1.0)
-    fixed = modes.label_noise_source(noise, y, "fixed", seed=4)
+    fixed = ln.label_noise_source(noise, y, "fixed", seed=4)
     for idx in (torch.tensor([3, 3, 7]), torch.tensor([3, 3, 7], device=device)):
         a = fixed.batch(idx)                          # indices on the CPU or on the device
         assert a.device == y.device
         assert torch.equal(a[0], a[1])                # same sample, same fixed noise
         assert torch.equal(a, fixed.batch(idx, 123))
-    assert torch.equal(fixed.y_noisy, modes.FixedLabelNoise(noise, y, 4).y_noisy)
-    fresh = modes.label_noise_source(noise, y, "fresh")
+    assert torch.equal(fixed.y_noisy, ln.FixedLabelNoise(noise, y, 4).y_noisy)
+    fresh = ln.label_noise_source(noise, y, "fresh")
     b1, b2 = fresh.batch(idx, 1), fresh.batch(idx, 2)
     assert b1.device == y.device
     assert not torch.equal(b1[0], b1[1]) and not torch.equal(b1, b2)
     assert torch.equal(b1, fresh.batch(idx, 1))
     assert torch.equal(b1, fresh.batch(idx.cpu(), 1))
     torch.testing.assert_close(fresh.y_clean, y)
-    swap = modes.FreshLabelNoise(ln.SymmetricSwapNoise(0.2), y)
+    swap = ln.FreshLabelNoise(ln.SymmetricSwapNoise(0.2), y)
     torch.testing.assert_close(swap.y_clean, ln.symmetric_swap_expectation(y, 0.2))
     with pytest.raises(ValueError, match="seed"):
-        modes.label_noise_source(noise, y, "fixed")
+        ln.label_noise_source(noise, y, "fixed")
     with pytest.raises(ValueError, match="mode"):
-        modes.label_noise_source(noise, y, "sometimes", seed=0)
+        ln.label_noise_source(noise, y, "sometimes", seed=0)
     with pytest.raises(ValueError, match="batch_idx"):
         fixed.batch(torch.tensor([0, 10]))
     with pytest.raises(ValueError, match="batch_idx"):
@@ -183,11 +182,11 @@ def test_noise_parameter_validation():
 def test_sources_report_their_clean_labels_and_errors():
     y = torch.randn(6, 3, generator=torch.Generator().manual_seed(1), dtype=DT)
     swap = ln.SymmetricSwapNoise(0.3)
-    fixed = modes.label_noise_source(swap, y, "fixed", seed=2)
+    fixed = ln.label_noise_source(swap, y, "fixed", seed=2)
     assert fixed.noise is swap
     torch.testing.assert_close(fixed.y_clean, ln.symmetric_swap_expectation(y, 0.3))
     torch.testing.assert_close(fixed.y_noisy, swap.draw(y, 2))
     with pytest.raises(ValueError, match=r"^seed is required for mode='fixed' \(the one draw"):
-        modes.label_noise_source(swap, y, "fixed")
+        ln.label_noise_source(swap, y, "fixed")
     with pytest.raises(ValueError, match=r"^mode must be one of \['fixed', 'fresh'\]"):
-        modes.label_noise_source(swap, y, "sometimes", seed=0)
+        ln.label_noise_source(swap, y, "sometimes", seed=0)
