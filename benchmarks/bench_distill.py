@@ -25,12 +25,12 @@ ours and the baseline timed in the same run; ``ratio`` = baseline / ours):
 Rows:
 
 - ``distill_cpu_throughput``: ResNet-8 on the 8x8 digits, batch 64, random crops: one epoch of
-  :func:`dsmlib.models.training.train` against a plain ``DataLoader`` loop with a per-sample
+  :func:`dsmlib.models.loop.train` against a plain ``DataLoader`` loop with a per-sample
   crop transform over the same tensors.
 - ``distill_gradnorm_cost``: the per-epoch measurement of ``G(theta)`` against one epoch of
   training, from the same ``train`` call (medians over epochs); ``fraction`` = G / epoch.
 - ``distill_lockstep_cpu_k<K>``: the ``K`` students of a teacher (noiseless, Gaussian, swap,
-  swap control) trained together (:func:`dsmlib.models.training.train_group`) against the
+  swap control) trained together (:func:`dsmlib.models.loop.train_group`) against the
   same students trained one after another; per epoch of training.
 - ``distill_checkpoint_k10``: one epoch's checkpoints of a lockstep group of 10 ResNet-56
   students (every member's weights and momentum, each in its own run directory, atomically):
@@ -46,8 +46,8 @@ Rows:
   loop (float32, 4 workers); ``gpu_busy_<step>`` (for the steps in ``--busy-for``): the
   GPU busy fraction, kernel time / wall time from the profiler, of a teacher's set-up and
   first two epochs; ``gpu_run_setup_<step>`` (not ``compiled``): a one-epoch teacher run on the
-  engine the runs before it cached (graph: nothing captured again) against the same run on a
-  fresh engine;
+  trainer the runs before it kept (graph: nothing captured again) against the same run on a
+  fresh trainer;
   ``gpu_lockstep_k<K>_<step>``: ``K`` students in lockstep (student-images/s) against ``K``
   sequential student runs; ``gpu_gradnorm_cost_<step>``: G and evaluation per epoch against
   training (``fraction``), and against an epoch of the paper's CIFAR-10 split at the measured
@@ -81,12 +81,12 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from dsmlib.models.datasets import SPECS, DataSplit, load_dataset  # noqa: E402
-from dsmlib.models.lockstep import member_optimizer_state, member_state  # noqa: E402
-from dsmlib.models.measure import clock  # noqa: E402
 from dsmlib.models.networks import cifar_resnet  # noqa: E402
 from dsmlib.models.run_config import RunConfig, student_of  # noqa: E402
 from dsmlib.models.runs import epoch_saver, run_dir  # noqa: E402
-from dsmlib.models.training import build_model, train, train_group  # noqa: E402
+from dsmlib.models.loop import (Trainers, build_model, clock, member_optimizer_state,  # noqa: E402
+                                member_state, train, train_group)
+from dsmlib.models.step import Noise  # noqa: E402
 
 PAPER_TRAIN_IMAGES = {"svhn": 58_606, "cifar10": 40_000, "cifar100": 40_000}   # 80 % splits
 PAPER_STUDENTS, PAPER_EPOCHS = 11, 200
@@ -153,8 +153,8 @@ def epoch_times(history: list[dict], key: str = "train_s") -> float:
 
 def students(teacher: RunConfig, k: int) -> list[RunConfig]:
     """``k`` students: the noiseless one, then Gaussian, swap and swap-control levels in turn."""
-    kinds = [("gaussian", 4.0), ("symmetric", 0.3), ("symmetric_mean", 0.3)]
-    out = [student_of(teacher, "none", 0.0)]
+    kinds = [(Noise.GAUSSIAN, 4.0), (Noise.SYMMETRIC, 0.3), (Noise.CONTROL, 0.3)]
+    out = [student_of(teacher, Noise.NONE, 0.0)]
     for i in range(k - 1):
         kind, level = kinds[i % 3]
         out.append(student_of(teacher, kind, level * (1 + i // 3)))
@@ -321,7 +321,7 @@ def emit_busy(step: str, cfg: RunConfig, data: DataSplit, common: dict) -> None:
     """The ``gpu_busy_<step>`` row: kernel time / wall time of a teacher's set-up (capture
     or compilation included) and first two epochs, under the profiler."""
     try:
-        wall, kernel = busy_times(lambda: train(cfg, data, step=step, cache={}, stop_after=2))
+        wall, kernel = busy_times(lambda: train(cfg, data, step=step, trainers=Trainers(), stop_after=2))
         emit(name=f"gpu_busy_{step}", ours_s=round(wall, 4), baseline_s=round(kernel, 4),
              ratio=round(kernel / wall, 4), gpu_busy_fraction=round(kernel / wall, 4),
              step=step, note="kernel time / wall time of a teacher's set-up (capture or "
@@ -336,9 +336,9 @@ def bench_step(step: str, cfg: RunConfig, data: DataSplit, teacher, ks: tuple[in
     """Every ``--gpu`` timing row of one step mode (``graph``, ``eager`` or ``compiled``), from
     ``epochs`` epochs of each run (the first left out of the medians)."""
     n, dry = data.X_train.shape[0], data.device.type != "cuda"
-    cache: dict = {}
+    trainers = Trainers()
     skips0 = cudagraph_skips()
-    hist = train(cfg, data, step=step, cache=cache, stop_after=epochs)
+    hist = train(cfg, data, step=step, trainers=trainers, stop_after=epochs)
     t_s = epoch_times(hist)
     rates[("teacher", step)] = n / t_s
     extra = dict(step=step, first_epoch_s=round(hist[1]["train_s"], 3),
@@ -347,19 +347,19 @@ def bench_step(step: str, cfg: RunConfig, data: DataSplit, teacher, ks: tuple[in
          ratio=round(base_s / t_s, 3), images_per_s=round(n / t_s, 1),
          baseline_images_per_s=round(n / base_s, 1), goal_images_per_s=12_000, **extra,
          **common)
-    if step != "compiled":   # a fresh compiled engine would compile again (minutes)
-        emit_setup(step, cfg, data, cache, common)
+    if step != "compiled":   # a fresh compiled trainer would compile again (minutes)
+        emit_setup(step, cfg, data, trainers, common)
     g_s, e_s = epoch_times(hist, "gradnorm_s"), epoch_times(hist, "eval_s")
     emit(name=f"gpu_gradnorm_cost_{step}", ours_s=round(g_s, 4), baseline_s=round(t_s, 4),
          ratio=round(t_s / g_s, 3), fraction=round(g_s / t_s, 4), goal_fraction=0.10,
          eval_fraction=round(e_s / t_s, 4), n_gradnorm=cfg.n_gradnorm,
          fraction_of_paper_epoch=round(g_s / (PAPER_TRAIN_IMAGES["cifar10"] / rates[("teacher", step)]), 4),
          **extra, **common)
-    one = epoch_times(train(students(cfg, 1)[0], data, teacher=teacher, step=step, cache=cache,
-                            stop_after=epochs))
+    one = epoch_times(train(students(cfg, 1)[0], data, teacher=teacher, step=step,
+                            trainers=trainers, stop_after=epochs))
     for k in ks:
         group = students(cfg, k)
-        hist_k = train_group(group, data, teacher=teacher, step=step, cache=cache,
+        hist_k = train_group(group, data, teacher=teacher, step=step, trainers=trainers,
                              stop_after=epochs)[0]
         together = epoch_times(hist_k)
         rates[(k, step)] = k * n / together
@@ -372,19 +372,20 @@ def bench_step(step: str, cfg: RunConfig, data: DataSplit, teacher, ks: tuple[in
              **extra, **common)
 
 
-def emit_setup(step: str, cfg: RunConfig, data: DataSplit, cache: dict, common: dict) -> None:
-    """The ``gpu_run_setup_<step>`` row: a one-epoch teacher run on the engine that the runs
-    before it left in ``cache`` (graph: its step and G pass already captured) against the same
-    run on a fresh engine (captured anew), whole ``train`` calls."""
-    def wall(engines: dict) -> float:
+def emit_setup(step: str, cfg: RunConfig, data: DataSplit, trainers: Trainers,
+               common: dict) -> None:
+    """The ``gpu_run_setup_<step>`` row: a one-epoch teacher run on the trainer that the runs
+    before it left in ``trainers`` (graph: its step and G pass already captured), reset,
+    against the same run on a fresh trainer (captured anew), whole ``train`` calls."""
+    def wall(kept: Trainers) -> float:
         t0 = clock(data.device)
-        train(cfg, data, step=step, cache=engines, stop_after=1)
+        train(cfg, data, step=step, trainers=kept, stop_after=1)
         return clock(data.device) - t0
-    fresh_s, reused_s = wall({}), wall(cache)
+    fresh_s, reused_s = wall(Trainers()), wall(trainers)
     emit(name=f"gpu_run_setup_{step}", ours_s=round(reused_s, 4), baseline_s=round(fresh_s, 4),
          ratio=round(fresh_s / reused_s, 3), step=step,
-         note="a one-epoch teacher run on the engine cached by the runs before it against the "
-              "same run on a fresh engine", **common)
+         note="a one-epoch teacher run on the trainer kept by the runs before it against the "
+              "same run on a fresh trainer", **common)
 
 
 def emit_hours(step: str, rates: dict, k: int, common: dict) -> None:

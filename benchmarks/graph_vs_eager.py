@@ -26,7 +26,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from dsmlib.models.datasets import load_dataset  # noqa: E402
 from dsmlib.models.run_config import RunConfig, student_of  # noqa: E402
-from dsmlib.models.training import build_model, train_group  # noqa: E402
+from dsmlib.models.step import Noise  # noqa: E402
+from dsmlib.models.loop import build_model, train_group  # noqa: E402
 
 LOSSES = ("train_objective", "train_loss", "val_loss", "gradnorm")
 ACCURACIES = ("train_acc", "val_acc", "test_acc")
@@ -67,8 +68,8 @@ def main(argv: list[str] | None = None) -> None:
         setting(det)
         t = dataclasses.replace(base, precision=precision)
         t_model = build_model(t, data).eval()
-        cfgs = [student_of(t, "none", 0.0), student_of(t, "gaussian", 4.0),
-                student_of(t, "symmetric", 0.3)]
+        cfgs = [student_of(t, Noise.NONE, 0.0), student_of(t, Noise.GAUSSIAN, 4.0),
+                student_of(t, Noise.SYMMETRIC, 0.3)]
         for label, group, teacher in (("teacher", [t], None), ("students_k3", cfgs, t_model)):
             try:
                 e1, e2, g = (train_group(group, data, teacher=teacher, step=s)

@@ -38,9 +38,9 @@ from ..foundation.checks import check_choice, check_int
 from ..foundation.results import atomic_write_text
 from ..models.dataset_files import DatasetFileError, check_dataset, download, how_to_get, missing_files
 from ..models.datasets import train_images
-from ..models.policy import STEP_MODES
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord, load_record, lockstep_groups, run_many, run_status
+from ..models.step import STEP_MODES
 from .profiles import DEFAULT_PROFILE, PROFILES, default_value, load_specs, parse_value, resolve
 from .runner import declared_parameters, source_notebook
 
@@ -50,8 +50,8 @@ __all__ = ["NOTEBOOK", "CLUSTERS", "GridJob", "profile_parameters", "profile_gri
 
 NOTEBOOK = "sec5_distillation"
 CLUSTERS = ("local", "slurm", "debug")
-EXECUTE_OPTIONS = ("data_dir", "download", "device", "deterministic", "progress", "compile_model",
-                   "step", "lockstep")
+EXECUTE_OPTIONS = ("data_dir", "download", "device", "deterministic", "progress", "step",
+                   "lockstep")
 
 
 def profile_parameters(root: Path, profile: str, overrides: dict[str, Any] | None = None

@@ -39,7 +39,8 @@ from ..foundation.claims import CONFIDENCE, Case, Claim, every_case, joint_level
 from .sec5_distillation import (Cell, DistillResults, selected_levels, selected_test_acc,
                                 shrinkage_rows)
 from .sec5_gains import DELTA_FRACTION, STRICT, gain_case, seed_case, smallest_gain, some_case
-from .sec5_grid import KINDS
+from ..models.step import Noise
+from .sec5_grid import HINTON, KINDS
 
 __all__ = ["BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "late_log_gradnorm", "gradnorm_claims",
            "accuracy_claims", "figure2_claims", "distill_claims"]
@@ -48,8 +49,8 @@ BELOW_BAND = (None, -STRICT)          # log(G_a / G_b): a below b
 STEP_BAND = (None, -STRICT)           # log(G_{k+1} / G_k) between consecutive noisy levels
 TRAIN_LOSS_BAND = (None, 0.05)        # final train loss / variance of the targets: "near zero"
 _LOG_RATIO = "$\\log(G_{{\\mathrm{{{a}}}}} / G_{{\\mathrm{{{b}}}}})$"
-_CONTROL_TEXT = {"gaussian": "the noiseless student (E[ỹ] = y)",
-                 "symmetric": "its control, trained without noise on E[ỹ] = M_p y"}
+_CONTROL_TEXT = {Noise.GAUSSIAN: "the noiseless student (E[ỹ] = y)",
+                 Noise.SYMMETRIC: "its control, trained without noise on E[ỹ] = M_p y"}
 _SWAP_NOTE = (" Prop. 3's strength (2η/L)σ²/b·G(θ) assumes noise whose covariance does not "
               "depend on the logits; the swap's does (it mixes the entries of y), so its "
               "regulariser is a y-weighted G, and only the sign is tested.")
@@ -119,19 +120,19 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
                 f"fig1.noise_lowers_gradnorm_{'sigma2' if kind == 'gaussian' else 'p'}",
                 f"Any {kind} label noise lowers G(θ): every {sym} student's G lies below that of "
                 f"{_CONTROL_TEXT[kind]} (Figure 1; Prop. 3).", cases,
-                scope="setting" if kind == "gaussian" else "reading",
-                note=(note + ("" if kind == "gaussian" else _SWAP_NOTE)).strip(),
+                scope="setting" if kind == Noise.GAUSSIAN else "reading",
+                note=(note + ("" if kind == Noise.GAUSSIAN else _SWAP_NOTE)).strip(),
                 condition="Needs students trained long enough at the noisy learning rates for the "
                           "implicit regularizer to act."))
     for cid, kind, log_g, text, scope in (
-            ("fig1.gradnorm_falls_with_sigma2", "gaussian", _log_g,
+            ("fig1.gradnorm_falls_with_sigma2", Noise.GAUSSIAN, _log_g,
              "More Gaussian noise lowers G(θ) further: G falls at every step up the σ² grid "
              "(noisy levels only; Figure 1).", "setting"),
-            ("fig1.gradnorm_vs_p_with_shrinkage", "symmetric", _log_g,
+            ("fig1.gradnorm_vs_p_with_shrinkage", Noise.SYMMETRIC, _log_g,
              "The swap students' G(θ) falls at every step up the p grid, as Figure 1 plots it: "
              "the noise and the shrinkage of its mean target by κ = 1 − pL/(L−1) together.",
              "setting"),
-            ("fig1.swap_excess_falls_with_p", "symmetric", lambda c: _excess(res, c),
+            ("fig1.swap_excess_falls_with_p", Noise.SYMMETRIC, lambda c: _excess(res, c),
              "More swap noise lowers G(θ) further beyond its control: log(G_p / G_control(p)) "
              "falls at every step up the p grid (noisy levels only).", "reading")):
         steps = _steps(res, kind, log_g)
@@ -267,10 +268,10 @@ def figure2_claims(res: DistillResults, note: str = "") -> list[Claim]:
             cases[f"{s}: {c.name}"] = seed_case(
                 c.final["train_loss"] / c.final["loss_scale"], TRAIN_LOSS_BAND,
                 "final training loss against E[ỹ] / variance of E[ỹ]; paper: ≈ 0")
-        if "symmetric" in sel:
-            swap = sel["symmetric"]
-            others = [(k, c) for k, c in sel.items() if k != "symmetric"] + [("hinton",
-                                                                               res.hinton(s))]
+        if Noise.SYMMETRIC in sel:
+            swap = sel[Noise.SYMMETRIC]
+            others = [(k, c) for k, c in sel.items() if k != Noise.SYMMETRIC] + [(HINTON,
+                                                                                 res.hinton(s))]
             for _, other in others:
                 flat[f"{s}: flatter than {other.name}"] = seed_case(
                     _log_g(swap) - _log_g(other), BELOW_BAND,

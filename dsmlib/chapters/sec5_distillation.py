@@ -23,6 +23,7 @@ import numpy as np
 from ..foundation.checks import check_int, check_probability
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord
+from ..models.step import Noise
 from .sec5_grid import (CONTROL, HINTON, KINDS, DistillGrid, Setting, curve_runs, grid_levels,
                         grid_runs, students_of, teacher_config)
 
@@ -50,7 +51,7 @@ class Cell:
             return f"control of p = {self.level:g}"
         if self.kind == HINTON:
             return f"Hinton student (T = {self.level:g})"
-        return "noiseless student" if self.kind == "none" else f"{KINDS[self.kind]} = {self.level:g}"
+        return "noiseless student" if self.kind == Noise.NONE else f"{KINDS[self.kind]} = {self.level:g}"
 
 
 @dataclass
@@ -73,7 +74,7 @@ class DistillResults:
 
     def noiseless(self, setting: str) -> Cell:
         return next(c for c in self.cells if c.setting == setting and c.role == "student"
-                    and c.kind == "none")
+                    and c.kind == Noise.NONE)
 
     def hinton(self, setting: str) -> Cell:
         """The paper's noiseless student (Hinton et al.'s softened cross-entropy)."""
@@ -89,8 +90,9 @@ class DistillResults:
         ``p``, the control at the same ``p`` (target ``M_p y``); for Gaussian noise, the noiseless
         student (``E[y~] = y``)."""
         if cell.role != "student" or cell.kind not in KINDS:
-            raise ValueError(f"cell must be a noisy student (kind in {list(KINDS)}), got {cell.name!r}")
-        if cell.kind == "gaussian":
+            raise ValueError(f"cell must be a noisy student (kind in {[str(k) for k in KINDS]}), "
+                             f"got {cell.name!r}")
+        if cell.kind == Noise.GAUSSIAN:
             return self.noiseless(cell.setting)
         return next(c for c in self.cells if c.setting == cell.setting and c.kind == CONTROL
                     and c.level == cell.level)
@@ -122,7 +124,7 @@ def summarise(grid: DistillGrid, records: Sequence[RunRecord]) -> DistillResults
     cells = []
     for s in grid.settings:
         teachers = [teacher_config(grid, s, seed) for seed in s.seeds]
-        groups = [("teacher", "none", 0.0, teachers)] + [
+        groups = [("teacher", Noise.NONE, 0.0, teachers)] + [
             ("student", kind, level, [c for t in teachers for c in students_of(grid, s, t)
                                       if (c.noise, c.level) == (kind, level)])
             for kind, level in grid_levels(grid, s)]
@@ -156,7 +158,7 @@ def _curve(grid: DistillGrid, by_key: dict[str, RunRecord]) -> list[dict[str, An
 def selected_levels(res: DistillResults, setting: str) -> dict[str, Cell]:
     """Figure 2's cells: per noise kind, the level with the best mean validation accuracy
     (ties: the lower mean validation loss)."""
-    out = {"none": res.noiseless(setting)}
+    out = {Noise.NONE: res.noiseless(setting)}
     for kind in KINDS:
         cells = res.noisy(setting, kind)
         if cells:
@@ -189,7 +191,7 @@ def shrinkage_rows(res: DistillResults) -> list[dict[str, Any]]:
     for s in res.grid.settings:
         n_classes = teacher_config(res.grid, s, s.seeds[0]).num_classes
         log_ref = np.log(res.noiseless(s.name).final["gradnorm"])
-        for cell in res.noisy(s.name, "symmetric"):
+        for cell in res.noisy(s.name, Noise.SYMMETRIC):
             ratio = {k: float(np.exp((np.log(c.final["gradnorm"]) - log_ref).mean()))
                      for k, c in (("swap", cell), ("control", res.control(cell)))}
             rows.append(dict(setting=s.name, p=cell.level,

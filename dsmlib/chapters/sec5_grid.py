@@ -14,14 +14,15 @@ from typing import Any
 from ..foundation.checks import check_choice, check_int, check_positive, check_probability
 from ..models.datasets import DATASETS
 from ..models.run_config import RunConfig, student_of as _student_of_config
+from ..models.step import Noise
 
 __all__ = ["KINDS", "CONTROL", "HINTON", "DistillGrid", "Setting", "grid_from_parameters",
            "scope_note", "teacher_config", "grid_levels", "students_of", "curve_runs",
            "grid_runs"]
 
-KINDS = {"gaussian": "σ²", "symmetric": "p"}   # the noise kinds of the paper, and their level
-CONTROL = "symmetric_mean"   # the swap's control: no noise, target E[y~] = M_p y (Eq. 24)
-HINTON = "hinton"            # the paper's noiseless student: softened cross-entropy, level = T
+KINDS = {Noise.GAUSSIAN: "σ²", Noise.SYMMETRIC: "p"}   # the paper's noise kinds, and their level
+CONTROL = Noise.CONTROL   # the swap's control: no noise, target E[y~] = M_p y (Eq. 24)
+HINTON = Noise.HINTON     # the paper's noiseless student: softened cross-entropy, level = T
 
 
 @dataclass(frozen=True)
@@ -200,8 +201,8 @@ def teacher_config(grid: DistillGrid, setting: Setting, seed: int) -> RunConfig:
 
 
 def grid_levels(grid: DistillGrid, setting: Setting) -> list[tuple[str, float]]:
-    return ([("none", 0.0)] + [("gaussian", s) for s in setting.sigma2s]
-            + [("symmetric", p) for p in grid.ps] + [(CONTROL, p) for p in grid.ps]
+    return ([(Noise.NONE, 0.0)] + [(Noise.GAUSSIAN, s) for s in setting.sigma2s]
+            + [(Noise.SYMMETRIC, p) for p in grid.ps] + [(CONTROL, p) for p in grid.ps]
             + [(HINTON, grid.temperature)])
 
 

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from ..foundation.claims import CONFIDENCE, interval, joint_level, quantile, verdict
 from ..foundation.power import POWER, resolvable, units_to_decide
 from .sec5_distillation import DistillResults
+from ..models.step import Noise
 from .sec5_grid import KINDS
 
 __all__ = ["TARGET_ACCURACY", "teacher_curve", "curve_lines", "noise_rows", "noise_lines",
@@ -90,7 +91,7 @@ def noise_lines(res: DistillResults) -> list[str]:
     rows = noise_rows(res)
     lines, scale = [], {}
     for s in res.grid.settings:
-        g = [r for r in rows if r["setting"] == s.name and r["kind"] == "gaussian"]
+        g = [r for r in rows if r["setting"] == s.name and r["kind"] == Noise.GAUSSIAN]
         if not g:
             continue
         scale[s.name] = g[0]["logit_var"]

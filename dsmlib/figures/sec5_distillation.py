@@ -25,6 +25,7 @@ from ..chapters.sec5_grid import CONTROL, HINTON, KINDS
 from ..chapters.sec5_readouts import TARGET_ACCURACY, teacher_curve
 from ..foundation.power import MAX_UNITS, RESOLUTION
 from ..models.datasets import SPECS
+from ..models.step import Noise
 from .common import error_bars
 from .tables import BADGES, data_table, fmt_interval, fmt_number
 
@@ -32,7 +33,7 @@ __all__ = ["KIND_COLORS", "CONTROL_NAME", "curve_figure", "figure1", "gradnorm_e
            "figure2", "shrinkage_table", "noise_table", "settings_table", "delta_table",
            "seeds_table"]
 
-KIND_COLORS = {"gaussian": "#1f77b4", "symmetric": "#d62728", "none": "#2ca02c",
+KIND_COLORS = {Noise.GAUSSIAN: "#1f77b4", Noise.SYMMETRIC: "#d62728", Noise.NONE: "#2ca02c",
                "teacher": "#555555", CONTROL: "#ff9896", HINTON: "#9467bd"}
 CONTROL_NAME = "swap control (no noise, target E[ỹ] = M_p y)"
 _ROWS1 = (("gradnorm", "G(θ) (log scale)"), ("val_acc", "validation accuracy"),
@@ -128,7 +129,7 @@ def figure1(res: DistillResults) -> go.Figure:
                     text=[c.name for c in cells],
                     hovertemplate="%{text}: %{y:.4g}<extra>" + kind + "</extra>"), row=i, col=j)
             for cell, dash, key in ((res.teacher(s), "dash", "teacher"),
-                                    (res.noiseless(s), "dot", "none"),
+                                    (res.noiseless(s), "dot", Noise.NONE),
                                     (res.hinton(s), "dashdot", HINTON)):
                 m = float(cell.final[metric].mean())
                 fig.add_trace(go.Scatter(
@@ -157,7 +158,7 @@ def figure2(res: DistillResults) -> go.Figure:
                         vertical_spacing=0.08, horizontal_spacing=0.08)
     for j, s in enumerate(ss, start=1):
         for kind, cell in selected_levels(res, s).items():
-            label = "no noise" if kind == "none" else f"{kind} noise, {cell.name}"
+            label = "no noise" if kind == Noise.NONE else f"{kind} noise, {cell.name}"
             color = KIND_COLORS[kind]
             for i, metric in ((1, "train_loss"), (2, "val_loss")):
                 curves = cell.curves[metric][:, 1:]
@@ -173,7 +174,7 @@ def figure2(res: DistillResults) -> go.Figure:
             obj = cell.curves["train_objective"][:, 1:].mean(axis=0)
             fig.add_trace(go.Scatter(x=np.arange(1, obj.size + 1), y=obj, mode="lines",
                                      name="noisy objective SGD saw (mean)",
-                                     legendgroup="objective", showlegend=j == 1 and kind == "none",
+                                     legendgroup="objective", showlegend=j == 1 and kind == Noise.NONE,
                                      line=dict(color=color, dash="dash", width=1.2)), row=1, col=j)
         fig.update_yaxes(type="log", row=1, col=j, title_text="training loss" if j == 1 else None)
         fig.update_yaxes(type="log", row=2, col=j, title_text="validation loss" if j == 1 else None)
@@ -206,7 +207,7 @@ def gradnorm_epochs(res: DistillResults) -> go.Figure:
                     fig.add_trace(go.Scatter(
                         x=epochs, y=g, mode="lines", name=f"{c.name}", showlegend=j == 1,
                         legendgroup=f"{kind}-{c.name}", line=dict(
-                            color=KIND_COLORS["none"] if c is none else color, dash=dash),
+                            color=KIND_COLORS[Noise.NONE] if c is none else color, dash=dash),
                         hovertemplate=f"{c.name}, epoch %{{x}}: %{{y:.4g}}<extra>{s}</extra>"),
                         row=i, col=j)
             fig.add_vrect(x0=(epochs[-1]) / 2, x1=epochs[-1], fillcolor="#999999", opacity=0.12,

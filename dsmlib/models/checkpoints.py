@@ -7,7 +7,7 @@ group of ``K`` = 10 students spent about 0.33 s per epoch writing its members' m
 dicts on this project's CPU (2 cores, one thread, torch 2.14): more than the group's whole
 training epoch on an H100 (about 0.22 s on 32x32 digits). On CUDA each of those tensors was also cloned and
 copied to the host, one synchronising copy at a time. :func:`pack_members` concatenates every
-member's slice of every tensor (:mod:`dsmlib.models.lockstep`: a member is a slice along the
+member's slice of every tensor (:mod:`dsmlib.models.loop`: a member is a slice along the
 first axis) into one flat tensor per member and dtype on their device and copies that to the
 host; the state's structure, with a small marker in place of each tensor, is pickled once as
 plain Python. The same epoch's files then take 0.14-0.15 s against 0.33-0.35 s, x2.2-2.5
@@ -17,7 +17,7 @@ Each tensor comes back with the strides ``clone()`` gives its member's slice, ch
 included, so a resumed run's SGD momentum buffers are laid out as an uninterrupted run's
 (SGD's fast multi-tensor path on CUDA needs matching layouts).
 
-:func:`unpack` gives back exactly what :func:`dsmlib.models.lockstep.member_state` and
+:func:`unpack` gives back exactly what :func:`dsmlib.models.loop.member_state` and
 ``member_optimizer_state`` give (every tensor its own, with the same strides, on the requested
 device);
 ``tests/models/test_checkpoints.py`` checks that bit for bit. A checkpoint that holds plain

@@ -32,7 +32,7 @@ from torch import Tensor
 from ..foundation.checks import check_choice, check_int, check_probability
 from ..foundation.rng import as_generator, child_seed, resolve_device
 from .data import DIGITS_SIZE, digits
-from .pipeline import augment
+from .step import augment
 from .dataset_files import download as fetch
 from .dataset_files import missing_files, read_arrays
 

@@ -16,12 +16,12 @@ from typing import Any
 from ..foundation.checks import (check_choice, check_int, check_nonnegative, check_positive,
                                  check_probability)
 from .datasets import DATASETS, SPECS
+from .step import NOISE_KINDS, Noise
 
-__all__ = ["ROLES", "NOISE_KINDS", "PRECISIONS", "MAX_SIGMA2", "MAX_TEMPERATURE", "RECIPE",
+__all__ = ["ROLES", "PRECISIONS", "MAX_SIGMA2", "MAX_TEMPERATURE", "RECIPE",
            "RunConfig", "student_of"]
 
 ROLES = ("teacher", "student")
-NOISE_KINDS = ("none", "gaussian", "symmetric", "symmetric_mean", "hinton")
 PRECISIONS = ("auto", "fp32", "bf16", "fp64")   # fp64: CPU tests of exactness
 MAX_SIGMA2 = 1e4   # beyond this the logits drown; a larger value is a typo
 MAX_TEMPERATURE = 1e3   # Hinton et al. use 1-20; beyond this the softmax is flat
@@ -57,7 +57,7 @@ class RunConfig:
     dataset: str = "digits"
     depth: int = 8
     role: str = "teacher"
-    noise: str = "none"
+    noise: str = Noise.NONE.value
     level: float = 0.0
     seed: int = 0
     epochs: int = 200
@@ -89,6 +89,7 @@ class RunConfig:
         object.__setattr__(self, "depth", depth)
         check_choice("role", self.role, ROLES)
         check_choice("noise", self.noise, NOISE_KINDS)
+        object.__setattr__(self, "noise", str(self.noise))   # a Noise member as its plain name
         bounds = dict(seed=(0, None), epochs=(1, None), passes=(1, None), batch_size=(1, None),
                       image_size=(4, 512),
                       train_limit=(2, None), n_gradnorm=(1, None), gradnorm_probes=(2, None),
@@ -106,15 +107,15 @@ class RunConfig:
         self._check_teacher()
 
     def _check_noise(self) -> None:
-        if self.noise == "none":
+        if self.noise == Noise.NONE:
             if self.level != 0:
                 raise ValueError(f"level must be 0 for noise='none', got {self.level!r}")
-        elif self.noise == "gaussian":
+        elif self.noise == Noise.GAUSSIAN:
             s2 = check_positive("level (sigma^2 of the Gaussian noise)", self.level)
             if s2 > MAX_SIGMA2:
                 raise ValueError(f"level (sigma^2 of the Gaussian noise) must be <= {MAX_SIGMA2:g}, "
                                  f"got {s2:g}")
-        elif self.noise == "hinton":
+        elif self.noise == Noise.HINTON:
             t = check_positive("level (temperature of the Hinton student)", self.level)
             if t > MAX_TEMPERATURE:
                 raise ValueError(f"level (temperature of the Hinton student) must be <= "
@@ -127,7 +128,7 @@ class RunConfig:
 
     def _check_teacher(self) -> None:
         if self.role == "teacher":
-            if self.teacher is not None or self.noise != "none" or self.stream != 0:
+            if self.teacher is not None or self.noise != Noise.NONE or self.stream != 0:
                 raise ValueError("a teacher has no teacher, no noise and no student stream "
                                  "(role='teacher' needs teacher=None, noise='none', stream=0)")
             return
@@ -172,9 +173,9 @@ class RunConfig:
     def label(self) -> str:
         """A human-readable name, e.g. ``digits/resnet8/student-gaussian-0.5/seed0``."""
         what = "teacher" if self.role == "teacher" else (
-            "student-noiseless" if self.noise == "none" else
-            f"student-control-symmetric-{self.level:g}" if self.noise == "symmetric_mean" else
-            f"student-hinton-T{self.level:g}" if self.noise == "hinton" else
+            "student-noiseless" if self.noise == Noise.NONE else
+            f"student-control-symmetric-{self.level:g}" if self.noise == Noise.CONTROL else
+            f"student-hinton-T{self.level:g}" if self.noise == Noise.HINTON else
             f"student-{self.noise}-{self.level:g}")
         what += f"-stream{self.stream}" if self.stream else ""
         data = self.dataset + ("" if self.train_limit is None else f"-{self.train_limit}images")

@@ -5,7 +5,7 @@ A run lives in ``root/<config.key()>/``:
 - ``config.json``: the configuration (written first; a directory never changes owner);
 - ``checkpoint.pt``: model, optimizer, finished epochs and metrics, rewritten atomically after
   every epoch, so an interrupted run loses at most the epoch in flight (model and optimizer
-  packed, :mod:`dsmlib.models.checkpoints`; older checkpoints hold them as state dicts);
+  packed, :mod:`dsmlib.models.checkpoints`);
 - ``metrics.json``: the metrics so far (for people and for :func:`load_record`);
 - ``final.pt`` and ``done.json``: the final weights and metrics, once the last epoch is done
   (the checkpoint is then deleted).
@@ -13,7 +13,7 @@ A run lives in ``root/<config.key()>/``:
 The students of one teacher train in lockstep (:func:`execute_group`, and :func:`run_many` by
 default): one grouped network, one pass per batch. Each still has its own directory, key,
 checkpoints and record, in exactly the layout of a separate run, so groups and separate runs
-resume from each other's checkpoints and older runs still load.
+resume from each other's checkpoints.
 
 :func:`execute_run` skips a finished run, resumes an unfinished one from its checkpoint, and
 refuses, with the differing fields, a checkpoint written for another configuration (or on a
@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -35,11 +35,11 @@ from ..foundation.checks import check_int
 from ..foundation.rng import resolve_device
 from .datasets import DataSplit, load_dataset
 from .checkpoints import is_packed, pack_members, unpack
-from .lockstep import member_state
+from .loop import Trainers, build_model, lockstep_key, member_state, resolved_precision, train_group
 from .run_config import RunConfig
-from .training import build_model, execution, lockstep_key, resolved_precision, train_group
+from .step import execution
 
-__all__ = ["CONFIG", "CHECKPOINT", "METRICS", "FINAL", "DONE", "RunRecord", "run_dir",
+__all__ = ["CONFIG", "CHECKPOINT", "METRICS", "FINAL", "DONE", "RunRecord", "Loaded", "run_dir",
            "run_status", "load_record", "load_checkpoint", "epoch_saver", "execute_run",
            "execute_group", "lockstep_groups", "run_many", "torch_threads"]
 
@@ -54,6 +54,15 @@ class RunRecord:
     config: RunConfig
     history: list[dict[str, float]]
     done: bool
+
+
+@dataclass
+class Loaded:
+    """What the runs of one process share: data sets by split and device, finished teachers by
+    key, and the :class:`~dsmlib.models.loop.Trainers` kept for the next run of their shape."""
+    data: dict[tuple, DataSplit] = field(default_factory=dict)
+    teachers: dict[str, nn.Module] = field(default_factory=dict)
+    trainers: Trainers = field(default_factory=Trainers)
 
 
 def run_dir(config: RunConfig, root: str | Path) -> Path:
@@ -114,7 +123,7 @@ def load_checkpoint(path: str | Path, config: RunConfig, device: torch.device) -
         raise ValueError(f"refusing to resume from {path}: it was trained in {ck['precision']}, "
                          f"and this device ({device}) would continue in {mine}; set precision "
                          f"explicitly or resume on a {ck['device_type']} device")
-    if "state" in ck:   # packed (older checkpoints hold model and optimizer state dicts)
+    if "state" in ck:   # packed (else model and optimizer as state dicts)
         if not is_packed(ck["state"]):
             fmt = (ck["state"].get("format") if isinstance(ck["state"], dict)
                    else type(ck["state"]).__name__)
@@ -185,15 +194,13 @@ def execute_group(configs: Sequence[RunConfig], root: str | Path, *,
                   data_dir: str | Path = "data", download: bool = False, device: Any = "auto",
                   deterministic: bool = False, progress: bool = False,
                   stop_after: int | None = None, resume_from: dict[str, str | Path] | None = None,
-                  cache: dict | None = None, step: str = "auto",
-                  compile_model: bool = False) -> list[RunRecord]:
+                  loaded: Loaded | None = None, step: str = "auto") -> list[RunRecord]:
     """Run ``configs`` -- one teacher, or students of one teacher -- in lockstep: finished runs
     are skipped; the others resume from their checkpoints (``resume_from``: run key ->
     checkpoint path), and those at the same epoch train together. ``step``: ``auto`` |
-    ``eager`` | ``graph`` | ``compiled`` (``compile_model=True`` is ``step="compiled"``). Returns the
-    records in the order of ``configs``."""
+    ``eager`` | ``graph`` | ``compiled``. ``loaded``: data, teachers and trainers shared with
+    other calls. Returns the records in the order of ``configs``."""
     root, resume_from = Path(root), dict(resume_from or {})
-    step = "compiled" if compile_model else step
     records: dict[str, RunRecord] = {}
     pending: dict[int, list[tuple[RunConfig, dict | None]]] = {}
     dev = resolve_device(device)
@@ -209,22 +216,20 @@ def execute_group(configs: Sequence[RunConfig], root: str | Path, *,
         state = (load_checkpoint(ck_path, config, dev)
                  if ck_path.exists() or config.key() in resume_from else None)
         pending.setdefault(0 if state is None else state["epoch"], []).append((config, state))
-    cache = {} if cache is None else cache
+    loaded = Loaded() if loaded is None else loaded
     for group in pending.values():
         todo = [c for c, _ in group]
         states = [s for _, s in group]
         first = todo[0]
-        data = _data(first, cache.setdefault("data", {}), data_dir=data_dir, download=download,
-                     device=dev)
+        data = _data(first, loaded.data, data_dir=data_dir, download=download, device=dev)
         teacher = (None if first.teacher is None else
-                   _teacher_model(first.teacher, root, data, cache.setdefault("teachers", {})))
+                   _teacher_model(first.teacher, root, data, loaded.teachers))
         dirs = [run_dir(c, root) for c in todo]
         with execution(deterministic):
             histories = train_group(
                 todo, data, teacher=teacher, states=None if states[0] is None else states,
                 on_epoch=epoch_saver(todo, dirs, resolved_precision(first, dev), dev),
-                stop_after=stop_after, progress=progress, step=step,
-                cache=cache.setdefault("steps", {}))
+                stop_after=stop_after, progress=progress, step=step, trainers=loaded.trainers)
         for c, d, history in zip(todo, dirs, histories):
             done = len(history) - 1 == c.epochs
             if done and (d / CHECKPOINT).exists():
@@ -262,14 +267,14 @@ def torch_threads(threads: int | None) -> Iterator[None]:
 def run_many(configs: Sequence[RunConfig], root: str | Path, *, threads: int | None = None,
              progress: bool = False, lockstep: bool = True, **options: Any) -> list[RunRecord]:
     """:func:`execute_group` for each group of ``configs`` (:func:`lockstep_groups`; teachers
-    must come before their students), sharing loaded data, teachers and compiled steps;
+    must come before their students), sharing loaded data, teachers and trainers (:class:`Loaded`);
     ``options`` go to :func:`execute_group`. Returns the records in the order of ``configs``."""
-    cache: dict = {}
+    loaded = Loaded()
     groups: Any = lockstep_groups(configs, lockstep)
     if progress:
         from tqdm.auto import tqdm
         groups = tqdm(groups, desc="run groups")
     with torch_threads(threads):
         records = {r.config.key(): r for g in groups
-                   for r in execute_group(g, root, cache=cache, progress=progress, **options)}
+                   for r in execute_group(g, root, loaded=loaded, progress=progress, **options)}
     return [records[c.key()] for c in configs]

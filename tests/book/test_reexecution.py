@@ -239,14 +239,14 @@ def test_code_key_follows_the_kernels_import_closure_only(tmp_path):
             f.write("\n# a change\n")
         assert key() != k, used
         k = key()
-    for unused in ("models/training.py", "theory/valley.py", "chapters/sec5_distillation.py",
+    for unused in ("models/loop.py", "theory/valley.py", "chapters/sec5_distillation.py",
                    *OUTSIDE_KERNEL):
         with open(pkg / unused, "a") as f:
             f.write("\n# a change\n")
         assert key() == k, unused
     src.write_text(src.read_text().replace("def f():", "def f(:"))   # not Python: everything
     k_all = key()
-    with open(pkg / "models" / "training.py", "a") as f:
+    with open(pkg / "models" / "loop.py", "a") as f:
         f.write("\n# another change\n")
     assert key() != k_all
 

@@ -10,12 +10,11 @@ import dataclasses
 
 from dsmlib.models.checkpoints import PACKED, is_packed, pack_members, unpack
 from dsmlib.models.datasets import load_dataset
-from dsmlib.models.lockstep import member_optimizer_state, member_state
+from dsmlib.models.loop import member_optimizer_state, member_state, train_group
 from dsmlib.models.networks import cifar_resnet
-from dsmlib.models.policy import device_policy
+from dsmlib.models.step import device_policy
 from dsmlib.models.run_config import RunConfig
 from dsmlib.models.runs import CHECKPOINT, execute_run, load_checkpoint, run_dir
-from dsmlib.models.training import train_group
 
 TIMING = ("train_s", "eval_s", "gradnorm_s")
 

@@ -1,12 +1,12 @@
-"""Engines reused across runs (dsmlib.models.engine), checked on the CPU with a stand-in for a
+"""Trainers reused across runs (dsmlib.models.loop.Trainer), checked on the CPU with a stand-in for a
 CUDA graph that is stricter than a plain replay: every replay of one capture must touch the
 very tensors (storages) its first replay touched, with the same constants, in the same order --
 what a real graph, which keeps the addresses of its capture, would read. With it:
 
 - runs of two seeds, teachers and lockstep students of mixed noise kinds, trained one after the
-  other on one cached engine equal their separate eager runs bit for bit, with nothing captured
+  other on one kept trainer equal their separate eager runs bit for bit, with nothing captured
   after the first run;
-- a run interrupted and resumed on a reused engine equals its uninterrupted run;
+- a run interrupted and resumed on a reused trainer equals its uninterrupted run;
 - the check itself fails when a step would read a tensor its capture did not (a replaced
   momentum buffer).
 
@@ -21,13 +21,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from dsmlib.models.datasets import load_dataset
-from dsmlib.models.engine import load_optimizer_in_place
-from dsmlib.models.lockstep import member_optimizer_state, member_state
-from dsmlib.models.pipeline import Member, Step, plan_epoch
-from dsmlib.models.policy import device_policy
-from dsmlib.models.replay import StepLoop
+from dsmlib.models.loop import (Shape, Trainers, build_model, load_optimizer_in_place,
+                                member_optimizer_state, member_state, train_group)
 from dsmlib.models.run_config import RunConfig, student_of
-from dsmlib.models.training import build_model, train_group
+from dsmlib.models.step import Member, Step, StepLoop, device_policy, plan_epoch
 from helpers import deterministic_fp32
 
 NOT_COMPARED = ("train_s", "eval_s", "gradnorm_s")
@@ -122,42 +119,42 @@ def _group(seed: int):
 
 
 @pytest.mark.parametrize("role", ["teacher", "students"])
-def test_a_reused_engine_equals_fresh_eager_runs(role):
-    capture, cache = CheckedCapture(), {}
+def test_a_reused_trainer_equals_fresh_eager_runs(role):
+    capture, trainers = CheckedCapture(), Trainers()
     policy = graph_policy(capture)
     for seed in (0, 1):
         data, t, t_model, students = _group(seed)
         configs, teacher = ([t], None) if role == "teacher" else (students, t_model)
         eager = train_group(configs, data, teacher=teacher, step="eager")
-        graph = train_group(configs, data, teacher=teacher, step=policy, cache=cache)
+        graph = train_group(configs, data, teacher=teacher, step=policy, trainers=trainers)
         _same(eager, graph)
         if seed == 0:
             first = capture.captures
             assert first == 4   # the step at each of 3 learning rates, and G's pass
     assert capture.captures == first   # the second seed replayed the first seed's graphs
-    assert len(cache) == 1 and capture.replays > 0
+    assert len(trainers.kept) == 1 and capture.replays > 0
 
 
-def test_a_new_shape_replaces_the_engine_of_its_role():
-    capture, cache = CheckedCapture(), {}
+def test_a_new_shape_replaces_the_trainer_of_its_role():
+    capture, trainers = CheckedCapture(), Trainers()
     policy = graph_policy(capture)
     data, t, t_model, students = _group(0)
-    train_group(students, data, teacher=t_model, step=policy, cache=cache, stop_after=1)
-    train_group([t], data, step=policy, cache=cache, stop_after=1)
-    first = cache["students"][1]
-    assert set(cache) == {"teacher", "students"}
-    train_group(students[:2], data, teacher=t_model, step=policy, cache=cache, stop_after=1)
-    assert cache["students"][1] is not first and set(cache) == {"teacher", "students"}
+    train_group(students, data, teacher=t_model, step=policy, trainers=trainers, stop_after=1)
+    train_group([t], data, step=policy, trainers=trainers, stop_after=1)
+    first = trainers.kept["students"]
+    assert set(trainers.kept) == {"teacher", "students"}
+    train_group(students[:2], data, teacher=t_model, step=policy, trainers=trainers, stop_after=1)
+    assert trainers.kept["students"] is not first and set(trainers.kept) == {"teacher", "students"}
     eager = train_group(students, data, teacher=t_model, step="eager")
-    again = train_group(students, data, teacher=t_model, step=policy, cache=cache)
-    _same(eager, again)   # a K = 4 engine built anew after the K = 2 one, same numbers
+    again = train_group(students, data, teacher=t_model, step=policy, trainers=trainers)
+    _same(eager, again)   # a K = 4 trainer built anew after the K = 2 one, same numbers
 
 
-def test_a_run_resumed_on_a_reused_engine_equals_its_whole_run():
-    capture, cache = CheckedCapture(), {}
+def test_a_run_resumed_on_a_reused_trainer_equals_its_whole_run():
+    capture, trainers = CheckedCapture(), Trainers()
     policy = graph_policy(capture)
     data0, _, t0, students0 = _group(0)
-    train_group(students0, data0, teacher=t0, step=policy, cache=cache)   # fills the cache
+    train_group(students0, data0, teacher=t0, step=policy, trainers=trainers)   # keeps one
     data, _, t_model, students = _group(1)
     whole = train_group(students, data, teacher=t_model, step="eager")
     saved = {}
@@ -167,10 +164,10 @@ def test_a_run_resumed_on_a_reused_engine_equals_its_whole_run():
         saved["states"] = [dict(model=member_state(model.state_dict(), i, k),
                                 optimizer=member_optimizer_state(opt.state_dict(), i, k),
                                 history=[dict(r) for r in histories[i]]) for i in range(k)]
-    train_group(students, data, teacher=t_model, step=policy, cache=cache, on_epoch=keep,
+    train_group(students, data, teacher=t_model, step=policy, trainers=trainers, on_epoch=keep,
                 stop_after=1)
-    train_group(students0, data0, teacher=t0, step=policy, cache=cache)   # another run between
-    resumed = train_group(students, data, teacher=t_model, step=policy, cache=cache,
+    train_group(students0, data0, teacher=t0, step=policy, trainers=trainers)   # one between
+    resumed = train_group(students, data, teacher=t_model, step=policy, trainers=trainers,
                           states=saved["states"])
     _same(whole, resumed)
     assert capture.captures == 4
@@ -215,10 +212,10 @@ def test_optimizer_state_loads_in_place():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (CUDA graphs)")
 def test_graphs_reused_across_seeds_match_eager_on_cuda(monkeypatch):
-    """Two seeds through one cache on the real graph step, teachers then students, against
-    eager runs: deterministic fp32 without TF32, so the replays launch the eager path's kernels
-    (rel 1e-6, equal accuracies; see test_replay.py)."""
-    cache: dict = {}
+    """Two seeds through one kept trainer per role on the real graph step, teachers then
+    students, against eager runs: deterministic fp32 without TF32, so the replays launch the
+    eager path's kernels (rel 1e-6, equal accuracies; see test_replay.py)."""
+    trainers = Trainers()
     with deterministic_fp32(monkeypatch):
         for seed in (0, 1):
             data = load_dataset("digits", split_seed=seed, train_limit=192, image_size=16,
@@ -228,91 +225,89 @@ def test_graphs_reused_across_seeds_match_eager_on_cuda(monkeypatch):
             for configs, teacher in (([t], None),
                                      ([student_of(t, k, lv) for k, lv in LEVELS], t_model)):
                 eager = train_group(configs, data, teacher=teacher, step="eager")
-                graph = train_group(configs, data, teacher=teacher, step="graph", cache=cache)
+                graph = train_group(configs, data, teacher=teacher, step="graph",
+                                    trainers=trainers)
                 for a, b in zip(eager, graph):
                     for key in ("train_objective", "train_loss", "val_loss", "gradnorm"):
                         assert b[-1][key] == pytest.approx(a[-1][key], rel=1e-6), (seed, key)
                     for key in ("train_acc", "val_acc", "test_acc"):
                         assert b[-1][key] == a[-1][key], (seed, key)
-    assert set(cache) == {"teacher", "students"}   # an engine per role
+    assert set(trainers.kept) == {"teacher", "students"}   # a trainer per role
 
 
-def test_data_sets_that_augment_differently_get_their_own_engines():
+def test_data_sets_that_augment_differently_get_their_own_trainers():
     """Same shapes, but one data set flips and the other does not: their epoch plans differ
-    in kind, so one engine cannot serve both."""
-    from dsmlib.models.engine import engine_key
+    in kind, so one trainer cannot serve both."""
     data = _data(0)
     other = dataclasses.replace(data, spec=dataclasses.replace(data.spec, flip=not data.spec.flip))
     policy = device_policy("fp32", torch.device("cpu"))
-    members = (Member("teacher"),)
-    assert engine_key([TEACHER], data, False, policy, members) == \
-        engine_key([TEACHER], dataclasses.replace(data), False, policy, members)
-    assert engine_key([TEACHER], data, False, policy, members) != \
-        engine_key([TEACHER], other, False, policy, members)
+    assert Shape.of([TEACHER], data, False, policy) == \
+        Shape.of([TEACHER], dataclasses.replace(data), False, policy)
+    assert Shape.of([TEACHER], data, False, policy) != Shape.of([TEACHER], other, False, policy)
 
 
-def test_momentum_switched_on_gets_an_engine_that_warms_up():
-    """An engine built for SGD without momentum has no momentum buffers; a graph captured for a
+def test_momentum_switched_on_gets_a_trainer_that_warms_up():
+    """A trainer built for SGD without momentum has no momentum buffers; a graph captured for a
     later run with momentum, without a warm-up, would clone the gradient into a new buffer at
-    every replay (no momentum at all). Such a run gets its own engine, and the eager numbers."""
-    capture, cache = CheckedCapture(), {}
+    every replay (no momentum at all). Such a run gets its own trainer, and the eager numbers."""
+    capture, trainers = CheckedCapture(), Trainers()
     policy = graph_policy(capture)
     data = _data(0)
     plain = dataclasses.replace(TEACHER, momentum=0.0)
-    train_group([plain], data, step=policy, cache=cache)
+    train_group([plain], data, step=policy, trainers=trainers)
     eager = train_group([TEACHER], data, step="eager")
-    again = train_group([TEACHER], data, step=policy, cache=cache)
+    again = train_group([TEACHER], data, step=policy, trainers=trainers)
     _same(eager, again)
 
 
-def test_a_replaced_engine_is_freed_and_an_eager_run_keeps_the_cache():
+def test_a_replaced_trainer_is_freed_and_an_eager_run_keeps_it():
     import weakref
-    capture, cache = CheckedCapture(), {}
+    capture, trainers = CheckedCapture(), Trainers()
     policy = graph_policy(capture)
     data, t, t_model, students = _group(0)
-    train_group(students, data, teacher=t_model, step=policy, cache=cache, stop_after=1)
-    old = weakref.ref(cache["students"][1].X)
-    train_group(students, data, teacher=t_model, step="eager", cache=cache, stop_after=1)
+    train_group(students, data, teacher=t_model, step=policy, trainers=trainers, stop_after=1)
+    old = weakref.ref(trainers.kept["students"].X)
+    train_group(students, data, teacher=t_model, step="eager", trainers=trainers, stop_after=1)
     assert old() is not None                # an eager run neither uses nor drops it
-    train_group(students[:2], data, teacher=t_model, step=policy, cache=cache, stop_after=1)
+    train_group(students[:2], data, teacher=t_model, step=policy, trainers=trainers,
+                stop_after=1)
     assert old() is None                    # replaced: its memory is free at once
 
 
-def test_kernel_settings_are_part_of_the_engine_key(monkeypatch):
+def test_kernel_settings_are_part_of_the_shape(monkeypatch):
     """A replay launches the kernels chosen at its capture: a run under other settings
     (deterministic kernels, TF32) must not replay another's graphs."""
-    from dsmlib.models.engine import engine_key
     data = _data(0)
     policy = device_policy("fp32", torch.device("cpu"))
-    before = engine_key([TEACHER], data, False, policy, (Member("teacher"),))
+    before = Shape.of([TEACHER], data, False, policy)
     monkeypatch.setattr(torch.backends.cudnn, "deterministic",
                         not torch.backends.cudnn.deterministic)
-    assert engine_key([TEACHER], data, False, policy, (Member("teacher"),)) != before
+    assert Shape.of([TEACHER], data, False, policy) != before
 
 
-def test_compiled_engines_give_eager_numbers_and_drop_their_code_when_replaced():
+def test_compiled_trainers_give_eager_numbers_and_drop_their_code_when_replaced():
     """The compiled step (traced by dynamo without compiling: ``compile_backend="eager"``):
-    lockstep groups of four shapes on one cache give the eager numbers, and the compiled code
-    of each replaced engine is dropped (dynamo would otherwise keep it for the life of the
-    process), as is that of an engine dropped with its cache."""
+    lockstep groups of four shapes on one :class:`Trainers` give the eager numbers, and the
+    compiled code of each replaced trainer is dropped (dynamo would otherwise keep it for the life
+    of the process), as is that of a trainer dropped with its keeper."""
     import gc
     import weakref
     policy = dataclasses.replace(device_policy("fp32", torch.device("cpu"), "compiled"),
                                  compile_backend="eager")
-    cache: dict = {}
+    trainers = Trainers()
     data, _, t_model, students = _group(0)
     codes = []
     for k in range(1, 5):
         eager = train_group(students[:k], data, teacher=t_model, step="eager", stop_after=1)
-        compiled = train_group(students[:k], data, teacher=t_model, step=policy, cache=cache,
-                               stop_after=1)
+        compiled = train_group(students[:k], data, teacher=t_model, step=policy,
+                               trainers=trainers, stop_after=1)
         for run_e, run_c in zip(eager, compiled):
             for key in ("train_objective", "train_loss", "val_loss", "gradnorm"):
                 assert run_c[-1][key] == pytest.approx(run_e[-1][key], rel=1e-6), key
-        codes.append(weakref.ref(cache["students"][1].loop.run.code))
+        codes.append(weakref.ref(trainers.kept["students"].loop.run.code))
     gc.collect()
     # (dynamo keeps the first code it compiles in a process for good, a one-off: not counted)
     assert [ref() is not None for ref in codes[1:]] == [False, False, True]
-    cache.clear()   # an engine dropped without being replaced: its code goes with it
+    trainers.kept.clear()   # a trainer dropped without being replaced: its code goes with it
     gc.collect()
     assert codes[-1]() is None

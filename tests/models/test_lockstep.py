@@ -12,13 +12,13 @@ import torch
 
 from dsmlib.foundation.rng import as_torch_generator
 from dsmlib.models.datasets import load_dataset
-from dsmlib.models.lockstep import (member_optimizer_state, member_state, stack_optimizer_states,
+from dsmlib.models.loop import (member_optimizer_state, member_state, stack_optimizer_states,
                                     stack_states)
 from dsmlib.models.networks import cifar_resnet
-from dsmlib.models.pipeline import augment_draws, apply_augment, plan_epoch
+from dsmlib.models.step import augment_draws, apply_augment, plan_epoch
 from dsmlib.models.run_config import RunConfig, student_of
 from dsmlib.models.runs import FINAL, lockstep_groups, run_dir, run_many, run_status
-from dsmlib.models.training import build_model, lockstep_key, train, train_group
+from dsmlib.models.loop import build_model, lockstep_key, train, train_group
 from dsmlib.theory.gradient_norm import gradient_norm_probe, gradient_norm_probe_members
 from dsmlib.theory.label_noise import GaussianNoise, SymmetricSwapNoise
 
@@ -71,7 +71,7 @@ def test_epoch_plan_draws_what_a_per_step_loop_draws(device):
                       num_classes=4, kinds={"gaussian", "symmetric"})
     assert plan.steps == 6 and plan.batches.shape == (6, 8)
     from dsmlib.foundation.rng import child_seed
-    from dsmlib.models.pipeline import STREAM_DATA, STREAM_NOISE
+    from dsmlib.models.step import STREAM_DATA, STREAM_NOISE
     g = as_torch_generator(child_seed(7, STREAM_DATA, 3), device)
     assert torch.equal(torch.randperm(50, generator=g, device=device)[:48].view(6, 8), plan.batches)
     gn = as_torch_generator(child_seed(7, STREAM_NOISE, 3), device)
@@ -182,7 +182,7 @@ def test_the_step_is_one_graph_and_equals_the_eager_step():
     """The captured path compiles the same Step: traced whole (no graph break, so nothing
     falls back to per-kernel launches) it gives the eager losses. ``aot_eager`` traces as
     inductor does, without its C++ compile, so this runs in seconds on the CPU."""
-    from dsmlib.models.pipeline import Member, Step
+    from dsmlib.models.step import Member, Step
     data = load_dataset("digits", train_limit=64, device="cpu")
     net = build_model(TEACHER, data, 4)
     teacher = build_model(TEACHER, data).eval()
@@ -204,7 +204,7 @@ def test_compiled_steps_of_many_engines_each_compile_once():
     per code object with a recompile limit (8 by default, an error under ``fullgraph``), so
     every step compiles a code object of its own: more steps than the limit all compile, and
     each call after its first reuses its code. ``backend="eager"`` traces without compiling."""
-    from dsmlib.models.pipeline import CompiledStep, Member, Step
+    from dsmlib.models.step import CompiledStep, Member, Step
     from torch._dynamo.utils import counters
     y = torch.arange(16) % 10
     idx = torch.arange(8)
@@ -215,7 +215,7 @@ def test_compiled_steps_of_many_engines_each_compile_once():
         net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 + 4 * i, 10))
         step = Step(net, None, [Member("none")], pad=0, augment=False, amp=False,
                     channels_last=False, dtype=torch.float32)
-        compiled = CompiledStep(step, torch.device("cpu"), backend="eager")
+        compiled = CompiledStep(step, backend="eager")
         for _ in range(2):
             torch.testing.assert_close(compiled(X, y, idx, *[None] * 6),
                                        step(X, y, idx, *[None] * 6))
@@ -232,7 +232,7 @@ def test_captured_step_matches_eager_on_cuda():
     t_model = build_model(configs[0].teacher, data).eval()
     cfgs = [dataclasses.replace(c, epochs=1) for c in configs]
     eager = train_group(cfgs, data, teacher=t_model, step="eager")
-    captured = train_group(cfgs, data, teacher=t_model, step="compiled", cache={})
+    captured = train_group(cfgs, data, teacher=t_model, step="compiled")
     for a, b in zip(eager, captured):
         for key in ("train_objective", "train_loss", "val_loss", "gradnorm"):
             assert b[-1][key] == pytest.approx(a[-1][key], rel=0.05), key

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from dsmlib.models.datasets import load_dataset
-from dsmlib.models.measure import logit_variance, noise_variance
-from dsmlib.models.pipeline import Member, hinton_loss, member_losses, member_targets, plan_epoch
+from dsmlib.models.loop import (build_model, lockstep_key, logit_variance, noise_variance,
+                                stream_seed, train, train_group)
+from dsmlib.models.step import Member, hinton_loss, member_losses, member_targets, plan_epoch
 from dsmlib.models.run_config import RECIPE, RunConfig, student_of
-from dsmlib.models.training import build_model, lockstep_key, stream_seed, train, train_group
 from dsmlib.theory.label_noise import SymmetricSwapNoise
 
 TEACHER = RunConfig(dataset="digits", depth=8, epochs=3, batch_size=32, train_limit=96,

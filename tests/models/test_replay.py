@@ -1,4 +1,4 @@
-"""The whole-step CUDA-graph path (dsmlib.models.replay), checked as far as the CPU can: the
+"""The whole-step CUDA-graph path (dsmlib.models.step.StepLoop), checked as far as the CPU can: the
 step a graph captures synchronises with nothing and draws nothing; a loop that captures after
 its warm-up and replays equals the eager loop bit for bit, with a graph per learning rate; and
 on CUDA, where present, the real capture matches eager training."""
@@ -12,11 +12,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from dsmlib.models.datasets import load_dataset
-from dsmlib.models.pipeline import Member, Step, plan_epoch
-from dsmlib.models.policy import device_policy
-from dsmlib.models.replay import WARMUP_STEPS, StepLoop
+from dsmlib.models.loop import build_model, train, train_group
 from dsmlib.models.run_config import RunConfig, student_of
-from dsmlib.models.training import build_model, train, train_group
+from dsmlib.models.step import WARMUP_STEPS, Member, Step, StepLoop, device_policy, plan_epoch
 from helpers import deterministic_fp32
 
 # Ops a CUDA graph cannot hold: a host synchronisation (a value read back, a data-dependent
@@ -158,7 +156,7 @@ def test_captured_gradient_norm_equals_eager_and_is_sync_free():
     running) and replays that read the probes from a static buffer -- the same estimates as
     the eager path, every epoch, and nothing in the pass that a CUDA graph cannot hold."""
     from dsmlib.foundation.rng import as_torch_generator, child_seed
-    from dsmlib.models.measure import STREAM_GRADNORM, GradNormMeter
+    from dsmlib.models.loop import STREAM_GRADNORM, GradNormMeter
     from dsmlib.theory.gradient_norm import gradient_norm_probe_members
     data = load_dataset("digits", train_limit=64, device="cpu")
     net = build_model(TEACHER, data, 3).eval()

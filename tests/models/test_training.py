@@ -10,8 +10,8 @@ import torch
 from dsmlib.models.datasets import load_dataset
 from dsmlib.models.networks import count_parameters
 from dsmlib.models.run_config import RunConfig, student_of
-from dsmlib.models.training import (STREAM_NOISE, build_model, execution, lr_at, noise_model,
-                                    predict, train)
+from dsmlib.models.loop import build_model, lr_at, predict, train
+from dsmlib.models.step import STREAM_NOISE, Member, execution, member_noise
 from dsmlib.foundation.rng import as_torch_generator, child_seed
 from dsmlib.theory.label_noise import swap_expectation_matrix
 
@@ -20,6 +20,11 @@ TIMING = ("train_s", "eval_s", "gradnorm_s")
 
 def strip(history):
     return [{k: v for k, v in row.items() if k not in TIMING} for row in history]
+
+
+def noise_model(cfg: RunConfig):
+    """The noise model a student of ``cfg`` sees (as its step builds it)."""
+    return member_noise(Member(cfg.noise, cfg.level))
 
 
 def tiny(**kw) -> RunConfig:
