@@ -439,8 +439,9 @@ class Trainer:
                          dtype=policy.dtype)
         run = policy.compile(self.step)
         if policy.compiled:
-            # dynamo's documented hint (no torch.compiler equivalent yet): the images are
-            # indexed in place and never copied, so they are not guarded as inputs
+            # private, with no torch.compiler equivalent in torch 2.14: without it inductor's CUDA
+            # graphs copy a non-static input into their own buffer at every replay -- here the
+            # whole training set per step (not timed in this project: no GPU in this session)
             torch._dynamo.mark_static_address(self.X)
             torch._dynamo.mark_static_address(self.y)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=c.lr, momentum=c.momentum,
