@@ -119,34 +119,78 @@ FIGURES_JS = """() => {
 }"""
 
 
-def test_every_page_is_offline_error_free_and_fits(browser, site):
+RAW_MATH_JS = ("document.querySelector('main').innerText"
+               ".match(/\\$[^$\\n]{1,80}\\$|\\\\\\(|\\\\frac|\\\\mathbb/g)")
+LEGEND_NAMES_JS = ("() => [...document.querySelectorAll('.js-plotly-plot')].flatMap("
+                   "gd => gd._fullData.map(t => t.name || ''))")
+WIDE = 1400
+
+
+def measure(browser, base: str, path: str, width: int) -> dict:
+    """What the read-only checks of this module look at on one page at one width, from one
+    page load: at 1400 px (right after the load) overflow, figures, math and legend and table
+    intervals; at 390 px (right after the load) the verdict tables' overflow; at 1280 and 390
+    px, after 400 ms more for the resize-driven fitting of formulas, the reader's and the
+    phone's views. Each check reads what it read from a page of its own before, at the same
+    moment after the load."""
+    page, blocked, errors = open_page(browser, base, path, width=width)
+    got = {}
+    if width == WIDE:
+        got = dict(blocked=list(blocked), errors=list(errors),
+                   overflow=page.evaluate(OVERFLOW_JS, False), figures=page.evaluate(FIGURES_JS),
+                   math=page.evaluate("document.querySelectorAll('mjx-container').length"),
+                   raw_math=page.evaluate(RAW_MATH_JS), names=page.evaluate(LEGEND_NAMES_JS),
+                   table=page.evaluate(TABLE_INTERVALS_JS))
+    else:
+        if width == PHONE:
+            got["tables"] = page.evaluate(OVERFLOW_JS, True)
+        page.wait_for_timeout(400)       # the resize-driven fitting of formulas
+        got["reader"] = page.evaluate(READER_JS)
+        if width == PHONE:
+            got["phone"] = page.evaluate(PHONE_JS)
+    page.close()
+    return got
+
+
+@pytest.fixture(scope="module")
+def view(browser, site):
+    """``view(path, width)``: :func:`measure` of a page, loaded once per width for all the
+    read-only checks (each check loaded its own copy of the page before: 76 loads, now 48)."""
+    _, base = site
+    seen: dict[tuple[str, int], dict] = {}
+
+    def get(path: str, width: int) -> dict:
+        if (path, width) not in seen:
+            seen[path, width] = measure(browser, base, path, width)
+        return seen[path, width]
+    return get
+
+
+def test_every_page_is_offline_error_free_and_fits(view, site):
     html, base = site
     pages = site_pages(html)
     assert {"book/intro.html", "book/ledger.html", "book/errata.html",
             "book/reproducibility.html"} <= set(pages)
     problems = {}
     for path in pages:
-        page, blocked, errors = open_page(browser, base, path)
+        got = view(path, WIDE)
+        blocked, errors = got["blocked"], got["errors"]
         bad = [e for e in errors if not any(a in e for a in ALLOWED_CONSOLE)]
-        over = page.evaluate(OVERFLOW_JS, False)
-        figs = page.evaluate(FIGURES_JS)
+        over = got["overflow"]
+        figs = got["figures"]
         empty = [f for f in figs if f["traces"] == 0 or f["untitled"] or f["unregistered"]]
-        math = page.evaluate("document.querySelectorAll('mjx-container').length")
-        raw_math = page.evaluate("document.querySelector('main').innerText"
-                                 ".match(/\\$[^$\\n]{1,80}\\$|\\\\\\(|\\\\frac|\\\\mathbb/g)")
+        math = got["math"]
+        raw_math = got["raw_math"]
         if blocked or bad or over or empty or raw_math or ("chapters/" in path and not math):
             problems[path] = dict(blocked=blocked, errors=bad, overflow=over, figures=empty,
                                   math=math, raw_math=raw_math)
-        page.close()
     assert problems == {}, json.dumps(problems, indent=1)
 
 
-def test_verdict_tables_fit_a_phone(browser, site):
+def test_verdict_tables_fit_a_phone(view, site):
     html, base = site
     for path in ["book/ledger.html", *[p for p in site_pages(html) if "chapters/" in p]]:
-        page, _, _ = open_page(browser, base, path, width=390)
-        assert page.evaluate(OVERFLOW_JS, True) == [], path
-        page.close()
+        assert view(path, PHONE)["tables"] == [], path
 
 
 def test_every_explorer_control_changes_its_figure(browser, site):
@@ -329,17 +373,13 @@ TABLE_INTERVALS_JS = """() => [...document.querySelectorAll('table.verdicts .iv,
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_figure_intervals_equal_their_claims(browser, site, chapter):
+def test_figure_intervals_equal_their_claims(view, chapter):
     """Issue 18, item 2: an interval a figure's legend shows is one its claims table shows
     (the same level, quantile and widening), up to the rounding of the two displays."""
-    _, base = site
-    page, _, _ = open_page(browser, base, f"book/chapters/{chapter}.html")
-    names = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].flatMap("
-                          "gd => gd._fullData.map(t => t.name || ''))")
-    shown = figure_intervals(names)
+    got = view(f"book/chapters/{chapter}.html", WIDE)
+    shown = figure_intervals(got["names"])
     table = [(_num(a), _num(b), max(_half_unit(a), _half_unit(b)))
-             for text in page.evaluate(TABLE_INTERVALS_JS) for a, b in BRACKETS.findall(text)]
-    page.close()
+             for text in got["table"] for a, b in BRACKETS.findall(text)]
     unmatched = [text for lo, hi, tol, text in shown
                  if not any(abs(lo - a) <= tol + t and abs(hi - b) <= tol + t for a, b, t in table)]
     assert unmatched == [], f"legend intervals that no claim of the page shows: {unmatched}"
@@ -385,16 +425,13 @@ PHONE_JS = """() => {
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_every_page_fits_a_phone(browser, site, path):
+def test_every_page_fits_a_phone(view, site, path):
     """Issue 18, item 5, at 390 px: the page does not scroll sideways, no formula (display
     or inline) is cut or runs out of the column, and no figure's controls (drop-downs,
     sliders, legend, modebar) overlap one another or leave the figure."""
     html, base = site
     assert set(PAGES) == set(site_pages(html))
-    page, _, _ = open_page(browser, base, path, width=PHONE)
-    page.wait_for_timeout(400)       # the resize-driven fitting of formulas
-    got = page.evaluate(PHONE_JS)
-    page.close()
+    got = view(path, PHONE)["phone"]          # 400 ms after the load, as the reader's view
     assert got == {"scroll": PHONE, "math": [], "figures": []}
 
 
@@ -467,23 +504,15 @@ READER_JS = """() => {
 }"""
 
 
-def reader_view(browser, base: str, path: str, width: int) -> dict:
-    page, _, _ = open_page(browser, base, path, width=width)
-    page.wait_for_timeout(400)       # the resize-driven fitting of formulas
-    got = page.evaluate(READER_JS)
-    page.close()
-    return got
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_no_figure_text_collides_no_markdown_shows_as_text_no_equation_shrinks(browser, site,
-                                                                              path):
+def test_no_figure_text_collides_no_markdown_shows_as_text_no_equation_shrinks(view, path):
     """At 1280 and 390 px: no text of a figure overlaps another or leaves the figure (ticks,
     titles, subplot titles, legend entries), and on a phone a figure shows its subplots one
     under another; no Markdown table is printed as text; and no display equation is shrunk
     below 60 % of its 1280 px size at 390 px (one too wide scrolls at full size)."""
-    _, base = site
-    got = {w: reader_view(browser, base, path, w) for w in WIDTHS}
+    got = {w: view(path, w)["reader"] for w in WIDTHS}      # 400 ms after the load
     for w in WIDTHS:
         assert got[w]["overlaps"] == [], f"{w} px: {got[w]['overlaps'][:12]}"
         assert got[w]["markdown"] == [], f"{w} px: {got[w]['markdown']}"
@@ -494,7 +523,7 @@ def test_no_figure_text_collides_no_markdown_shows_as_text_no_equation_shrinks(b
     assert shrunk == [], f"equations (index, height at 1280, at 390 px): {shrunk}"
 
 
-def test_the_reader_checks_see_what_they_look_for(browser, site):
+def test_the_reader_checks_see_what_they_look_for(browser, site, view):
     """The checks above, on a page with planted faults: two texts of a figure on top of each
     other, a Markdown table printed as text, and a figure of two columns of subplots (which the
     page itself, at 390 px, stacks)."""
@@ -517,8 +546,8 @@ def test_the_reader_checks_see_what_they_look_for(browser, site):
     assert ["one title", "another"] in [o[1:] for o in got["overlaps"]]
     assert got["markdown"] == ["| data set | p | κ² |"]
     assert got["columns"][-1] == 2
-    phone = reader_view(browser, base, "book/chapters/remark3_valley.html", PHONE)
-    wide = reader_view(browser, base, "book/chapters/remark3_valley.html", 1280)
+    phone = view("book/chapters/remark3_valley.html", PHONE)["reader"]
+    wide = view("book/chapters/remark3_valley.html", 1280)["reader"]
     assert max(wide["columns"]) >= 2 and max(phone["columns"]) == 1   # the page's own stack
 
 

@@ -1,6 +1,8 @@
 """benchmarks/gpu_check.sh cannot rot: its dry run (the same steps on the CPU, tiny settings)
-collects the CUDA tests it names, runs the GPU benchmark's code path and executes the Section 5
-chapter through papermill, in a throw-away copy of the book."""
+collects the CUDA tests it names, runs the GPU benchmark's code path and stores the Section 5
+chapter as a reference, in a throw-away copy of the book. The chapter's smoke execution and its
+runs are the session's smoke book's (its notebook executes once per test session), so the
+profile step stores it without executing it again, and the explore step reuses its teachers."""
 from __future__ import annotations
 
 import json
@@ -18,12 +20,17 @@ from helpers import ROOT, copy_book
 pytestmark = pytest.mark.slow
 
 
-def test_gpu_check_dry_run(tmp_path):
+def test_gpu_check_dry_run(smoke_book, tmp_path):
     (tmp_path / "book").mkdir()
     root = copy_book(tmp_path / "book")
     for name in ("benchmarks", "tests"):     # copy_book brings benchmarks/gpu_runs only
         shutil.copytree(ROOT / name, root / name, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("book/chapters/smoke/sec5_distillation.ipynb",      # the session's execution
+                 "results/smoke/sec5_distillation.json", "results/runs"):
+        src, dest = smoke_book / name, root / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest)
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "PY": sys.executable}
     proc = subprocess.run(["bash", "benchmarks/gpu_check.sh", "--dry-run", "tests", "profile",
@@ -49,6 +56,8 @@ def test_gpu_check_dry_run(tmp_path):
                                           "fp32_deterministic") for r in ("teacher", "students_k3")}
     assert all("error" not in r and r["rel_graph_eager"] == 0.0 for r in drift), drift  # all eager
     profile = (out / "profile.txt").read_text()
+    assert "sec5_distillation: up to date (profile smoke), not re-executed" in profile, \
+        profile[-3000:]                                    # the smoke book's execution, stored
     assert "fig1." in profile and "[gpu_check] claims of" in profile, profile[-3000:]
     for role in ("teacher", "student"):                       # where the profile's time went
         assert f"[gpu_check] time of the {role} runs: train_s " in profile, profile[-3000:]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -60,12 +61,34 @@ TINY = textwrap.dedent("""\
     """)
 
 
-@pytest.fixture
-def tiny(tmp_path) -> Path:
-    root = copy_book(tmp_path)
+def tiny_book(dest: Path) -> Path:
+    root = copy_book(dest)
     (root / "notebooks" / "profiles.yml").write_text(
         "notebooks:\n  tiny:\n    title: Tiny\n    profiles:\n      smoke: {x: 1.01}\n")
     (root / "notebooks" / "tiny.md").write_text(TINY)
+    return root
+
+
+@pytest.fixture
+def tiny(tmp_path) -> Path:
+    return tiny_book(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def executed_tiny(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The tiny book executed once under smoke, and that execution's process."""
+    root = tiny_book(tmp_path_factory.mktemp("tiny"))
+    return root, cli(root, "execute", "--profile", "smoke")
+
+
+@pytest.fixture
+def tiny_smoke(executed_tiny, tmp_path) -> Path:
+    """A copy of the tiny book as its first ``execute --profile smoke`` left it (the module's
+    tests start from that state; one execution serves them all)."""
+    src, proc = executed_tiny
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    root = tmp_path / "tiny"
+    shutil.copytree(src, root, ignore=shutil.ignore_patterns("_build"))
     return root
 
 
@@ -79,9 +102,9 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return {str(p): p.read_bytes() for p in files}
 
 
-def test_hand_papermill_run_leaves_profile_results_alone(tiny):
-    proc = cli(tiny, "execute", "--profile", "smoke")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_hand_papermill_run_leaves_profile_results_alone(tiny_smoke, executed_tiny):
+    tiny = tiny_smoke                                   # executed under smoke
+    _, proc = executed_tiny                             # tiny's first execution
     assert "without encryption" not in proc.stderr       # the kernel's TCP warning is gone
     before = snapshot(tiny)
     proc = subprocess.run([sys.executable, "-m", "papermill", "book/chapters/smoke/tiny.ipynb",
@@ -104,8 +127,8 @@ def test_hand_papermill_run_leaves_profile_results_alone(tiny):
     assert len(checked_results(tiny, "smoke", load_specs(tiny / "notebooks"))) == 1
 
 
-def test_override_runs_are_custom_and_say_where(tiny):
-    assert cli(tiny, "execute", "--profile", "smoke").returncode == 0
+def test_override_runs_are_custom_and_say_where(tiny_smoke):
+    tiny = tiny_smoke                                   # executed under smoke
     before = snapshot(tiny)
     proc = cli(tiny, "execute", "tiny", "--profile", "smoke", "-p", "x", "3")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -119,8 +142,8 @@ def test_override_runs_are_custom_and_say_where(tiny):
     assert "up to date" in proc.stderr, proc.stderr[-3000:]
 
 
-def test_failed_and_killed_executions_keep_the_good_chapter(tiny):
-    assert cli(tiny, "execute", "--profile", "smoke").returncode == 0
+def test_failed_and_killed_executions_keep_the_good_chapter(tiny_smoke):
+    tiny = tiny_smoke                                   # executed under smoke
     before = snapshot(tiny)
     (tiny / "FAIL").touch()
     proc = cli(tiny, "execute", "--profile", "smoke", "--force")
@@ -168,8 +191,8 @@ def test_two_concurrent_executes_one_runs_the_other_is_told(tiny):
         json.loads(Path(path).read_text())                 # whole files, not torn ones
 
 
-def test_profiles_are_kept_apart(tiny):
-    assert cli(tiny, "execute", "--profile", "smoke").returncode == 0
+def test_profiles_are_kept_apart(tiny_smoke):
+    tiny = tiny_smoke                                   # executed under smoke
     before = snapshot(tiny)
     assert cli(tiny, "execute", "--profile", "quick").returncode == 0
     assert (tiny / "book/chapters/quick/tiny.ipynb").exists()
@@ -181,8 +204,8 @@ def test_profiles_are_kept_apart(tiny):
     assert checked_results(tiny, "quick", specs)[0]["claims"][0]["measured"] == 1.0
 
 
-def test_ledger_refuses_results_that_do_not_match_their_chapter(tiny):
-    assert cli(tiny, "execute", "--profile", "smoke").returncode == 0
+def test_ledger_refuses_results_that_do_not_match_their_chapter(tiny_smoke):
+    tiny = tiny_smoke                                   # executed under smoke
     specs = load_specs(tiny / "notebooks")
     res = tiny / "results" / "smoke" / "tiny.json"
     good = res.read_text()
@@ -204,8 +227,8 @@ def test_ledger_refuses_results_that_do_not_match_their_chapter(tiny):
         checked_results(tiny, "smoke", specs)
 
 
-def test_changed_parameters_re_execute(tiny):
-    assert cli(tiny, "execute", "--profile", "smoke").returncode == 0
+def test_changed_parameters_re_execute(tiny_smoke):
+    tiny = tiny_smoke                                   # executed under smoke
     proc = cli(tiny, "execute", "--profile", "smoke")
     assert "up to date" in proc.stderr and "executing" not in proc.stderr
     (tiny / "notebooks" / "profiles.yml").write_text(
@@ -291,12 +314,12 @@ def _wait_for(lines: list[str], text: str, seconds: float = 60) -> None:
         time.sleep(0.1)
 
 
-def test_ctrl_c_says_it_waits_stops_the_cell_and_names_the_partial_notebook(tiny):
+def test_ctrl_c_says_it_waits_stops_the_cell_and_names_the_partial_notebook(tiny_smoke):
     """Issue 33: the first Ctrl-C said nothing and the run went on until the cell ended (the
     kernel runs in a session of its own, where a terminal's Ctrl-C never arrives). Now a line
     says at once what it waits for, the running cell is interrupted (this one would sleep
     forever), and the last line names the partial notebook."""
-    assert cli(tiny, "execute", "--profile", "smoke").returncode == 0
+    tiny = tiny_smoke                                   # executed under smoke
     before = snapshot(tiny)
     p, lines = _interruptible(tiny)
     try:

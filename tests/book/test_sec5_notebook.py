@@ -1,15 +1,17 @@
 """The Section 5 notebook under the smoke profile: it executes, records its claims (one level per
 noise kind: no steps between levels, so no "more noise" claims) with a case in each setting, and
-a second execution reads the finished runs instead of training them again."""
+a second execution reads the finished runs instead of training them again.
+
+The first execution is the session's smoke book's (tests/conftest.py): Section 5's notebook
+executes once per test session, and the second execution runs in a copy of that book."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
 import pytest
-
-from helpers import copy_book
 
 pytestmark = pytest.mark.slow
 IDS = {"fig1.noise_lowers_gradnorm_sigma2", "fig1.noise_lowers_gradnorm_p",
@@ -20,16 +22,17 @@ IDS = {"fig1.noise_lowers_gradnorm_sigma2", "fig1.noise_lowers_gradnorm_p",
 SETTINGS = ("digits, 256 images", "digits, 64 images")
 
 
-def execute(root):
+def execute(root, *args):
     proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), "execute",
-                           "sec5_distillation", "--profile", "smoke", "--no-progress"],
+                           "sec5_distillation", "--profile", "smoke", "--no-progress", *args],
                           capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
 
 
-def test_notebook_executes_and_reuses_finished_runs(tmp_path):
-    root = copy_book(tmp_path)
-    execute(root)
+def test_notebook_executes_and_reuses_finished_runs(smoke_book, tmp_path):
+    root = tmp_path / "again"      # the smoke book's execution, its runs and results
+    shutil.copytree(smoke_book, root, ignore=shutil.ignore_patterns("_build"))
     doc = json.loads((root / "results" / "smoke" / "sec5_distillation.json").read_text())
     assert {c["id"] for c in doc["claims"]} == IDS
     for c in doc["claims"]:
@@ -43,7 +46,8 @@ def test_notebook_executes_and_reuses_finished_runs(tmp_path):
     # the export is `grid collect`'s alone: a hand run with other parameters cannot replace it
     assert not list((root / "results" / "runs").glob("collected-*.json"))
     stamps = [p.stat().st_mtime_ns for p in done]
-    execute(root)
+    proc = execute(root, "--force")       # executed again: the runs are read, not trained
+    assert "executing sec5_distillation (profile smoke)" in proc.stderr, proc.stderr[-4000:]
     assert [p.stat().st_mtime_ns for p in done] == stamps          # nothing retrained
     again = json.loads((root / "results" / "smoke" / "sec5_distillation.json").read_text())
     assert again["claims"] == doc["claims"]
