@@ -9,8 +9,8 @@ import pytest
 
 from dsmlib.book.profiles import load_specs
 from dsmlib.chapters.sec5_gains import SOME_IDS
-from dsmlib.foundation.claims import (VERDICTS, combine_all, gain_verdict, joint_level, quantile,
-                                      verdict)
+from dsmlib.foundation.claims import (SCOPES, VERDICTS, combine_all, gain_verdict, joint_level,
+                                      quantile, verdict)
 
 pytestmark = pytest.mark.slow
 
@@ -94,6 +94,21 @@ def test_every_notebook_wrote_measured_claims(smoke_book):
                                             if set(vs) == {"refuted"} else "inconclusive")
                 elif len(cases) == len(c["details"]):
                     assert c["verdict"] == combine_all(vs), c["id"]
+
+
+def test_remark3_valley_claims_under_smoke(smoke_book):
+    """The remark3_valley chapter under smoke (the smoke book's execution; it executed a copy
+    of its own in tests/chapters/test_remark3_valley.py before): its claims, in order."""
+    doc = json.loads((smoke_book / "results" / "smoke" / "remark3_valley.json").read_text())
+    ids = [c["id"] for c in doc["claims"]]
+    assert ids == ["remark3.valley_drift", "remark3.valley_control", "remark3.low_gradnorm",
+                   "remark3.barrier_escape", "remark3.barrier_control",
+                   "remark3.barrier_constant_noise", "remark3.barrier_time",
+                   "remark4.barrier_strength", "remark4.sigma2_strength", "remark4.eta_correction",
+                   "remark2.valley_stability"]
+    for c in doc["claims"]:
+        assert c["verdict"] in VERDICTS and (c["scope"] in SCOPES or c["source"] == "book")
+        assert c["interval"][0] <= c["measured"] <= c["interval"][1]
 
 
 def test_ols_claims_present(smoke_book):
