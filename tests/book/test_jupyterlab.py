@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, chromium_launcher
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -66,10 +66,11 @@ def lab(tmp_path_factory):
         log.close()
 
 
-def test_live_explorer_slider_changes_the_figure(lab):
+def test_live_explorer_slider_changes_the_figure(lab, tmp_path):
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+        browser = p.chromium.launch(executable_path=chromium_launcher(CHROMIUM, tmp_path),
+                                    headless=True, args=[
             "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         errors = []

@@ -29,14 +29,16 @@ def base_url(smoke_book):
 
 
 @pytest.mark.parametrize("path", ["", "book/intro.html", "book/chapters/ols.html"])
-def test_first_page_load_has_a_local_favicon_and_no_console_error(base_url, path):
+def test_first_page_load_has_a_local_favicon_and_no_console_error(base_url, path, tmp_path):
     if not os.path.exists(CHROMIUM):
         if os.environ.get("CI") == "true":
             pytest.fail("Chromium is required under CI=true")
         pytest.skip("Chromium not installed")
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+        from helpers import chromium_launcher
+        browser = p.chromium.launch(executable_path=chromium_launcher(CHROMIUM, tmp_path),
+                                    headless=True,
                                     args=["--no-sandbox", "--disable-gpu"])
         context = browser.new_context()
         page = context.new_page()
