@@ -1,5 +1,5 @@
 """Packed checkpoints: a member's packed state unpacks to exactly what the state-dict slicing
-of :mod:`dsmlib.models.lockstep` gives, and a checkpoint written before packing (plain state
+of :mod:`dsmlib.models.loop` gives, and a checkpoint written before packing (plain state
 dicts) still resumes a run to the numbers of an uninterrupted one."""
 from __future__ import annotations
 
