@@ -9,6 +9,7 @@ unless the parameters say otherwise (the paper's "same setting").
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 from ..foundation.checks import check_choice, check_int, check_positive, check_probability
 from ..foundation.parameters import ChapterParameters, param
@@ -23,6 +24,11 @@ __all__ = ["KINDS", "CONTROL", "HINTON", "Parameters", "Setting",
 KINDS = {Noise.GAUSSIAN: "σ²", Noise.SYMMETRIC: "p"}   # the paper's noise kinds, and their level
 CONTROL = Noise.CONTROL   # the swap's control: no noise, target E[y~] = M_p y (Eq. 24)
 HINTON = Noise.HINTON     # the paper's noiseless student: softened cross-entropy, level = T
+
+
+# The parameters that say where runs live and how unfinished ones are trained: no number depends
+# on them.
+EXECUTION = ("runs_dir", "data_dir", "download", "train_missing", "cluster", "workers")
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,11 @@ class Parameters(ChapterParameters):
                                  f"({self.train_limit}), got {n}")
         check_int("workers", self.workers, minimum=1)
         grid_runs(self)   # builds every configuration, so bad values fail here
+
+    def grid_values(self) -> dict[str, Any]:
+        """The values that decide the runs (all but where they live and how they are trained),
+        as the results file's ``extra`` records them."""
+        return {k: v for k, v in self.as_dict().items() if k not in EXECUTION}
 
     def runs(self) -> list[RunConfig]:
         """Every run of the grid (:func:`grid_runs`): what ``python -m dsmlib grid`` launches."""
