@@ -1,10 +1,12 @@
 """The self-distillation grid at scale (book layer): fetch its data, launch, watch and collect
 its runs with ``submitit`` -- on SLURM, on this machine, or in this process.
 
-``python -m dsmlib grid {download,launch,status,collect} --profile P [--cluster
-local|slurm|debug] [--workers N] [--partition NAME]`` builds the grid of ``sec5_distillation``
-under profile ``P`` from the notebook's own parameters (``notebooks/profiles.yml`` over its
-parameters cell, so the command and the notebook always agree), then:
+``python -m dsmlib grid {download,launch,status,collect} --profile P [--chapter NAME] [--cluster
+local|slurm|debug] [--workers N] [--partition NAME]`` builds the runs of the chapter that has
+runs to launch (its ``Parameters`` has ``runs()``; :func:`dsmlib.book.declarations.chapters_with_runs`;
+``--chapter`` picks one where several have) under profile ``P``, from the chapter's own
+parameters (``notebooks/profiles.yml`` over ``Parameters``' defaults, so the command and the
+notebook always agree), then:
 
 - ``download`` fetches the profile's data sets into its ``data_dir`` (torchvision, network
   needed) and checks them; it trains nothing.
@@ -33,7 +35,6 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..chapters.sec5_grid import DistillGrid, grid_from_parameters, grid_runs
 from ..foundation.checks import check_choice, check_int
 from ..foundation.results import atomic_write_text
 from ..models.dataset_files import DatasetFileError, check_dataset, download, how_to_get, missing_files
@@ -41,36 +42,54 @@ from ..models.datasets import train_images
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord, load_record, lockstep_groups, run_many, run_status
 from ..models.step import STEP_MODES
+from .declarations import chapters_with_runs, check_chapter
 from .profiles import DEFAULT_PROFILE, PROFILES, default_value, load_specs, parse_value, resolve
 from .runner import declared_parameters, source_notebook
 
-__all__ = ["NOTEBOOK", "CLUSTERS", "GridJob", "profile_parameters", "profile_grid",
+__all__ = ["CLUSTERS", "GridJob", "grid_chapter", "profile_parameters", "profile_grid",
            "failure_line", "prepare_data", "group_cost", "balance", "launch", "status",
            "collect", "add_grid_parser", "grid_command"]
 
-NOTEBOOK = "sec5_distillation"
 CLUSTERS = ("local", "slurm", "debug")
 EXECUTE_OPTIONS = ("data_dir", "download", "device", "deterministic", "progress", "step",
                    "lockstep")
 
 
-def profile_parameters(root: Path, profile: str, overrides: dict[str, Any] | None = None
-                       ) -> dict[str, Any]:
-    """The notebook's parameters under ``profile`` (its parameters cell, then the profile's
-    overrides from ``profiles.yml``, then ``overrides``)."""
-    spec = load_specs(root / "notebooks")[NOTEBOOK]
+def grid_chapter(root: Path, name: str | None = None) -> str:
+    """The chapter whose runs ``grid`` launches: ``name``, else the one chapter of the book
+    whose parameters have runs (an error names the choices where there are none or several)."""
+    specs = load_specs(root / "notebooks")
+    having = chapters_with_runs(specs)
+    if name is not None:
+        if name not in having:
+            raise ValueError(f"chapter {name!r} has no runs to launch; chapters with runs: "
+                             f"{', '.join(having) or 'none'}")
+        return name
+    if len(having) != 1:
+        raise ValueError(f"{'no chapter' if not having else 'several chapters'} of this book "
+                         f"{'has' if not having else 'have'} runs to launch"
+                         f"{': ' + ', '.join(having) + ' (pick one with --chapter)' if having else ''}")
+    return having[0]
+
+
+def profile_parameters(root: Path, profile: str, overrides: dict[str, Any] | None = None,
+                       chapter: str | None = None) -> Any:
+    """The chapter's parameters (:func:`grid_chapter`) under ``profile``: its ``Parameters``'
+    defaults, then the profile's overrides from ``profiles.yml``, then ``overrides``; checked."""
+    name = grid_chapter(root, chapter)
+    spec = load_specs(root / "notebooks")[name]
     declared = declared_parameters(source_notebook(spec, root))
     params = {k: default_value(v) for k, v in declared.items()}
     params.update(resolve(spec, profile, dict(overrides or {}), declared))
-    return params
+    return check_chapter(name, params)
 
 
-def profile_grid(root: Path, profile: str, overrides: dict[str, Any] | None = None
-                 ) -> tuple[DistillGrid, Path, dict[str, Any]]:
-    """The grid, its runs directory (relative paths are under ``root``) and the parameters."""
-    params = profile_parameters(root, profile, overrides)
-    runs_dir = Path(params["runs_dir"])
-    return grid_from_parameters(params), (runs_dir if runs_dir.is_absolute() else root / runs_dir), params
+def profile_grid(root: Path, profile: str, overrides: dict[str, Any] | None = None,
+                 chapter: str | None = None) -> tuple[Any, Path]:
+    """The chapter's parameters and its runs directory (relative paths are under ``root``)."""
+    params = profile_parameters(root, profile, overrides, chapter)
+    runs_dir = Path(params.runs_dir)
+    return params, (runs_dir if runs_dir.is_absolute() else root / runs_dir)
 
 
 class GridJob:
@@ -258,6 +277,8 @@ def add_grid_parser(sub: argparse._SubParsersAction) -> None:
                    help="download: fetch the data sets only (no training); launch: train the "
                         "unfinished runs; status: count them; collect: gather the finished ones")
     p.add_argument("--profile", default=DEFAULT_PROFILE, help=f"one of {', '.join(PROFILES)}")
+    p.add_argument("--chapter", default=None,
+                   help="the chapter whose runs to launch (default: the one that has runs)")
     p.add_argument("--cluster", default="local", help=f"one of {', '.join(CLUSTERS)}")
     p.add_argument("--workers", type=int, default=1, help="local processes, or SLURM jobs at a time")
     p.add_argument("--threads", type=int, default=None, help="threads per local worker")
@@ -287,21 +308,21 @@ def grid_command(root: Path, args: argparse.Namespace) -> int:
     if ignored:
         raise ValueError(f"grid takes {', '.join('--' + k for k in ignored)} as options, not as "
                          f"-p parameters (those are the notebook's own way to train)")
-    grid, runs_dir, params = profile_grid(root, args.profile, overrides)
-    runs = grid_runs(grid)
-    data_dir = Path(params["data_dir"])
+    params, runs_dir = profile_grid(root, args.profile, overrides, args.chapter)
+    runs = params.runs()
+    data_dir = Path(params.data_dir)
     data_dir = data_dir if data_dir.is_absolute() else root / data_dir
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warning   # restored on exit
         if args.action == "download":
-            for line in prepare_data(grid.datasets, data_dir, fetch=True):
+            for line in prepare_data(params.datasets, data_dir, fetch=True):
                 print(line)
             return 0
         if args.action == "launch":
             jobs = launch(runs, runs_dir, cluster=args.cluster, workers=args.workers,
                           threads=args.threads, timeout_min=args.timeout_min,
                           slurm={"slurm_partition": args.partition} if args.partition else None,
-                          data_dir=data_dir, download=bool(args.download or params["download"]),
+                          data_dir=data_dir, download=bool(args.download or params.download),
                           deterministic=args.deterministic, step=args.step,
                           lockstep=not args.no_lockstep,
                           progress=True)   # local and SLURM workers write their bars to job logs

@@ -14,6 +14,7 @@ from typing import Any
 from ..foundation.results import atomic_write_text, load_results
 from .citation import citation_markdown, load_citation
 from .downloads import claim_rows, claims_csv, claims_json, downloads_markdown
+from .declarations import chapters_with_runs
 from .gpu_cost import cost_markdown, cost_rows
 from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
 from .profiles import load_specs
@@ -115,8 +116,9 @@ def write_generated_pages(root: Path, profile: str,
     atomic_write_text(gen / "provenance.md", provenance_table(runs, paths))
     atomic_write_text(gen / "references.md", references_markdown(refs, paths))
     atomic_write_text(gen / "citation.md", citation_markdown(load_citation(root)))
-    sec5 = specs.get("sec5_distillation")
-    seeds = (sec5.profiles.get("paper") or {}).get("seeds") if sec5 else None
+    with_runs = chapters_with_runs(specs)      # the chapter whose runs the GPU cost is of
+    seeds = ((specs[with_runs[0]].profiles.get("paper") or {}).get("seeds")
+             if len(with_runs) == 1 else None)
     atomic_write_text(gen / "gpu_cost.md", cost_markdown(cost_rows(root),
                                                          len(seeds) if seeds else None))
 

@@ -1,10 +1,13 @@
 """Profiles: named sets of papermill parameters per notebook (``notebooks/profiles.yml``).
 
-The parameters cell of each notebook holds the defaults (the ``quick`` profile); a profile adds
-overrides, and the user may override any single parameter on top. Every name is checked against
-the notebook's parameters cell, so a typo is an error that lists the valid names, and every value
+Each chapter declares its parameters once, in ``dsmlib.chapters.<name>.Parameters``, whose
+defaults are the ``quick`` profile and which the runner writes into the notebook's parameters
+cell (:mod:`dsmlib.book.declarations`); a profile adds overrides, and the user may override any
+single parameter on top. Every name is checked against the notebook's parameters cell, so a typo
+is an error that lists the valid names, and every value
 against the type of its default (:func:`check_type`), so ``-p depth 7.5`` or ``-p seeds 3`` is a
-one-line error before any kernel starts; the chapters check the ranges.
+one-line error before any kernel starts; each chapter's ``Parameters`` checks the ranges, also
+before any kernel starts.
 """
 from __future__ import annotations
 

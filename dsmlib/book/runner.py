@@ -22,6 +22,7 @@ from typing import Any
 
 from ..foundation.results import (RUN_ONLY, SEAL, atomic_write_text, notebook_parameters,
                                   same_parameters)
+from .declarations import check_chapter, declare_in_cell
 from .kernel import KernelWatch, QuietKernelManager, kernel_threads, quiet_seal
 from .profiles import RUNNER_PARAMETERS, check_profile, load_specs, resolve, select
 from .provenance import code_key, decorate, is_fresh, provenance
@@ -64,11 +65,15 @@ def find_root(start: str | Path | None = None) -> Path:
 
 
 def source_notebook(spec, root: Path) -> Path:
-    """The MyST source converted to ``_build/sources/<name>.ipynb`` (what papermill reads)."""
+    """The MyST source converted to ``_build/sources/<name>.ipynb`` (what papermill reads),
+    its parameters cell holding the chapter's parameters (:func:`declare_in_cell`)."""
     import jupytext
     path = root / "_build" / "sources" / f"{spec.name}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
     nb = jupytext.read(spec.source)
+    for cell in nb.cells:     # the chapter's own parameters, declared once in its module
+        if "parameters" in cell.metadata.get("tags", []):
+            cell.source = declare_in_cell(spec.name, cell.source)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     jupytext.write(nb, path)
@@ -128,12 +133,9 @@ def plan(root: Path, spec, profile: str, overrides: dict[str, Any]) -> Run:
 
 
 def check_ranges(name: str, params: dict[str, Any]) -> None:
-    """What a chapter can check of its values before any kernel starts (their types are
-    checked by :func:`dsmlib.book.profiles.resolve`): Section 5 builds its grid, which
-    checks every run's configuration. Other chapters check theirs as they start."""
-    if name == "sec5_distillation":
-        from ..chapters.sec5_grid import grid_from_parameters
-        grid_from_parameters(params)
+    """Every chapter's values, types and ranges, checked by its own ``Parameters`` before any
+    kernel starts (:func:`dsmlib.book.declarations.check_chapter`)."""
+    check_chapter(name, params)
 
 
 def is_up_to_date(run: Run, profile: str) -> bool:

@@ -24,7 +24,7 @@ from ..foundation.checks import check_int, check_probability
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord
 from ..models.step import Noise
-from .sec5_grid import (CONTROL, HINTON, KINDS, DistillGrid, Setting, curve_runs, grid_levels,
+from .sec5_grid import (CONTROL, HINTON, KINDS, Parameters, Setting, curve_runs, grid_levels,
                         grid_runs, students_of, teacher_config)
 
 __all__ = ["Cell", "DistillResults", "METRICS", "summarise", "selected_levels",
@@ -56,7 +56,7 @@ class Cell:
 
 @dataclass
 class DistillResults:
-    grid: DistillGrid
+    grid: Parameters
     cells: list[Cell]
     curve: list[dict[str, Any]] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)
@@ -113,7 +113,7 @@ def _cell(setting: str, role: str, kind: str, level: float, seeds: Sequence[int]
     return cell
 
 
-def summarise(grid: DistillGrid, records: Sequence[RunRecord]) -> DistillResults:
+def summarise(grid: Parameters, records: Sequence[RunRecord]) -> DistillResults:
     """Arrange finished records by cell and seed (every run of the grid must be finished), and
     the teachers' test accuracy by training-set size
     (:func:`dsmlib.chapters.sec5_readouts.teacher_curve`)."""
@@ -134,7 +134,7 @@ def summarise(grid: DistillGrid, records: Sequence[RunRecord]) -> DistillResults
     return DistillResults(grid, cells, curve=_curve(grid, by_key))
 
 
-def _curve(grid: DistillGrid, by_key: dict[str, RunRecord]) -> list[dict[str, Any]]:
+def _curve(grid: Parameters, by_key: dict[str, RunRecord]) -> list[dict[str, Any]]:
     """Per data set and training-set size, the teachers' final test accuracy over their seeds
     (the settings' teachers over the grid's seeds, the curve's over the curve's seeds)."""
     rows = []

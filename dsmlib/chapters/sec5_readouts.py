@@ -17,7 +17,7 @@ from .sec5_grid import KINDS
 __all__ = ["TARGET_ACCURACY", "teacher_curve", "curve_lines", "noise_rows", "noise_lines",
            "accuracy_headroom", "setting_of", "seeds_to_decide"]
 
-# The headroom setting's target: a teacher test accuracy in this range (issue 30), read off the
+# The headroom setting's target: a teacher test accuracy in this range, read off the
 # curve of teacher accuracy against training-set size (:func:`teacher_curve`).
 TARGET_ACCURACY = (0.85, 0.93)
 

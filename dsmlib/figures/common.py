@@ -1,6 +1,7 @@
 """Shared figure conventions (figures layer): the renderer that makes plotly work in a static
 site, the palette, the 2-D Gaussian ellipse, square axes, the slider-and-menu explorer over
-precomputed states, and the log-log plot with its fitted slope.
+precomputed states, the log-log plot with its fitted slope, and a chapter's central computation
+shown as its library source (:func:`show_source`).
 
 The renderer itself is :mod:`dsmlib.figures.render`; :func:`setup` is re-exported here.
 
@@ -8,6 +9,8 @@ Error bars everywhere are the claims' intervals: ``dsmlib.foundation.claims.quan
 """
 from __future__ import annotations
 
+import inspect
+import textwrap
 from typing import Any, Sequence
 
 import numpy as np
@@ -17,7 +20,7 @@ from ..foundation.claims import quantile
 from .render import RENDERER, setup
 
 __all__ = ["RENDERER", "COLORS", "setup", "ellipse_xy", "square_axes",
-           "square_layout", "state_explorer", "error_bars"]
+           "square_layout", "state_explorer", "error_bars", "show_source"]
 
 
 COLORS = {"noisy": "#1f77b4", "clean": "#ff7f0e", "empirical": "#2ca02c", "exact": "#111111",
@@ -127,3 +130,17 @@ def error_bars(se: Sequence[float], dof: float = float("inf"), *,
     return dict(type="data", symmetric=False, visible=True,
                 array=np.clip(np.minimum(m + half, hi) - m, 0.0, None),
                 arrayminus=np.clip(m - np.maximum(m - half, lo), 0.0, None))
+
+
+def show_source(*objects: Any) -> Any:
+    """The source of library functions (or methods) as a Markdown code block, each under its
+    dotted name: how a page shows its central computation, the method and not only the call
+    (QuantEcon-style; the cell hides its input). Read from the installed code, so the page
+    shows what ran."""
+    from IPython.display import Markdown
+    parts = []
+    for obj in objects:
+        name = f"{obj.__module__}.{obj.__qualname__}"
+        code = textwrap.dedent(inspect.getsource(obj)).rstrip()
+        parts.append(f"`{name}`:\n\n```python\n{code}\n```")
+    return Markdown("\n\n".join(parts))

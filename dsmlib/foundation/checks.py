@@ -6,6 +6,8 @@ inside numpy or torch.
 """
 from __future__ import annotations
 
+import types
+import typing
 from typing import Any, Iterable
 
 import numpy as np
@@ -90,3 +92,52 @@ def check_psd(name: str, matrix: Any, *, dim: int | None = None,
         raise ValueError(f"{name} must be positive semi-definite "
                          f"(smallest eigenvalue {np.linalg.eigvalsh(m).min():.3g})")
     return m
+
+
+def type_words(hint: Any) -> str:
+    """What a type annotation admits, in words: ``int | None`` -> "an integer or None"."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(type_words(a) for a in typing.get_args(hint))
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a list of {_PLURAL.get(args[0], 'values')}"
+        return "a list (" + ", ".join(type_words(a) for a in args) + ")"
+    return _SINGULAR.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+_SINGULAR = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
+             type(None): "None"}
+_PLURAL = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
+
+
+def _admits(hint: Any, value: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_admits(a, value) for a in typing.get_args(hint))
+    if origin is tuple:       # tuple[T, ...]: a list of T; tuple[A, B]: a list (a, b)
+        args = typing.get_args(hint)
+        if not isinstance(value, (list, tuple)):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_admits(args[0], v) for v in value)
+        return len(value) == len(args) and all(_admits(a, v) for a, v in zip(args, value))
+    if hint is type(None):
+        return value is None
+    if hint is float:         # a number: an integer too, never a bool
+        return isinstance(value, (int, float, np.integer, np.floating)) and \
+            not isinstance(value, (bool, np.bool_))
+    if hint is int:
+        return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if hint is Any:
+        return True
+    return isinstance(value, hint)
+
+
+def check_type(name: str, value: Any, hint: Any) -> Any:
+    """``value`` as its annotation ``hint`` admits (int, float: an integer too, bool, str,
+    ``tuple[T, ...]``: a list of T, unions with None), else a one-line error naming ``name``."""
+    if not _admits(hint, value):
+        raise ValueError(f"{name} must be {type_words(hint)}, got {value!r}")
+    return value

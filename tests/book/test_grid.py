@@ -10,12 +10,14 @@ import pytest
 from dsmlib.book.cli import main
 from dsmlib.book.grid import (GridJob, balance, collect, group_cost, launch, profile_grid,
                               profile_parameters, status)
-from dsmlib.chapters.sec5_grid import grid_from_parameters, grid_runs
+from dsmlib.chapters.sec5_grid import Parameters, grid_runs
 from dsmlib.models.runs import run_many
 from helpers import ROOT
 
+NO_EXTRAS = dict(headroom_size=None, headroom_sigma2s=None, headroom_seeds=None, headroom_passes=1, curve_sizes=[], curve_seeds=[], n_train_eval=None)
 TIMING = ("train_s", "eval_s", "gradnorm_s")
-PARAMS = dict(datasets=["digits"], depth=8, teacher_epochs=2, student_epochs=2, sigma2s=[4.0],
+# the grid's own values (Parameters' defaults are the quick profile's: no headroom, no curve here)
+PARAMS = dict(NO_EXTRAS, datasets=["digits"], depth=8, teacher_epochs=2, student_epochs=2, sigma2s=[4.0],
               ps=[0.3], seeds=[0, 1], train_limit=96, batch_size=32, n_gradnorm=4)
 
 
@@ -24,7 +26,7 @@ def strip(history):
 
 
 def test_two_local_workers_match_one_process(tmp_path):
-    runs = grid_runs(grid_from_parameters(PARAMS))
+    runs = grid_runs(Parameters.from_dict(PARAMS))
     jobs = launch(runs, tmp_path / "workers", cluster="local", workers=2, threads=1)
     assert len(jobs) == 4                                    # 2 teacher jobs, 2 student jobs
     one = run_many(runs, tmp_path / "one", threads=1)
@@ -37,7 +39,7 @@ def test_two_local_workers_match_one_process(tmp_path):
 
 
 def test_debug_cluster_status_and_collect(tmp_path):
-    runs = grid_runs(grid_from_parameters(PARAMS))
+    runs = grid_runs(Parameters.from_dict(PARAMS))
     assert status(runs, tmp_path) == {"done": 0, "partial": 0, "new": len(runs), "partial_runs": []}
     with pytest.raises(ValueError, match="are not finished.*grid launch --profile smoke`"):
         collect(runs, tmp_path, profile="smoke")              # the command, to copy as it is
@@ -57,9 +59,9 @@ def test_debug_cluster_status_and_collect(tmp_path):
 def test_profile_parameters_follow_the_notebook():
     smoke = profile_parameters(ROOT, "smoke")
     quick = profile_parameters(ROOT, "quick")
-    assert smoke["teacher_epochs"] < quick["teacher_epochs"] and quick["datasets"] == ["digits"]
-    assert quick["image_size"] is None and smoke["cluster"] == "debug"
-    grid, runs_dir, _ = profile_grid(ROOT, "paper")
+    assert smoke.teacher_epochs < quick.teacher_epochs and quick.datasets == ("digits",)
+    assert quick.image_size is None and smoke.cluster == "debug"
+    grid, runs_dir = profile_grid(ROOT, "paper")
     assert grid.depth == 56 and set(grid.datasets) == {"cifar10", "cifar100", "svhn"}
     assert grid.teacher_epochs == grid.epochs_of_students == 200 and not grid.headroom_size
     assert runs_dir == ROOT / "results" / "runs"
@@ -107,7 +109,7 @@ class FakeExecutor:
 def test_slurm_launch_is_two_arrays_students_after_teachers(tmp_path, monkeypatch):
     import submitit
     monkeypatch.setattr(submitit, "AutoExecutor", FakeExecutor)
-    runs = grid_runs(grid_from_parameters(PARAMS))
+    runs = grid_runs(Parameters.from_dict(PARAMS))
     jobs = launch(runs, tmp_path, cluster="slurm", workers=3,
                   slurm={"slurm_partition": "gpu"}, data_dir="data")
     teachers = [c for c in runs if c.role == "teacher"]
@@ -151,7 +153,7 @@ def test_balance_deals_the_costliest_groups_first_to_the_least_loaded_worker():
     """Five big groups and ten small ones on two workers: round robin would give one worker
     three big groups; the balanced deal leaves the two within one small group's cost, keeps
     every group whole and loses no run."""
-    grid = grid_from_parameters({**PARAMS, "seeds": list(range(5)), "train_limit": 512,
+    grid = Parameters.from_dict({**PARAMS, "seeds": list(range(5)), "train_limit": 512,
                                  "headroom_size": 64, "headroom_seeds": list(range(10))})
     runs = [r for r in grid_runs(grid) if r.role == "student"]
     from dsmlib.models.runs import lockstep_groups

@@ -44,7 +44,7 @@ def cli_args(over: dict) -> list[str]:
 def test_synthetic_cifar10_grid_launch_kill_resume_collect_and_claims(tmp_path, capsys):
     write_cifar(tmp_path / "data", "cifar10", n_train=60, n_test=20)
     over = overrides(tmp_path)
-    grid, runs_dir, params = profile_grid(ROOT, "smoke", over)
+    grid, runs_dir = profile_grid(ROOT, "smoke", over)
     runs = grid_runs(grid)
     n, n_teachers = len(runs), sum(c.role == "teacher" for c in runs)
     assert n_teachers == 2 and n >= 8 and runs_dir == tmp_path / "runs"
@@ -204,7 +204,7 @@ class FailingExecutor:
 def test_a_failed_worker_is_reported_by_its_last_line(tmp_path, monkeypatch):
     import submitit
     monkeypatch.setattr(submitit, "AutoExecutor", FailingExecutor)
-    grid, _, _ = profile_grid(ROOT, "smoke")
+    grid, _ = profile_grid(ROOT, "smoke")
     with pytest.raises(RuntimeError) as info:
         launch(grid_runs(grid), tmp_path, cluster="local")
     assert str(info.value) == ("grid job 4242 failed: ValueError: the useful message (its log: "

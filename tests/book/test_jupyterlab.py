@@ -33,14 +33,13 @@ def lab(tmp_path_factory):
             pytest.fail("Chromium is required under CI=true")
         pytest.skip("Chromium not installed")
     pytest.importorskip("jupyterlab")
-    import jupytext
     import papermill
+    from dsmlib.book.profiles import load_specs
+    from dsmlib.book.runner import source_notebook
     tmp = tmp_path_factory.mktemp("lab")
-    nb = jupytext.read(ROOT / "notebooks" / "ols.md")
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    jupytext.write(nb, tmp / "source.ipynb")
-    papermill.execute_notebook(str(tmp / "source.ipynb"), str(tmp / "ols_live.ipynb"),
+    # the source as the runner converts it: its parameters cell holds the chapter's parameters
+    src = source_notebook(load_specs(ROOT / "notebooks")["ols"], ROOT)
+    papermill.execute_notebook(str(src), str(tmp / "ols_live.ipynb"),
                                prepare_only=True, parameters=dict(
                                    profile="smoke", results_dir=str(tmp / "results"),
                                    live_widgets=True, steps=20_000, explorer_steps=5_000))

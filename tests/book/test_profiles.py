@@ -92,8 +92,8 @@ def test_section5_students_train_as_long_as_their_teachers_in_every_profile():
     full one wherever one is asked for, none under paper (its data sets leave room)."""
     from dsmlib.book.grid import profile_grid
     for profile in profiles.PROFILES:
-        grid, _, params = profile_grid(ROOT, profile)
-        assert params["student_epochs"] is None, profile
+        grid, _ = profile_grid(ROOT, profile)
+        assert grid.student_epochs is None, profile
         assert grid.epochs_of_students == grid.teacher_epochs, profile
         if profile == "paper":
             assert [s.headroom for s in grid.settings] == [False] * 3

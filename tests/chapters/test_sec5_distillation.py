@@ -21,7 +21,8 @@ from dsmlib.foundation.claims import case
 from dsmlib.foundation.power import units_to_decide
 from dsmlib.models.runs import RunRecord
 
-PARAMS = dict(datasets=["digits"], depth=8, teacher_epochs=3, student_epochs=2,
+PARAMS = dict(headroom_sigma2s=None, headroom_seeds=None, headroom_passes=1, curve_sizes=[], curve_seeds=[], n_train_eval=None,
+              datasets=["digits"], depth=8, teacher_epochs=3, student_epochs=2,
               sigma2s=[1.0, 4.0], ps=[0.1, 0.3], seeds=[0, 1, 2, 3], n_gradnorm=16,
               headroom_size=150)
 FULL, HEAD = "digits, full data", "digits, 150 images"
@@ -78,7 +79,7 @@ def good(c) -> dict:
 
 
 def claims_of(final, early=None, **change):
-    grid = sg.grid_from_parameters({**PARAMS, **change})
+    grid = sg.Parameters.from_dict({**PARAMS, **change})
     res = distill.summarise(grid, fake_records(grid, final, early))
     return res, {c.id: c for c in sc.distill_claims(res, scope_note="synthetic")}
 
@@ -88,7 +89,7 @@ def cases(claim) -> dict[str, dict]:
 
 
 def test_grid_runs_teachers_first_with_a_control_per_p_in_each_setting():
-    grid = sg.grid_from_parameters({**PARAMS, "curve_sizes": [100, 150, 300],
+    grid = sg.Parameters.from_dict({**PARAMS, "curve_sizes": [100, 150, 300],
                                          "curve_seeds": [0, 1]})
     runs = sg.grid_runs(grid)
     per_teacher = 1 + 2 + 2 + 2 + 1           # noiseless, σ², p, controls, Hinton
@@ -110,13 +111,13 @@ def test_grid_runs_teachers_first_with_a_control_per_p_in_each_setting():
 
 
 def test_students_train_as_long_as_their_teacher_unless_told_otherwise():
-    grid = sg.grid_from_parameters({**PARAMS, "student_epochs": None, "teacher_epochs": 5})
+    grid = sg.Parameters.from_dict({**PARAMS, "student_epochs": None, "teacher_epochs": 5})
     assert {r.epochs for r in sg.grid_runs(grid)} == {5}
     assert "teachers 5 and students 5 epochs" in sg.scope_note(grid)
 
 
 def test_each_setting_has_its_seeds_levels_and_passes():
-    grid = sg.grid_from_parameters({**PARAMS, "headroom_seeds": [5, 6, 7],
+    grid = sg.Parameters.from_dict({**PARAMS, "headroom_seeds": [5, 6, 7],
                                          "headroom_sigma2s": [0.25, 1.0], "headroom_passes": 2})
     runs = sg.grid_runs(grid)
     head = [r for r in runs if r.train_limit == 150]
@@ -125,7 +126,7 @@ def test_each_setting_has_its_seeds_levels_and_passes():
     full = [r for r in runs if r.train_limit is None]
     assert {r.seed for r in full} == {0, 1, 2, 3} and {r.passes for r in full} == {1}
     assert {r.level for r in full if r.noise == "gaussian"} == {1.0, 4.0}
-    own = sg.grid_runs(sg.grid_from_parameters({**PARAMS, "own_streams": True}))
+    own = sg.grid_runs(sg.Parameters.from_dict({**PARAMS, "own_streams": True}))
     one_teacher = [r for r in own if r.role == "student" and r.seed == 0 and r.train_limit is None]
     assert len({r.stream for r in one_teacher}) == len(one_teacher) == 8
 
@@ -136,8 +137,9 @@ def test_each_setting_has_its_seeds_levels_and_passes():
     (dict(ps=[1.2]), r"ps \(swap probabilities\) must lie in \[0, 1\]"),
     (dict(ps=[0.0]), r"ps \(swap probabilities\) must be > 0"),
     (dict(sigma2s=[-1.0]), r"sigma2s \(Gaussian noise variances\) must be > 0"),
-    (dict(sigma2s=4.0), "sigma2s must be a list, got 4.0"),
-    (dict(seeds="abc"), "seeds must be a list, got 'abc'"),
+    (dict(sigma2s=4.0), "sigma2s' of sec5_distillation must be a list of numbers, got 4.0"),
+    (dict(seeds="abc"), "parameter 'seeds' of sec5_distillation must be a list of integers, "
+                        "got 'abc'"),
     (dict(depth=7), r"depth must be of the form 6n \+ 2"),
     (dict(teacher_epochs=0), "epochs must be >= 1"),
     (dict(student_epochs=0), "student_epochs must be >= 1"),
@@ -152,11 +154,11 @@ def test_each_setting_has_its_seeds_levels_and_passes():
 
 def test_bad_grid_parameters(change, match):
     with pytest.raises(ValueError, match=match):
-        sg.grid_from_parameters({**PARAMS, **change})
+        sg.Parameters.from_dict({**PARAMS, **change})
 
 
 def test_summarise_needs_every_run_and_pairs_each_student_with_its_control():
-    grid = sg.grid_from_parameters(PARAMS)
+    grid = sg.Parameters.from_dict(PARAMS)
     recs = fake_records(grid, good)
     with pytest.raises(ValueError, match="1 run\\(s\\) of the grid are not finished"):
         distill.summarise(grid, recs[:-1])

@@ -17,13 +17,14 @@ from dsmlib.figures.sec5_distillation import (CONTROL_NAME, curve_figure, delta_
                                               seeds_table, settings_table, shrinkage_table)
 from dsmlib.models.runs import RunRecord
 
-PARAMS = dict(datasets=["digits", "svhn"], depth=8, teacher_epochs=3, student_epochs=2,
+PARAMS = dict(headroom_size=None, headroom_sigma2s=None, headroom_seeds=None, headroom_passes=1, curve_sizes=[], curve_seeds=[], n_train_eval=None,
+              datasets=["digits", "svhn"], depth=8, teacher_epochs=3, student_epochs=2,
               sigma2s=[1.0, 4.0, 16.0], ps=[0.1, 0.3], seeds=[0, 1, 2], n_gradnorm=16)
 COLUMNS = ["digits, full data", "svhn, full data"]
 
 
 def results(**change):
-    grid = sg.grid_from_parameters({**PARAMS, **change})
+    grid = sg.Parameters.from_dict({**PARAMS, **change})
     recs = []
     for c in sg.grid_runs(grid):
         lvl = (c.level if c.noise == "gaussian" else 0 if c.noise == "hinton" else
