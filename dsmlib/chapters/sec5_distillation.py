@@ -27,7 +27,7 @@ from ..models.step import Noise
 from .sec5_grid import (CONTROL, HINTON, KINDS, Parameters, Setting, curve_runs, grid_levels,
                         grid_runs, students_of, teacher_config)
 
-__all__ = ["Cell", "DistillResults", "METRICS", "summarise", "selected_levels",
+__all__ = ["Cell", "DistillResults", "METRICS", "diverged", "summarise", "selected_levels",
            "selected_test_acc", "shrinkage", "shrinkage_rows"]
 
 
@@ -60,6 +60,9 @@ class DistillResults:
     cells: list[Cell]
     curve: list[dict[str, Any]] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)
+    diverged: dict[str, dict[int, list[str]]] = field(default_factory=dict)
+    """Per setting, the seeds left out of every cell because a run of theirs diverged, with the
+    labels of the runs that did (:func:`diverged`)."""
 
     @property
     def settings(self) -> list[str]:
@@ -68,6 +71,10 @@ class DistillResults:
 
     def setting(self, name: str) -> Setting:
         return next(s for s in self.grid.settings if s.name == name)
+
+    def n_seeds(self, setting: str) -> int:
+        """The seeds the setting's cells hold (its grid's, less those left out, ``diverged``)."""
+        return len(self.teacher(setting).seeds)
 
     def teacher(self, setting: str) -> Cell:
         return next(c for c in self.cells if c.setting == setting and c.role == "teacher")
@@ -113,25 +120,50 @@ def _cell(setting: str, role: str, kind: str, level: float, seeds: Sequence[int]
     return cell
 
 
+def diverged(history: Sequence[dict[str, Any]]) -> bool:
+    """Whether a run diverged: its final training loss or ``G`` is not finite (``None``, not
+    measured, is not divergence)."""
+    last = history[-1]
+    return any(last.get(m) is not None and not np.isfinite(last[m])
+               for m in ("train_loss", "gradnorm", "test_acc"))
+
+
 def summarise(grid: Parameters, records: Sequence[RunRecord]) -> DistillResults:
     """Arrange finished records by cell and seed (every run of the grid must be finished), and
     the teachers' test accuracy by training-set size
-    (:func:`dsmlib.chapters.sec5_readouts.teacher_curve`)."""
+    (:func:`dsmlib.chapters.sec5_readouts.teacher_curve`).
+
+    A seed with a diverged run (:func:`diverged`) is left out of its setting's cells, all of
+    them, since its teacher and students are compared with each other; the seeds left out and
+    their diverged runs are in ``DistillResults.diverged``. Fewer than two seeds left in a
+    setting is an error: no interval over seeds exists."""
     by_key = {r.config.key(): r for r in records}
     missing = [c.label() for c in grid_runs(grid) if c.key() not in by_key or not by_key[c.key()].done]
     if missing:
         raise ValueError(f"{len(missing)} run(s) of the grid are not finished, e.g. {missing[:3]}")
-    cells = []
+    cells, dropped = [], {}
     for s in grid.settings:
-        teachers = [teacher_config(grid, s, seed) for seed in s.seeds]
+        bad: dict[int, list[str]] = {}
+        for seed in s.seeds:
+            t = teacher_config(grid, s, seed)
+            for c in [t, *students_of(grid, s, t)]:
+                if diverged(by_key[c.key()].history):
+                    bad.setdefault(seed, []).append(c.label())
+        seeds = [seed for seed in s.seeds if seed not in bad]
+        if bad:
+            dropped[s.name] = bad
+        if len(seeds) < 2:
+            raise ValueError(f"setting {s.name!r}: runs of {len(bad)} of its {len(s.seeds)} seeds "
+                             f"diverged ({sorted(bad)}), fewer than 2 seeds are left")
+        teachers = [teacher_config(grid, s, seed) for seed in seeds]
         groups = [("teacher", Noise.NONE, 0.0, teachers)] + [
             ("student", kind, level, [c for t in teachers for c in students_of(grid, s, t)
                                       if (c.noise, c.level) == (kind, level)])
             for kind, level in grid_levels(grid, s)]
         for role, kind, level, configs in groups:
-            cells.append(_cell(s.name, role, kind, level, s.seeds,
+            cells.append(_cell(s.name, role, kind, level, seeds,
                                [by_key[c.key()].history for c in configs]))
-    return DistillResults(grid, cells, curve=_curve(grid, by_key))
+    return DistillResults(grid, cells, curve=_curve(grid, by_key), diverged=dropped)
 
 
 def _curve(grid: Parameters, by_key: dict[str, RunRecord]) -> list[dict[str, Any]]:

@@ -122,7 +122,7 @@ def accuracy_headroom(res: DistillResults, claims: Sequence[Any]) -> list[str]:
         lo, hi = row["interval"]
         half, room = (hi - lo) / 2, 1.0 - acc
         verdict_text = ("so even a student that closed the whole gap would stay unconfirmed at "
-                        f"this spread with {len(res.setting(s).seeds)} seeds" if half >= room else
+                        f"this spread with {res.n_seeds(s)} seeds" if half >= room else
                         "so a gain as large as the headroom could be resolved")
         delta = row.get("delta")
         smallest = ("" if delta is None else
@@ -172,7 +172,7 @@ def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *, power: float 
         for d in c.details:
             if d.get("se") is None or (d.get("verdict") != "inconclusive" and c.id not in every):
                 continue
-            n = len(res.setting(setting_of(d["case"], res.settings)).seeds)
+            n = res.n_seeds(setting_of(d["case"], res.settings))
             lo, hi = d["interval"]
             band = _planning_band(d)
             resolved = resolvable(d["measured"], band)

@@ -58,6 +58,14 @@ def departures(res: DistillResults) -> list[str]:
                    "acts as a regulariser (Mobahi et al. 2020), which has the most to give where "
                    "data are scarce; Furlanello et al. (2018) report students of their teacher's "
                    "architecture beating it.")
+    for name, bad in res.diverged.items():
+        runs = "; ".join(f"seed {seed}: " + ", ".join(labels) for seed, labels in sorted(bad.items()))
+        out.append(f"Diverged runs ({name}): {runs}. Their training loss became non-finite, so "
+                   f"seed{'s' if len(bad) > 1 else ''} {', '.join(map(str, sorted(bad)))} "
+                   f"{'are' if len(bad) > 1 else 'is'} left out of every {name} cell and claim "
+                   f"({len(res.setting(name).seeds) - len(bad)} of {len(res.setting(name).seeds)} "
+                   "seeds kept): a student is judged against its teacher and its control of the "
+                   "same seed. Leaving a seed out is a selection; its count is stated here.")
     out += [
         "Loss: the students' quadratic loss is the mean over the L logits, (1/L)‖f − ỹ‖², whose "
         f"gradient is 2/L times that of Eq. 13's ½‖f − ỹ‖²: at learning rate η = {g.lr:g} the "

@@ -107,7 +107,7 @@ def figure1(res: DistillResults) -> go.Figure:
     fig = make_subplots(rows=3, cols=len(ss), column_titles=_titles(res), shared_xaxes=True,
                         vertical_spacing=0.06, horizontal_spacing=0.08)
     for j, s in enumerate(ss, start=1):
-        n_seeds = len(res.setting(s).seeds)
+        n_seeds = res.n_seeds(s)
         dof = n_seeds - 1
         ticks = _ticks(res, s)
         width = len(ticks) - 1
