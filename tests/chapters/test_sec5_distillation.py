@@ -177,6 +177,39 @@ def test_summarise_needs_every_run_and_pairs_each_student_with_its_control():
         res.control(res.noiseless(FULL))
 
 
+def test_a_seed_with_a_diverged_run_leaves_its_setting_and_the_page_says_so():
+    """Found on an H200: ResNet-56 students of the headroom setting reached a non-finite loss,
+    and the claims stopped the page with 'measured must be finite'. A diverged run's seed now
+    leaves every cell of its setting (its students are compared within the seed), the other
+    setting keeps all its seeds, and the departures list the runs and the seeds kept."""
+    grid = sg.Parameters.from_dict(PARAMS)
+
+    def final(c):
+        blown = c.train_limit == 150 and c.seed == 2 and c.noise == "gaussian" and c.level == 4.0
+        return good(c) | (dict(train_loss=math.nan, gradnorm=math.nan) if blown else {})
+
+    recs = fake_records(grid, final)
+    res = distill.summarise(grid, recs)
+    assert res.diverged == {HEAD: {2: ["digits-150images/resnet8/student-gaussian-4/seed2"]}}
+    assert list(res.teacher(HEAD).seeds) == [0, 1, 3] and res.n_seeds(HEAD) == 3
+    assert res.n_seeds(FULL) == 4
+    assert all(np.isfinite(c.final["gradnorm"]).all() for c in res.cells)
+    claims = sc.distill_claims(res, scope_note="synthetic")      # no longer stops on a NaN
+    assert {c.id for c in claims} == IDS
+    line = next(x for x in scope.departures(res) if x.startswith("Diverged runs"))
+    assert "seed 2: digits-150images/resnet8/student-gaussian-4/seed2" in line
+    assert "(3 of 4 seeds kept)" in line
+    # a finished run without its G (None: not measured) has not diverged
+    assert not distill.diverged([{"train_loss": 0.1, "gradnorm": None, "test_acc": 0.9}])
+
+    def many(c):
+        return good(c) | (dict(train_loss=math.inf) if c.train_limit == 150 and c.seed < 3
+                          and c.role == "teacher" else {})
+
+    with pytest.raises(ValueError, match="fewer than 2 seeds are left"):
+        distill.summarise(grid, fake_records(grid, many))
+
+
 def test_shrinkage_and_its_rows():
     assert [round(distill.shrinkage(p, 10), 4) for p in (0.1, 0.3, 0.5)] == [0.8889, 0.6667, 0.4444]
     assert distill.shrinkage(0.9, 10) == pytest.approx(0.0)
