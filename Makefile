@@ -23,12 +23,19 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	@touch $@
 
+# JupyterLab (for its test) brings jsonschema's format-nongpl extra, whose rfc3987-syntax compiles
+# 39 Lark grammars whenever nbformat is imported: 2.4 s of every process that reads a notebook
+# (each CLI call, papermill run and site build; measured on the 2-core AMD EPYC). Nothing here
+# checks IRI formats, and jsonschema skips a format whose checker is missing, so it goes.
+SLOW_IMPORTS := rfc3987-syntax
 $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt requirements-lab.txt
 	$(PY) -m pip install -q -r requirements-test.txt
+	$(PY) -m pip uninstall -q -y $(SLOW_IMPORTS)
 	@touch $@
 
 $(VENV)/.installed-lab: $(VENV)/.installed requirements-lab.txt
 	$(PY) -m pip install -q -r requirements-lab.txt
+	$(PY) -m pip uninstall -q -y $(SLOW_IMPORTS)
 	@touch $@
 
 # One chapter live in JupyterLab, parameterised for PROFILE; its results go to results/custom/.

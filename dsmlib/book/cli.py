@@ -18,7 +18,6 @@ import json
 import sys
 from pathlib import Path
 
-from .grid import add_grid_parser, grid_command
 from .lab import launch_lab, prepare_lab
 from .profiles import DEFAULT_PROFILE, PROFILES, check_profile, load_specs, parse_value
 from .store import BookBusy
@@ -27,7 +26,9 @@ from .runner import (CELL_TIMEOUT_S, NotebookFailed, NotebookRefused, declared_p
                      execute, find_root, source_notebook)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(grid: bool = True) -> argparse.ArgumentParser:
+    """The command line; with ``grid=False`` the ``grid`` subcommand is only named (its
+    module imports torch, 2 s of every other command's start on a 2-core CPU)."""
     ap = argparse.ArgumentParser(prog="python -m dsmlib", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", default=None, help="book root (default: found from the cwd)")
@@ -77,8 +78,15 @@ def _parser() -> argparse.ArgumentParser:
     lab.add_argument("--port", type=int, default=None, help="JupyterLab's port")
     lab.add_argument("--prepare-only", action="store_true",
                      help="write _build/lab/<name>.ipynb and print its path; start nothing")
-    add_grid_parser(sub)
+    if grid:
+        from .grid import add_grid_parser
+        add_grid_parser(sub)
+    else:
+        sub.add_parser("grid", help=GRID_HELP)
     return ap
+
+
+GRID_HELP = "fetch the data of, launch, watch or collect the self-distillation grid"
 
 
 def run_time(root: Path, profile: str, name: str) -> str:
@@ -101,7 +109,8 @@ def _duration(s: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser(grid="grid" in argv).parse_args(argv)
     root = None
     try:
         root = find_root(args.root)
@@ -124,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(path)
             return 0
         if args.command == "grid":
+            from .grid import grid_command
             return grid_command(root, args)
         if args.command == "lab":
             check_profile(args.profile)

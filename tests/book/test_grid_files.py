@@ -161,9 +161,9 @@ def documented_grid_commands() -> list[tuple[str, str]]:
 
 
 def test_documented_grid_commands_parse_and_downloading_trains_nothing(monkeypatch):
-    from dsmlib.book import cli
+    from dsmlib.book import grid
     seen = []
-    monkeypatch.setattr(cli, "grid_command", lambda root, args: seen.append(args) or 0)
+    monkeypatch.setattr(grid, "grid_command", lambda root, args: seen.append(args) or 0)
     commands = documented_grid_commands()
     for where, cmd in commands:
         assert main(cmd.split()) == 0, (where, cmd)
