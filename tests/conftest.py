@@ -3,6 +3,7 @@ and built under the smoke profile."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import (ROOT, copy_book, files_using,  # noqa: F401  (ROOT re-exported)
-                     install_fixture_reference, xdist_scope)
+                     install_fixture_reference, work_order)
 
 
 @pytest.fixture(scope="session", params=["cpu", "cuda"])
@@ -26,37 +27,68 @@ def device(request):
 
 
 @pytest.fixture(scope="session")
-def smoke_book(tmp_path_factory) -> Path:
+def smoke_book(tmp_path_factory, worker_id) -> Path:
     """A copy of the book executed with papermill and built, exactly as `make book` does,
-    with the committed references and the fixture ``gpu`` reference of Section 5."""
-    root = copy_book(tmp_path_factory.mktemp("book"))
-    install_fixture_reference(root, "gpu", "sec5_distillation")
-    proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), "book",
-                           "--profile", "smoke", "--no-progress"],
-                          capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, f"smoke book failed:\n{proc.stdout[-5000:]}\n{proc.stderr[-5000:]}"
+    with the committed references and the fixture ``gpu`` reference of Section 5.
+
+    Built once per test session: under pytest-xdist the first worker to ask builds it, under a
+    file lock in the session's shared temporary folder, and the others wait for it. It is
+    read-only: a test that executes, builds or re-runs anything in it works on a copy
+    (:func:`smoke_book_copy`), so that tests on other workers read it undisturbed."""
+    from filelock import FileLock
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent
+    root, done, failed = (shared / f"smoke_book{s}" for s in ("", ".done", ".failed"))
+    with FileLock(str(shared / "smoke_book.lock")):
+        if failed.exists():
+            pytest.fail(failed.read_text())
+        if not done.exists():
+            copy_book(root)
+            install_fixture_reference(root, "gpu", "sec5_distillation")
+            proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), "book",
+                                   "--profile", "smoke", "--no-progress"],
+                                  capture_output=True, text=True, timeout=1800)
+            if proc.returncode != 0:
+                failed.write_text(f"smoke book failed:\n{proc.stdout[-5000:]}\n"
+                                  f"{proc.stderr[-5000:]}")
+                pytest.fail(failed.read_text())
+            done.touch()
     return root
+
+
+@pytest.fixture
+def smoke_book_copy(smoke_book, tmp_path) -> Path:
+    """A private copy of the session's smoke book, its site included, for a test that runs the
+    runner in it (96 MB; copied in about a second)."""
+    return Path(shutil.copytree(smoke_book, tmp_path / "smoke_book", symlinks=True))
 
 
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadfile`` (`make test` runs ``-n auto --dist loadfile``) each test file
-    runs on one worker, so its module-scoped fixtures are built once, and every file that uses
-    the session's ``smoke_book`` runs on the same worker, in one process as without xdist: that
-    worker builds the book once, and the tests that re-execute it never race another's reads.
-
-    (xdist's ``loadgroup`` would say this with marks, but it renames node ids through a field
-    pytest 9.2 no longer reads; the scheduler sees node ids only, so the book's files are found
-    by their text.)"""
+    is one work unit, so its module-scoped fixtures are built once. The units are handed out
+    in the order :func:`helpers.work_order` gives: the file that builds the session's smoke
+    book first, and the other files that read it after half of the rest, so that they seldom
+    wait for it, longest first. (xdist's ``loadgroup`` would say this with marks, but it
+    renames node ids through a field pytest 9.2 no longer reads; the scheduler sees node ids
+    only, so the book's files are found by their text.)"""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
-    together = files_using(config.rootpath, "smoke_book")
+    readers = files_using(config.rootpath, "smoke_book")
 
-    class BookFilesTogether(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return xdist_scope(nodeid, together)
+    class BookFirst(LoadFileScheduling):
+        ordered = False
 
-    return BookFilesTogether(config, log)
+        def _assign_work_unit(self, node):
+            # xdist fills ``workqueue`` (largest unit first), then assigns units from its
+            # front: the first assignment reorders it, once
+            if not self.ordered:
+                self.ordered = True
+                order = work_order(list(self.workqueue), readers)
+                self.workqueue = type(self.workqueue)((u, self.workqueue[u]) for u in order)
+            super()._assign_work_unit(node)
+
+    return BookFirst(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)

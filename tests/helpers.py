@@ -210,14 +210,75 @@ def files_using(root: Path, fixture: str) -> set[str]:
             if re.search(rf"\b{re.escape(fixture)}\b", p.read_text())}
 
 
-def xdist_scope(nodeid: str, together: set[str]) -> str:
-    """The pytest-xdist work unit of a test: its file, or one shared unit for the files in
-    ``together`` (the files that use the session's smoke book)."""
-    path = nodeid.split("::", 1)[0]
-    return "smoke_book" if path in together else path
+#: The file whose tests first ask for the session's smoke book (they build it).
+BOOK_BUILDER = "tests/book/test_book.py"
+#: Seconds each file that reads the book took in a `make test` on 2 cores (2026-11-27, AMD
+#: EPYC): they are handed out longest first, so that two long ones do not end the run alone.
+READER_SECONDS = {"tests/book/test_browser.py": 197, "tests/book/test_browser_explorers.py": 122,
+                  "tests/book/test_gpu_check.py": 81, "tests/book/test_references.py": 34,
+                  "tests/book/test_sec5_notebook.py": 22, "tests/book/test_site_favicon.py": 20}
+
+
+def work_order(units: list[str], readers: set[str]) -> list[str]:
+    """The order in which pytest-xdist hands out the work units (test files) ``units``, given
+    in xdist's order (most tests first): the smoke book's builder first, since a file that
+    reads the book (``readers``) waits for it if it starts before the book is built (about
+    2 min on 2 cores); then the first half of the other files; then the readers, longest
+    first (:data:`READER_SECONDS`); then the second half, the files with fewest tests, which
+    fill the end of the run."""
+    first = [u for u in (BOOK_BUILDER,) if u in units]
+    rest = [u for u in units if u not in readers and u not in first]
+    late = sorted((u for u in units if u in readers and u not in first),
+                  key=lambda u: -READER_SECONDS.get(u, 0))
+    half = (len(rest) + 1) // 2
+    return first + rest[:half] + late + rest[half:]
 
 
 # --------------------------------------------------------------------------- headless Chromium
+@contextmanager
+def served(html: Path):
+    """The folder ``html`` on a quiet local HTTP server, for the duration of the block: yields
+    its base URL."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                          functools.partial(Quiet, directory=str(html)))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}/"
+    finally:
+        srv.shutdown()
+
+
+def open_page(browser, base: str, path: str, width: int = 1400):
+    """A page that aborts (and records) every request leaving ``base``."""
+    page = browser.new_page(viewport={"width": width, "height": 1000})
+    blocked, errors = [], []
+
+    def route(r):
+        if r.request.url.startswith(base) or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    page.goto(base + path, wait_until="load")
+    if page.evaluate("document.querySelectorAll('script.dsm-plotly-data').length"):
+        page.wait_for_function("document.documentElement.getAttribute('data-dsm-plotly')"
+                               " === 'ready'", timeout=30_000)
+    page.wait_for_timeout(800)   # MathJax and the equation fitting
+    return page, blocked, errors
+
+
 def chromium_launcher(chromium: str, folder: Path) -> str:
     """An executable for playwright that starts ``chromium`` at the niceness of the tests.
 

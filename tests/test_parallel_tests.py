@@ -1,27 +1,35 @@
 """How `make test` splits the suite over pytest-xdist workers (tests/conftest.py): a file is one
-work unit, and every file that uses the session's smoke book shares one unit, so that book is
-built once and the tests that re-execute it run in one process, as without xdist. Section 5's
-notebook executes once per session, in that book: the notebook test and the GPU script's dry
-run take its execution from there."""
+work unit. The session's smoke book is built once, by the first worker that asks for it, and
+read by the files that use it, on any worker: the book's builder is handed out first, its
+readers after half of the other files, longest first, and the other half last. Section 5's notebook
+executes once per session, in that book: the notebook test and the GPU script's dry run take
+its execution from there."""
 from __future__ import annotations
 
 import re
 
-from helpers import ROOT, files_using, xdist_scope
+from helpers import BOOK_BUILDER, READER_SECONDS, ROOT, files_using, work_order
 
 
-def test_the_smoke_book_files_are_one_work_unit_and_the_rest_one_per_file():
-    together = files_using(ROOT, "smoke_book")
+def test_the_smoke_book_is_built_first_and_read_after_half_the_rest():
+    readers = files_using(ROOT, "smoke_book")
     assert {"tests/book/test_book.py", "tests/book/test_browser.py",
             "tests/book/test_references.py", "tests/book/test_site_favicon.py",
-            "tests/book/test_sec5_notebook.py", "tests/book/test_gpu_check.py"} <= together
-    assert "tests/book/test_profiles.py" not in together
-    assert "tests/conftest.py" not in together             # defines it; holds no test
-    book = {xdist_scope(f"{f}::test_x[a/b.html]", together) for f in together}
-    assert book == {"smoke_book"}
-    assert xdist_scope("tests/book/test_profiles.py::test_a", together) == \
-        xdist_scope("tests/book/test_profiles.py::Cls::test_b[x::y]", together) == \
-        "tests/book/test_profiles.py"
+            "tests/book/test_sec5_notebook.py", "tests/book/test_gpu_check.py"} <= readers
+    assert BOOK_BUILDER in readers
+    assert "tests/book/test_profiles.py" not in readers
+    assert "tests/conftest.py" not in readers              # defines it; holds no test
+    others = ["tests/theory/test_a.py", "tests/models/test_b.py", "tests/test_c.py"]
+    units = ["tests/book/test_references.py", others[0], BOOK_BUILDER, others[1],
+             "tests/book/test_browser.py", others[2]]
+    assert work_order(units, readers) == [
+        BOOK_BUILDER, others[0], others[1], "tests/book/test_browser.py",
+        "tests/book/test_references.py", others[2]]
+    assert set(READER_SECONDS) <= readers                  # the table names readers only
+    assert sorted(work_order(units, readers)) == sorted(units)          # nothing lost
+    assert work_order(others, readers) == others                        # no book: as given
+    assert work_order([others[0], "tests/book/test_references.py"], readers) == \
+        [others[0], "tests/book/test_references.py"]
 
 
 def test_a_name_inside_another_word_does_not_count(tmp_path):

@@ -193,12 +193,13 @@ def verdict_rows(page: str, scale: str = "build") -> dict[str, tuple[str, str]]:
     return {i: (v, re.sub(r"\s+", " ", m).strip()) for s, v, i, m in rows if s == scale}
 
 
-def test_ledger_matches_every_chapter_after_hand_runs(smoke_book, tmp_path):
+def test_ledger_matches_every_chapter_after_hand_runs(smoke_book_copy, tmp_path):
     """A papermill run by hand with another parameter and an `execute` with an override
     leave results/smoke/ alone; after a rebuild, the ledger and every chapter's verdict
     table agree number for number, and both are the results files'."""
     import subprocess
     import sys
+    smoke_book = smoke_book_copy
     res = smoke_book / "results" / "smoke" / "ols.json"
     before = res.read_bytes()
     proc = subprocess.run([sys.executable, "-m", "papermill", "book/chapters/smoke/ols.ipynb",
@@ -226,9 +227,10 @@ def test_ledger_matches_every_chapter_after_hand_runs(smoke_book, tmp_path):
     assert {i: chapters.get(i) for i in ledger} == ledger
 
 
-def test_unchanged_notebooks_are_not_re_executed(smoke_book):
+def test_unchanged_notebooks_are_not_re_executed(smoke_book_copy):
     import subprocess
     import sys
+    smoke_book = smoke_book_copy
     before = {p: p.stat().st_mtime
               for p in (smoke_book / "book" / "chapters" / "smoke").glob("*.ipynb")}
     proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(smoke_book), "execute",

@@ -3,28 +3,23 @@
 Over every page of the smoke book, served from a local HTTP server: no request leaves the
 site, no console error (the allow-list is empty), every plotly figure renders with titled axes,
 math renders, and no display equation, table or code block overflows its column at 1400 px;
-verdict tables also fit a phone. Every slider and drop-down changes its figure, and the two
-controls of an explorer compose. The ledger's rows match the results JSON, and every internal
-link resolves. If Chromium is missing the tests skip loudly, except under CI=true.
+verdict tables also fit a phone. The ledger's rows match the results JSON, and every internal
+link resolves. If Chromium is missing the tests skip loudly, except under CI=true. (The
+explorers' controls are tested in test_browser_explorers.py.)
 """
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import os
 import re
-import shutil
-import threading
-import warnings
 from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 import pytest
 
+from helpers import open_page, served
+
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ALLOWED_CONSOLE: list[str] = []   # none: every console error fails the page
 
 
@@ -40,60 +35,8 @@ def site_pages(html: Path) -> list[str]:
 def site(smoke_book):
     """The smoke book's site on a local HTTP server: (root dir, base URL)."""
     html = smoke_book / "_build" / "html"
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                          functools.partial(Quiet, directory=str(html)))
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield html, f"http://127.0.0.1:{srv.server_address[1]}/"
-    srv.shutdown()
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        msg = ("\n" + "!" * 78 + "\n  Chromium is not installed: the browser tests are SKIPPED.\n"
-               "  Install it with `apt-get install chromium` (make test tries to).\n" + "!" * 78)
-        if os.environ.get("CI") == "true":
-            pytest.fail("Chromium is required under CI=true" + msg)
-        warnings.warn(msg)
-        print(msg)
-        pytest.skip("Chromium not installed")
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        from helpers import chromium_launcher
-        exe = chromium_launcher(CHROMIUM, tmp_path_factory.mktemp("chromium"))
-        b = p.chromium.launch(executable_path=exe, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        yield b
-        b.close()
-
-
-def open_page(browser, base: str, path: str, width: int = 1400):
-    """A page that aborts (and records) every request leaving ``base``."""
-    page = browser.new_page(viewport={"width": width, "height": 1000})
-    blocked, errors = [], []
-
-    def route(r):
-        if r.request.url.startswith(base) or r.request.url.startswith("data:"):
-            r.continue_()
-        else:
-            blocked.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-    page.goto(base + path, wait_until="load")
-    if page.evaluate("document.querySelectorAll('script.dsm-plotly-data').length"):
-        page.wait_for_function("document.documentElement.getAttribute('data-dsm-plotly')"
-                               " === 'ready'", timeout=30_000)
-    page.wait_for_timeout(800)   # MathJax and the equation fitting
-    return page, blocked, errors
+    with served(html) as base:
+        yield html, base
 
 
 OVERFLOW_JS = """(phone) => {
@@ -195,54 +138,6 @@ def test_verdict_tables_fit_a_phone(view, site):
         assert view(path, PHONE)["tables"] == [], path
 
 
-def test_every_explorer_control_changes_its_figure(browser, site):
-    """Every slider step and every drop-down entry shows a different set of traces, and a
-    drop-down change keeps the slider's position (the controls compose)."""
-    html, base = site
-    seen = 0
-    for path in [p for p in site_pages(html) if "chapters/" in p]:
-        page, blocked, errors = open_page(browser, base, path)
-        n = page.evaluate("document.querySelectorAll('.js-plotly-plot').length")
-        for k in range(n):
-            gd = page.query_selector_all(".js-plotly-plot")[k]
-            has_slider = page.evaluate("gd => (gd.layout.sliders || []).length > 0", gd)
-            menus = page.evaluate("gd => (gd.layout.updatemenus || []).length", gd)
-            if not (has_slider or menus):
-                continue
-            seen += 1
-            gd.scroll_into_view_if_needed()
-            vis = "gd => JSON.stringify(gd._fullData.map(t => t.visible === true))"
-            before = page.evaluate(vis, gd)
-            if has_slider:
-                steps = page.evaluate("gd => gd.layout.sliders[0].steps.length", gd)
-                assert gd.query_selector(".slider-rail-rect"), f"{path}: figure {k}'s slider is not drawn"
-                rail = gd.query_selector(".slider-rail-rect").bounding_box()
-                grip = gd.query_selector(".slider-grip-rect").bounding_box()
-                page.mouse.move(grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2)
-                page.mouse.down()
-                for frac in (0.3, 0.6, 0.99):
-                    page.mouse.move(rail["x"] + rail["width"] * frac, grip["y"] + grip["height"] / 2)
-                page.mouse.up()
-                page.wait_for_timeout(500)
-                assert page.evaluate("gd => gd.layout.sliders[0].active", gd) == steps - 1, path
-                after_slider = page.evaluate(vis, gd)
-                assert after_slider != before, f"{path}: the slider did not change figure {k}"
-                before = after_slider
-            if menus:
-                gd.query_selector(".updatemenu-header-group").click()
-                page.wait_for_timeout(300)
-                buttons = gd.query_selector_all(".updatemenu-dropdown-button")
-                buttons[min(1, len(buttons) - 1)].click()
-                page.wait_for_timeout(800)
-                assert page.evaluate(vis, gd) != before, f"{path}: the menu did not change figure {k}"
-                if has_slider and page.evaluate("gd => !!(gd.layout.meta && gd.layout.meta.dsm_grid)", gd):
-                    assert page.evaluate("gd => gd.layout.sliders[0].active", gd) == steps - 1, \
-                        f"{path}: the menu reset the slider of figure {k}"
-        assert blocked == [] and errors == [], (path, blocked, errors)
-        page.close()
-    assert seen >= 4    # the explorers of ols, prop1, prop2, remark3_valley
-
-
 def test_ledger_rows_match_the_results(smoke_book):
     html = (smoke_book / "_build" / "html" / "book" / "ledger.html").read_text()
     ids = re.findall(r"<tr data-scale='build' class='claim v-(\w+)'>.*?<code>([^<]+)</code>",
@@ -286,53 +181,6 @@ PAGES = ["book/intro.html", "book/ledger.html", "book/errata.html", "book/reprod
          *(f"book/chapters/{c}.html" for c in CHAPTERS)]
 PHONE = 390
 REMARK3 = "book/chapters/remark3_valley.html"
-
-LEGEND_JS = "gd => gd._fullLayout.showlegend ? gd.querySelectorAll('.legend .traces').length : 0"
-
-
-def _explorers(page) -> list:
-    """The figures of a page with a slider or a drop-down."""
-    return [gd for gd in page.query_selector_all(".js-plotly-plot")
-            if page.evaluate("gd => (gd.layout.sliders || []).length"
-                             " + (gd.layout.updatemenus || []).length > 0", gd)]
-
-
-def _move_slider(page, gd, frac: float) -> None:
-    rail = gd.query_selector(".slider-rail-rect").bounding_box()
-    grip = gd.query_selector(".slider-grip-rect").bounding_box()
-    page.mouse.click(rail["x"] + rail["width"] * frac, grip["y"] + grip["height"] / 2)
-    page.wait_for_timeout(400)
-
-
-def _pick_menu_entry(page, gd, k: int = 1) -> None:
-    gd.query_selector(".updatemenu-header-group").click()
-    page.wait_for_timeout(300)
-    buttons = gd.query_selector_all(".updatemenu-dropdown-button")
-    buttons[min(k, len(buttons) - 1)].click()
-    page.wait_for_timeout(600)
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_static_explorers_keep_their_legend_after_a_control_moves(browser, site, chapter):
-    """Issue 18, item 1: an explorer's legend explains its colours in every state, not only
-    the first one (each state carries its own legend entries)."""
-    _, base = site
-    page, _, _ = open_page(browser, base, f"book/chapters/{chapter}.html")
-    lost = {}
-    for k, gd in enumerate(_explorers(page)):
-        gd.scroll_into_view_if_needed()
-        counts = [page.evaluate(LEGEND_JS, gd)]
-        if gd.query_selector(".slider-rail-rect"):
-            _move_slider(page, gd, 0.99)
-            counts.append(page.evaluate(LEGEND_JS, gd))
-        if gd.query_selector(".updatemenu-header-group"):
-            _pick_menu_entry(page, gd)
-            counts.append(page.evaluate(LEGEND_JS, gd))
-        if counts[0] == 0 or min(counts) < counts[0]:
-            lost[k] = counts
-    page.close()
-    assert lost == {}, f"legend entries (first state, after slider, after menu): {lost}"
-
 
 NUM = r"[−-]?\d+(?:\.\d+)?(?:e[−+-]?\d+)?"
 BRACKETS = re.compile(rf"\[\s*({NUM}),\s*({NUM})\s*\]")

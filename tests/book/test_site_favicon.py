@@ -3,13 +3,12 @@ itself, and nothing (no favicon 404, no other failed request) logs a console err
 browser context each time, so nothing is cached from an earlier page."""
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import shutil
-import threading
 
 import pytest
+
+from helpers import served
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -17,15 +16,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 @pytest.fixture(scope="module")
 def base_url(smoke_book):
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-    html = smoke_book / "_build" / "html"
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                          functools.partial(Quiet, directory=str(html)))
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/"
-    srv.shutdown()
+    with served(smoke_book / "_build" / "html") as base:
+        yield base
 
 
 @pytest.mark.parametrize("path", ["", "book/intro.html", "book/chapters/ols.html"])
