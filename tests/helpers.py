@@ -213,9 +213,10 @@ def files_using(root: Path, fixture: str) -> set[str]:
 #: The file whose tests first ask for the session's smoke book (they build it).
 BOOK_BUILDER = "tests/book/test_book.py"
 #: Seconds each file that reads the book took in a `make test` on 2 cores (2026-11-27, AMD
-#: EPYC): they are handed out longest first, so that two long ones do not end the run alone.
-READER_SECONDS = {"tests/book/test_browser.py": 197, "tests/book/test_browser_explorers.py": 122,
-                  "tests/book/test_gpu_check.py": 81, "tests/book/test_references.py": 34,
+#: EPYC; the explorers' file: 43 s alone, idle): they are handed out longest first, so that
+#: two long ones do not end the run alone.
+READER_SECONDS = {"tests/book/test_browser.py": 197, "tests/book/test_gpu_check.py": 81,
+                  "tests/book/test_browser_explorers.py": 43, "tests/book/test_references.py": 34,
                   "tests/book/test_sec5_notebook.py": 22, "tests/book/test_site_favicon.py": 20}
 
 
