@@ -269,3 +269,30 @@ def test_list_shows_run_times(tmp_path, capsys):
     assert "  paper: (defaults); reference: " in ols              # the committed reference
     sec5 = out.split("sec5_distillation:")[1]
     assert "  gpu: " in sec5 and "reference: " in sec5 and "NVIDIA" in sec5
+
+
+def test_only_the_grid_command_imports_torch_and_its_help_is_the_grid_modules(tmp_path):
+    """The grid module imports torch, 2 s of every command's start on a 2-core CPU: the CLI
+    imports it for ``grid`` only (a chapter that needs torch still imports it, through its
+    parameters' declaration; the test suite's one-chapter books do not), and names ``grid``
+    in its help with the grid module's own line."""
+    import argparse
+    from dsmlib.book.grid import add_grid_parser
+    root = copy_book(tmp_path)
+    (root / "notebooks" / "profiles.yml").write_text(
+        "notebooks:\n  tiny:\n    title: Tiny\n    profiles:\n      smoke: {x: 2}\n")
+    (root / "notebooks" / "tiny.md").write_text(
+        "---\njupytext:\n  text_representation: {extension: .md, format_name: myst}\n---\n"
+        "# Tiny\n\n```{code-cell} ipython3\n:tags: [parameters]\nprofile = \"quick\"\n"
+        "results_dir = \"results\"\nlive_widgets = True\nx = 1\n```\n")
+    code = ("import sys; from dsmlib.book.cli import main; main(['--root', sys.argv[1], 'list']);"
+            " print('torch imported:', 'torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and "tiny: Tiny" in proc.stdout, proc.stderr[-2000:]
+    assert proc.stdout.rstrip().endswith("torch imported: False"), proc.stdout[-2000:]
+    ap = argparse.ArgumentParser(prog="python -m dsmlib")
+    add_grid_parser(ap.add_subparsers(dest="command"))
+    own = re.sub(r"\s+", " ", ap.format_help().split("{grid}", 2)[-1]).strip()
+    shown = re.sub(r"\s+", " ", run_cli("--help").stdout)
+    assert own.startswith("grid fetch the data of") and own.split(" options:")[0] in shown
