@@ -4,15 +4,12 @@ legend explains the colours in every state. (The read-only checks of every page 
 test_browser.py; the two files run on either worker.)"""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from helpers import open_page, served
+from helpers import ROOT, open_page, served
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.md") if p.stem != "README")
 
 
