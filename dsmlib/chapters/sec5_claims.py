@@ -39,7 +39,7 @@ from ..foundation.claims import CONFIDENCE, Case, Claim, every_case, joint_level
 from .sec5_distillation import (Cell, DistillResults, selected_levels, selected_test_acc,
                                 shrinkage_rows)
 from .sec5_gains import DELTA_FRACTION, STRICT, gain_case, seed_case, smallest_gain, some_case
-from ..models.step import Noise
+from ..models.run_config import Noise
 from .sec5_grid import HINTON, KINDS
 
 __all__ = ["BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "late_log_gradnorm", "gradnorm_claims",
