@@ -1,7 +1,7 @@
 """The configuration of one training run of Section 5 (models layer): a teacher, or a student
-distilled from a teacher with a noise kind (:class:`Noise`) and level. A configuration is the run's identity:
-:meth:`RunConfig.key` hashes every field (a student's includes its teacher's), so a run directory,
-a checkpoint and a result always belong to exactly one configuration.
+distilled from a teacher with a noise kind (:class:`Noise`) and level. A configuration is the
+run's identity: :meth:`RunConfig.key` hashes every field (a student's includes its teacher's),
+so a run directory, a checkpoint and a result always belong to exactly one configuration.
 
 Execution options that do not change what is computed (device, progress bars, threads,
 determinism) are deliberately not fields.

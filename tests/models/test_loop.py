@@ -211,6 +211,9 @@ def test_train_bad_input():
         train(tiny(batch_size=16, n_gradnorm=33), d)
     with pytest.raises(ValueError, match="needs its trained teacher"):
         train(student_of(tiny(batch_size=16), "none", 0), d)
+    with pytest.raises(ValueError, match=r"step='compiled' runs on a trainer kept for reuse: "
+                                         r"pass trainers=dsmlib.models.graph.Trainers\(\)"):
+        train(tiny(batch_size=16), d, step="compiled")
 
 
 def test_students_targets_and_loss_scale_before_training():
