@@ -11,15 +11,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..foundation.results import atomic_write_text, load_results
+from ..foundation.files import atomic_write_text
 from .citation import citation_markdown, load_citation
 from .downloads import claim_rows, claims_csv, claims_json, downloads_markdown
-from .declarations import chapters_with_runs
 from .gpu_cost import cost_markdown, cost_rows
 from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
-from .profiles import load_specs
+from .profiles import chapters_with_runs, load_specs
 from .provenance import provenance_table
 from .references import Reference, references_by_chapter
+from .results import load_results
 from .store import executed_path, results_mismatch, results_path
 
 __all__ = ["checked_results", "chapter_links", "write_generated_pages", "references_markdown", "PLOTLY_BUNDLE",

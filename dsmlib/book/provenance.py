@@ -29,8 +29,6 @@ __all__ = ["PACKAGES", "code_key", "kernel_code", "hardware", "git_commit", "ver
            "is_fresh", "decorate", "provenance_line", "parameters_html", "provenance_table"]
 
 PACKAGES = ("numpy", "scipy", "numba", "torch", "plotly", "papermill", "jupyter-book")
-#: Parameters the runner sets; they describe the run, not the experiment.
-HIDDEN_PARAMETERS = ("results_dir", "live_widgets", "dsmlib_run")
 
 
 def _sha(*parts: bytes) -> str:
@@ -47,7 +45,7 @@ OUTSIDE_KERNEL = ("__main__.py", "book/cli.py", "book/runner.py", "book/ledger.p
                   "book/mystnb_plugin.py", "book/store.py", "book/pages.py", "book/kernel.py",
                   "book/lab.py", "book/references.py", "book/reference_run.py",
                   "book/reference_section.py", "book/scales.py", "book/site.py",
-                  "book/closure.py", "book/rerun.py", "book/citation.py",
+                  "book/closure.py", "book/parameters_cell.py", "book/citation.py",
                   "book/downloads.py", "book/gpu_cost.py", "book/staleness.py")
 
 
@@ -121,13 +119,13 @@ def versions() -> dict[str, str]:
     return out
 
 
-def provenance(root: Path, profile: str, params: dict[str, Any], wall_s: float,
+def provenance(root: Path, profile: str, values: dict[str, Any], wall_s: float,
                set_by: dict[str, str] | None = None) -> dict[str, Any]:
-    """Everything a reader needs to say where a chapter's numbers came from: ``params`` are
-    every value the chapter ran with, ``set_by`` names those that differ from the
-    notebook's parameters cell and what set them ("profile smoke", "command line")."""
-    shown = {k: v for k, v in params.items() if k not in HIDDEN_PARAMETERS}
-    return {"profile": profile, "parameters": shown, "set_by": dict(set_by or {}),
+    """Everything a reader needs to say where a chapter's numbers came from: ``values`` are
+    every value the chapter ran with (:func:`dsmlib.book.results.run_values`), ``set_by``
+    names those that differ from the chapter's defaults and what set them ("profile smoke",
+    "command line")."""
+    return {"profile": profile, "parameters": dict(values), "set_by": dict(set_by or {}),
             "wall_s": round(wall_s, 1),
             "hardware": hardware(), "versions": versions(), "commit": git_commit(root),
             "executable": sys.executable and Path(sys.executable).name}

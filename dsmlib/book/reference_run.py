@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .profiles import check_profile, load_specs, select
+from .profiles import load_specs, select
 from .references import reference_meta, reference_paths, store_reference
 from .runner import execute, plan
 from .store import book_lock
@@ -67,15 +67,14 @@ def make_references(root: Path, names: list[str] | None = None, *, profile: str,
     chapters whose reference is up to date.
     """
     from tqdm.auto import tqdm
-    check_profile(profile)
+    chosen = select(load_specs(root / "notebooks"), names)
+    keys = {s.name: plan(root, s, profile, {}).key for s in chosen}   # every value checked
     dirty = dirty_files(root)
     if dirty and not allow_dirty:
         shown = ", ".join(dirty[:4]) + (f" and {len(dirty) - 4} more" if len(dirty) > 4 else "")
         raise ValueError(f"the working tree has uncommitted changes ({shown}): a reference "
                          "must name the commit that made it; commit them first, or pass "
                          "--allow-dirty (its provenance then says -dirty)")
-    specs = load_specs(root / "notebooks")
-    chosen = select(specs, names)
     gpu_only = [s.name for s in chosen if needs_gpu(s, profile) and not allow_cpu]
     if gpu_only and names and names != ["all"]:
         raise ValueError(f"{', '.join(gpu_only)} under profile {profile!r} needs a GPU and "
@@ -90,8 +89,7 @@ def make_references(root: Path, names: list[str] | None = None, *, profile: str,
     for spec in bar:
         bar.set_postfix_str(spec.name)
         nb_path, _ = reference_paths(root, profile, spec.name)
-        if not force and stored_key(root, profile, spec.name) == plan(root, spec, profile,
-                                                                      {}).key:
+        if not force and stored_key(root, profile, spec.name) == keys[spec.name]:
             print(f"[dsmlib] {spec.name}: reference up to date ({nb_path.relative_to(root)})",
                   file=sys.stderr, flush=True)
             stored.append(nb_path)

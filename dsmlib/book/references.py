@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..figures.render import figure_html
-from ..foundation.results import atomic_write_text
+from ..foundation.files import atomic_write_text
 from .store import executed_path, results_mismatch, results_path
 
 __all__ = ["REFERENCE_DIR", "MAX_BYTES", "PLOTLY_JSON", "Reference", "reference_paths",

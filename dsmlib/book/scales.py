@@ -14,7 +14,7 @@ import html
 from typing import Any, Sequence
 
 from ..figures.tables import BADGES, data_table, fmt_interval, fmt_number
-from ..foundation.results import same_parameters
+from .results import same_parameters
 from .references import Reference
 
 __all__ = ["same_as_built", "reference_caption", "differing_claims", "stale_differ_text",

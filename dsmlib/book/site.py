@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..foundation.results import atomic_write_text
+from ..foundation.files import atomic_write_text
 from .pages import copy_assets, write_generated_pages
 from .profiles import check_profile, load_specs
 from .reference_section import with_reference_sections
@@ -42,7 +42,7 @@ def current_references(root: Path, profile: str, specs: dict) -> list[Reference]
                            exclude=profile)
     return [r if r.fresh else replace(r, reason=stale_reason(
         root, r.commit, kernel_code(specs[r.name].source), specs[r.name].source,
-        r.provenance.get("parameters") or {}, planned(r.profile, r.name).params))
+        r.provenance.get("parameters") or {}, planned(r.profile, r.name).values))
         for r in refs]
 
 

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..foundation.results import same_parameters
+from .results import same_parameters
 
 __all__ = ["changed_files", "stale_reason"]
 

@@ -19,8 +19,8 @@ import pytest
 from dsmlib.book.pages import checked_results
 from dsmlib.book.profiles import load_specs
 from dsmlib.book.provenance import OUTSIDE_KERNEL, code_key
-from dsmlib.foundation.results import parameters_hash
-from helpers import copy_book
+from dsmlib.book.results import parameters_hash
+from helpers import book_env, chapter_module, copy_book
 
 pytestmark = pytest.mark.slow
 
@@ -35,19 +35,19 @@ TINY = textwrap.dedent("""\
     ```{code-cell} ipython3
     :tags: [parameters]
     profile = "quick"
-    results_dir = "results"
     live_widgets = True
-    x = 1.0
     ```
 
     ```{code-cell} ipython3
     import time
     from pathlib import Path
+    from dsmlib.book.results import write_results
     from dsmlib.foundation import claims as C
-    from dsmlib.foundation.results import write_results
-    claims = [C.measure("tiny.x", "x is one", paper=1.0, measured=float(x), se=0.01,
+    from test_chapters.tiny import Parameters
+    P = Parameters.from_namespace(globals())
+    claims = [C.measure("tiny.x", "x is one", paper=1.0, measured=float(P.x), se=0.01,
                         band=(0.9, 1.1), scope="setting", condition="x near one")]
-    write_results(claims, notebook="tiny", profile=profile, results_dir=results_dir)
+    write_results(claims, P, profile=profile)
     ```
 
     ```{code-cell} ipython3
@@ -64,8 +64,10 @@ TINY = textwrap.dedent("""\
 def tiny_book(dest: Path) -> Path:
     root = copy_book(dest)
     (root / "notebooks" / "profiles.yml").write_text(
-        "notebooks:\n  tiny:\n    title: Tiny\n    profiles:\n      smoke: {x: 1.01}\n")
+        "chapters: test_chapters\nnotebooks:\n  tiny:\n    title: Tiny\n    profiles:\n"
+        "      smoke: {x: 1.01}\n")
     (root / "notebooks" / "tiny.md").write_text(TINY)
+    chapter_module(root, "tiny", 'x: float = param(1.0, "the value measured")')
     return root
 
 
@@ -94,7 +96,8 @@ def tiny_smoke(executed_tiny, tmp_path) -> Path:
 
 def cli(root: Path, *args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), *args,
-                           "--no-progress"], capture_output=True, text=True, timeout=600, **kw)
+                           "--no-progress"], capture_output=True, text=True, timeout=600,
+                          env=book_env(root), **kw)
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -109,7 +112,7 @@ def test_hand_papermill_run_leaves_profile_results_alone(tiny_smoke, executed_ti
     before = snapshot(tiny)
     proc = subprocess.run([sys.executable, "-m", "papermill", "book/chapters/smoke/tiny.ipynb",
                            "out.ipynb", "-p", "x", "2.0"], cwd=tiny, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, env=book_env(tiny))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert snapshot(tiny) == before
     # the hand run ran with the execution's profile ("smoke", carried in its parameters cell)
@@ -118,7 +121,7 @@ def test_hand_papermill_run_leaves_profile_results_alone(tiny_smoke, executed_ti
     doc = json.loads(expected.read_text())
     assert doc["profile"] == "smoke" and doc["run"]["custom"]
     assert doc["run"]["parameters"] == {"profile": "smoke", "x": 2.0}
-    assert doc["run"]["injected"] == {"x": 2.0}
+    assert doc["run"]["changed"] == {"x": 2.0}           # the smoke profile's x is 1.01
     assert doc["run"]["key"] is None and doc["claims"][0]["measured"] == 2.0
     out = (tiny / "out.ipynb").read_text()
     assert str(expected) in out                         # it says where, in the notebook
@@ -156,7 +159,7 @@ def test_failed_and_killed_executions_keep_the_good_chapter(tiny_smoke):
     p = subprocess.Popen([sys.executable, "-m", "dsmlib", "--root", str(tiny), "execute",
                           "--profile", "smoke", "--force", "--no-progress"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
+                         start_new_session=True, env=book_env(tiny))
     try:
         deadline = time.time() + 300
         while not list((tiny / "_build" / "stage").glob("*/tiny.json")):   # results written
@@ -175,7 +178,7 @@ def test_two_concurrent_executes_one_runs_the_other_is_told(tiny):
     (tiny / "SLEEP").touch()
     first = subprocess.Popen([sys.executable, "-m", "dsmlib", "--root", str(tiny), "execute",
                               "--profile", "smoke", "--no-progress"], stderr=subprocess.PIPE,
-                             text=True)
+                             text=True, env=book_env(tiny))
     try:
         deadline = time.time() + 300
         while not list((tiny / "_build" / "stage").glob("*/tiny.ipynb")):
@@ -232,7 +235,8 @@ def test_changed_parameters_re_execute(tiny_smoke):
     proc = cli(tiny, "execute", "--profile", "smoke")
     assert "up to date" in proc.stderr and "executing" not in proc.stderr
     (tiny / "notebooks" / "profiles.yml").write_text(
-        "notebooks:\n  tiny:\n    title: Tiny\n    profiles:\n      smoke: {x: 1.02}\n")
+        "chapters: test_chapters\nnotebooks:\n  tiny:\n    title: Tiny\n    profiles:\n"
+        "      smoke: {x: 1.02}\n")
     proc = cli(tiny, "execute", "--profile", "smoke")
     assert proc.returncode == 0 and "executing tiny" in proc.stderr, proc.stderr[-3000:]
     doc = json.loads((tiny / "results/smoke/tiny.json").read_text())
@@ -277,9 +281,8 @@ def test_code_key_follows_the_kernels_import_closure_only(tmp_path):
 def test_same_parameters_compares_types_as_the_content_key_does():
     """256.0 is not 256 and 1 is not True: a run given the one is not the profile's run of the
     other (its content key differs too), so it cannot pass for it."""
-    from dsmlib.foundation.results import same_parameters
-    base = {"train_limit": 256, "augment": True, "sigma2s": [1.0, 4.0], "results_dir": "a"}
-    assert same_parameters(base, {**base, "results_dir": "b"})            # run-only: ignored
+    from dsmlib.book.results import same_parameters
+    base = {"train_limit": 256, "augment": True, "sigma2s": [1.0, 4.0]}
     assert same_parameters(base, {**base, "sigma2s": (1.0, 4.0)})         # tuples are lists
     assert same_parameters(base, dict(reversed(list(base.items()))))      # order ignored
     for name, other in (("train_limit", 256.0), ("augment", 1), ("sigma2s", [1, 4])):
@@ -296,7 +299,7 @@ def _interruptible(tiny: Path):
     # (a fresh-clone `make test` launched with `&` from a script failed both Ctrl-C tests so)
     p = subprocess.Popen([sys.executable, "-m", "dsmlib", "--root", str(tiny), "execute",
                           "--profile", "smoke", "--force", "--no-progress"],
-                         stderr=subprocess.PIPE, text=True,
+                         stderr=subprocess.PIPE, text=True, env=book_env(tiny),
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True).start()
