@@ -13,7 +13,9 @@ for papermill (``-p``, ``--help-notebook``) and for a person who re-runs a noteb
   notebook's cell is rewritten with every value of the execution (its profile included, the
   live widgets off) and the injected cell is dropped: a plain papermill re-run with one ``-p``
   runs the execution's profile with that one change (and writes, being no runner's run, to
-  ``results/custom/``; see :mod:`dsmlib.book.results`).
+  ``results/custom/``; see :mod:`dsmlib.book.results`). The cell goes first, before the
+  title, so that the provenance cell under the title runs after it and can say what a hand
+  run is (:mod:`dsmlib.book.rerun`).
 """
 from __future__ import annotations
 
@@ -56,7 +58,8 @@ def declare_in_cell(spec: NotebookSpec, source: str) -> str:
 def carry_parameters(nb: dict[str, Any], parameters: ChapterParameters,
                      profile: str) -> dict[str, Any]:
     """Rewrite ``nb``'s parameters cell with ``parameters`` and ``profile`` (the execution's),
-    the live widgets off, and drop the cell papermill injected. Modifies and returns ``nb``."""
+    the live widgets off, move it first, and drop the cell papermill injected. Modifies and
+    returns ``nb``."""
     cells = nb["cells"]
     at = next((i for i, c in enumerate(cells)
                if PARAMETERS_TAG in c.get("metadata", {}).get("tags", [])), None)
@@ -66,6 +69,7 @@ def carry_parameters(nb: dict[str, Any], parameters: ChapterParameters,
              f"{f'profile = {literal(profile)}':<26} # smoke | quick | paper | gpu",
              f"{'live_widgets = False':<26} # True: live widgets and progress bars (Jupyter)",
              *parameters.cell_lines()]
-    cells[at]["source"] = "\n".join(lines) + "\n"
-    cells[:] = [c for c in cells if INJECTED_TAG not in c.get("metadata", {}).get("tags", [])]
+    cell = {**cells[at], "source": "\n".join(lines) + "\n"}
+    cells[:] = [cell] + [c for i, c in enumerate(cells) if i != at
+                         and INJECTED_TAG not in c.get("metadata", {}).get("tags", [])]
     return nb

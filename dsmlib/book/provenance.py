@@ -20,6 +20,7 @@ import html
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,7 +47,8 @@ OUTSIDE_KERNEL = ("__main__.py", "book/cli.py", "book/runner.py", "book/ledger.p
                   "book/lab.py", "book/references.py", "book/reference_run.py",
                   "book/reference_section.py", "book/scales.py", "book/site.py",
                   "book/closure.py", "book/parameters_cell.py", "book/citation.py",
-                  "book/downloads.py", "book/gpu_cost.py", "book/staleness.py")
+                  "book/downloads.py", "book/gpu_cost.py", "book/staleness.py",
+                  "book/rerun.py")
 
 
 def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,
@@ -174,8 +176,19 @@ def parameters_html(params: dict[str, Any], set_by: dict[str, str] | None = None
             f"</tr></thead><tbody>{rows}</tbody></table></details>")
 
 
-def decorate(nb: dict[str, Any], p: dict[str, Any], key: str, gpu_notice: str = "") -> None:
-    """Hide the parameters cells and put provenance and parameters under the title, in place."""
+#: The code of the provenance cell: it shows the runner's provenance (its saved output) until
+#: a person re-executes the notebook, when it says so (:mod:`dsmlib.book.rerun`).
+RERUN_SOURCE = ("# Re-executed by hand (papermill, Jupyter): this cell says so, here.\n"
+                "from dsmlib.book.rerun import announce_rerun\n"
+                "announce_rerun({name!r}, globals())")
+
+
+def decorate(nb: dict[str, Any], p: dict[str, Any], key: str, gpu_notice: str = "",
+             name: str = "") -> None:
+    """Hide the parameters cells and put the provenance and parameters under the title, in
+    place: a cell whose output is the runner's provenance line and parameters table, and whose
+    code, when a person re-executes notebook ``name``, shows that run's instead
+    (:data:`RERUN_SOURCE`)."""
     cells = nb["cells"]
     for c in cells:
         tags = c.setdefault("metadata", {}).setdefault("tags", [])
@@ -184,22 +197,32 @@ def decorate(nb: dict[str, Any], p: dict[str, Any], key: str, gpu_notice: str = 
     cells[:] = [c for c in cells if "dsmlib-provenance" not in c["metadata"].get("tags", [])]
     title = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
                   and "".join(c["source"]).lstrip().startswith("# ")), -1)
-    notice = f"<div class='gpu-notice'>{gpu_notice}</div>\n\n" if gpu_notice else ""
-    body = (f"{notice}<div class='provenance'>{provenance_line(p)}\n"
+    body = (f"<div class='provenance'>{provenance_line(p)}\n"
             f"{parameters_html(p['parameters'], p.get('set_by'))}</div>\n")
-    cell = {"cell_type": "markdown", "id": "dsmlib-provenance",
-            "metadata": {"tags": ["dsmlib-provenance"]}, "source": body}
+    head = [{"cell_type": "markdown", "id": "dsmlib-gpu-notice",
+             "metadata": {"tags": ["dsmlib-provenance"]},
+             "source": f"<div class='gpu-notice'>{gpu_notice}</div>\n"}] if gpu_notice else []
+    head.append({"cell_type": "code", "id": "dsmlib-provenance", "execution_count": None,
+                 "metadata": {"tags": ["dsmlib-provenance", "remove-input"]},
+                 "outputs": [{"output_type": "display_data", "metadata": {},
+                              "data": {"text/html": body, "text/plain": provenance_text(p)}}],
+                 "source": RERUN_SOURCE.format(name=name)})
     # A title cell may hold more than the title: split it so provenance sits right below.
     if title >= 0:
         src = "".join(cells[title]["source"])
-        head, _, rest = src.lstrip().partition("\n")
-        cells[title]["source"] = head + "\n"
+        head_line, _, rest = src.lstrip().partition("\n")
+        cells[title]["source"] = head_line + "\n"
         extra = [{"cell_type": "markdown", "id": "dsmlib-title-rest",
                   "metadata": {"tags": ["dsmlib-title-rest"]}, "source": rest}] if rest.strip() else []
-        cells[title + 1:title + 1] = [cell] + extra
+        cells[title + 1:title + 1] = head + extra
     else:
-        cells.insert(0, cell)
+        cells[0:0] = head
     nb.setdefault("metadata", {})["dsmlib"] = {"key": key, "provenance": p}
+
+
+def provenance_text(p: dict[str, Any]) -> str:
+    """The provenance line as plain text (for a reader of the notebook file)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", provenance_line(p)))
 
 
 def provenance_table(runs: dict[str, dict[str, Any] | None], paths: dict[str, str]) -> str:

@@ -27,7 +27,7 @@ __all__ = ["SECTION_TAG", "reference_cells", "with_reference_sections"]
 SECTION_TAG = "dsmlib-reference"
 #: The heading before which reference sections go (else at the end of the page).
 BEFORE_HEADING = "## Reader guide"
-SKIP_TAGS = {"parameters", "injected-parameters", "remove-cell"}
+SKIP_TAGS = {"parameters", "injected-parameters", "remove-cell", "dsmlib-provenance"}
 
 
 def _source(cell: dict[str, Any]) -> str:

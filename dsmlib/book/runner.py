@@ -264,7 +264,7 @@ def run_notebook(root: Path, run: Run, timeout: int, progress: bool,
                                  f"not published (it is at {_shown(failed, root)})")
         nb = json.loads(partial.read_text())
         decorate(nb, provenance(root, profile, run.values, time.perf_counter() - start,
-                                run.set_by), run.key, run.spec.gpu_notice)
+                                run.set_by), run.key, run.spec.gpu_notice, name)
         carry_parameters(nb, run.parameters, profile)   # a papermill re-run keeps them
         if run.custom:
             notice_results(nb, run.results.relative_to(root))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -105,14 +106,31 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return {str(p): p.read_bytes() for p in files}
 
 
+def papermill(tiny: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """A plain papermill run by hand of the tiny book's executed chapter."""
+    return subprocess.run([sys.executable, "-m", "papermill",
+                           str(tiny / "book/chapters/smoke/tiny.ipynb"), *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env=book_env(tiny))
+
+
+def shown(nb: dict, tag: str) -> str:
+    """The text/html the cells tagged ``tag`` show."""
+    return "".join("".join(o.get("data", {}).get("text/html", "")) for c in nb["cells"]
+                   if tag in c["metadata"].get("tags", []) for o in c.get("outputs", []))
+
+
 def test_hand_papermill_run_leaves_profile_results_alone(tiny_smoke, executed_tiny):
+    """A plain papermill re-run, from a folder inside the book: it runs the execution's profile
+    with the one change, says at the top of its notebook that it is a hand run, with its own
+    values (issue 46: it still said "Executed under the smoke profile in 16 s", with the
+    execution's values), and writes its results to the book's results/custom/ (issue 46: to
+    results/custom/ under the working directory), leaving results/smoke/ alone."""
     tiny = tiny_smoke                                   # executed under smoke
     _, proc = executed_tiny                             # tiny's first execution
     assert "without encryption" not in proc.stderr       # the kernel's TCP warning is gone
     before = snapshot(tiny)
-    proc = subprocess.run([sys.executable, "-m", "papermill", "book/chapters/smoke/tiny.ipynb",
-                           "out.ipynb", "-p", "x", "2.0"], cwd=tiny, capture_output=True,
-                          text=True, timeout=600, env=book_env(tiny))
+    proc = papermill(tiny, str(tiny / "out.ipynb"), "-p", "x", "2.0", cwd=tiny / "notebooks")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert snapshot(tiny) == before
     # the hand run ran with the execution's profile ("smoke", carried in its parameters cell)
@@ -123,11 +141,35 @@ def test_hand_papermill_run_leaves_profile_results_alone(tiny_smoke, executed_ti
     assert doc["run"]["parameters"] == {"profile": "smoke", "x": 2.0}
     assert doc["run"]["changed"] == {"x": 2.0}           # the smoke profile's x is 1.01
     assert doc["run"]["key"] is None and doc["claims"][0]["measured"] == 2.0
-    out = (tiny / "out.ipynb").read_text()
-    assert str(expected) in out                         # it says where, in the notebook
+    assert not (tiny / "notebooks" / "results").exists()
+    nb = json.loads((tiny / "out.ipynb").read_text())
+    top = shown(nb, "dsmlib-provenance")
+    assert "Hand run." in top and "Executed under the" not in top
+    assert "under the <code>smoke</code> profile with 1 value changed" in top
+    assert re.search(r"<tr class='override'><td><code>x</code></td><td><code>2.0</code></td>"
+                     r"<td><strong>this hand run</strong>", top), top
+    assert str(expected) in top                          # where its results go, at the top
+    first = [c["metadata"].get("tags", []) for c in nb["cells"]][:2]
+    assert "parameters" in first[0] and "injected-parameters" in first[1]
     proc = cli(tiny, "execute", "--profile", "smoke")
     assert proc.returncode == 0 and "up to date" in proc.stderr, proc.stderr[-3000:]
     assert len(checked_results(tiny, "smoke", load_specs(tiny / "notebooks"))) == 1
+
+
+def test_a_hand_run_refuses_an_undeclared_parameter_in_one_line(tiny_smoke, tmp_path):
+    """papermill only warns about ``-p y 4``; the cell under the title refuses it, in one line,
+    before any work, and no results are written."""
+    tiny = tiny_smoke
+    proc = papermill(tiny, str(tmp_path / "out.ipynb"), "-p", "y", "4", cwd=tiny)
+    assert proc.returncode != 0
+    nb = json.loads((tmp_path / "out.ipynb").read_text())
+    [err] = [o for c in nb["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert err["ename"] == "UnknownParameter"
+    assert err["traceback"] == [f"UnknownParameter: {err['evalue']}"]        # one line
+    assert err["evalue"] == ("unknown parameter(s) ['y']: this notebook's parameters are "
+                             "live_widgets, profile, x (papermill -p NAME VALUE)")
+    assert proc.stderr.rstrip().splitlines()[-1] == f"UnknownParameter: {err['evalue']}"
+    assert not (tiny / "results" / "custom").exists()
 
 
 def test_override_runs_are_custom_and_say_where(tiny_smoke):
