@@ -9,7 +9,8 @@ import pytest
 
 from dsmlib.book.cli import main
 from dsmlib.book.grid import GridJob, balance, collect, group_cost, launch, profile_grid, status
-from dsmlib.chapters.sec5_grid import Parameters, grid_runs
+from dsmlib.chapters.sec5_distillation import Parameters
+from dsmlib.chapters.sec5_grid import grid_runs
 from dsmlib.models.runs import run_many
 from helpers import ROOT
 
