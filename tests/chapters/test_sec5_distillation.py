@@ -660,3 +660,19 @@ def test_seeds_to_decide_projects_no_verdict_for_a_rounding_residue():
     [row] = ro.seeds_to_decide(res, [SimpleNamespace(id="x.far", verdict="inconclusive",
                                                      details=[d | dict(measured=-1e-3)])])
     assert row["resolved"] and row["towards"] == "confirmed" and row["seeds"] is not None
+
+
+def test_run_config_defaults_are_the_chapters_or_none():
+    """Issue 45: RunConfig's defaults disagreed with the chapter's (epochs 200 and n_gradnorm
+    256, against 12 teacher epochs and 16 images): those have no default now, and every other
+    field the chapter also declares defaults to the chapter's value (n_train_eval aside: None,
+    every training image, which the chapter narrows to a subsample)."""
+    from dataclasses import MISSING, fields
+    from dsmlib.models.run_config import RunConfig
+    run = {f.name: f.default for f in fields(RunConfig)}
+    chapter = distill.Parameters().as_dict()
+    assert run["epochs"] is MISSING and run["n_gradnorm"] is MISSING
+    shared = sorted(set(run) & set(chapter) - {"n_train_eval"})
+    assert len(shared) >= 8, shared
+    assert {k: run[k] for k in shared if run[k] is not MISSING and run[k] != chapter[k]} == {}
+    assert run["dataset"] == chapter["datasets"][0]

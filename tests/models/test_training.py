@@ -94,7 +94,7 @@ def test_noise_levels_out_of_range(noise, level, match):
 
 def test_student_must_match_teacher():
     with pytest.raises(ValueError, match="must match its teacher's depth"):
-        RunConfig(depth=14, role="student", teacher=tiny())
+        RunConfig(depth=14, epochs=2, n_gradnorm=4, role="student", teacher=tiny())
 
 
 def _teacher_logits(n: int, L: int, device) -> torch.Tensor:
