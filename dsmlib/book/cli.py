@@ -93,7 +93,7 @@ GRID_HELP = "fetch the data of, launch, watch or collect the self-distillation g
 def run_time(root: Path, profile: str, name: str) -> str:
     """How long ``name`` took under ``profile``: its last execution here, else its committed
     reference, with the device ("not run yet" when neither exists)."""
-    from .references import device_label, reference_paths
+    from .references.stored import device_label, reference_paths
     from .store import executed_path
     for where, path in (("last run here", executed_path(root, profile, name)),
                         ("reference", reference_paths(root, profile, name)[0])):
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {prof}: {over or '(defaults)'}; {run_time(root, prof, spec.name)}")
             return 0
         if args.command == "reference":
-            from .reference_run import make_references
+            from .references.run import make_references
             if args.timeout < 1:
                 raise ValueError(f"--timeout must be >= 1 second, got {args.timeout}")
             for path in make_references(root, args.notebooks, profile=args.profile,

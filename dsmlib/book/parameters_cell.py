@@ -23,6 +23,7 @@ import ast
 from typing import Any
 
 from ..foundation.parameters import ChapterParameters, literal
+from .cells import cell_tags
 from .profiles import NotebookSpec, parameters_class
 
 __all__ = ["PARAMETERS_TAG", "declare_in_cell", "carry_parameters"]
@@ -61,8 +62,7 @@ def carry_parameters(nb: dict[str, Any], parameters: ChapterParameters,
     the live widgets off, move it first, and drop the cell papermill injected. Modifies and
     returns ``nb``."""
     cells = nb["cells"]
-    at = next((i for i, c in enumerate(cells)
-               if PARAMETERS_TAG in c.get("metadata", {}).get("tags", [])), None)
+    at = next((i for i, c in enumerate(cells) if PARAMETERS_TAG in cell_tags(c)), None)
     if at is None:
         raise ValueError("the notebook has no cell tagged 'parameters'")
     lines = [HEADER.format(profile=profile),
@@ -70,6 +70,6 @@ def carry_parameters(nb: dict[str, Any], parameters: ChapterParameters,
              f"{'live_widgets = False':<26} # True: live widgets and progress bars (Jupyter)",
              *parameters.cell_lines()]
     cell = {**cells[at], "source": "\n".join(lines) + "\n"}
-    cells[:] = [cell] + [c for i, c in enumerate(cells) if i != at
-                         and INJECTED_TAG not in c.get("metadata", {}).get("tags", [])]
+    cells[:] = [cell] + [c for i, c in enumerate(cells)
+                         if i != at and INJECTED_TAG not in cell_tags(c)]
     return nb

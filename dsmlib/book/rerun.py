@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from .profiles import (CHAPTERS, PROFILES, RUNNER_PARAMETERS, NotebookSpec, hand_run_root,
                        load_specs, parameters_class)
-from .provenance import parameters_html
+from .provenance_html import parameters_html
 from .results import SEAL, changed_values, custom_results_path, run_values
 
 __all__ = ["UnknownParameter", "undeclared", "announce_rerun", "rerun_html"]

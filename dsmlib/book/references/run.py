@@ -1,5 +1,5 @@
 """``python -m dsmlib reference``: execute chapters under a profile and store them as committed
-reference executions (book layer; the store is :mod:`dsmlib.book.references`).
+reference executions (book layer; the store is :mod:`dsmlib.book.references.stored`).
 
 Resumable notebook by notebook: a chapter whose stored reference already has the current
 content key is skipped, and each chapter is stored as soon as it finishes, so an interrupted
@@ -8,31 +8,19 @@ the working tree must be clean (the ``reference/`` folder aside) unless ``allow_
 """
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
-from .profiles import load_specs, select
-from .references import reference_meta, reference_paths, store_reference
-from .runner import execute, plan
-from .store import book_lock
+from ..profiles import load_specs, select
+from ..provenance import dirty_files
+from ..runner import execute, plan
+from ..store import book_lock
+from .stored import reference_meta, reference_paths, store_reference
 
-__all__ = ["dirty_files", "needs_gpu", "make_references"]
+__all__ = ["needs_gpu", "make_references"]
 
 #: Profiles whose GPU chapters are too large for a CPU.
 GPU_PROFILES = ("paper", "gpu")
-
-
-def dirty_files(root: Path) -> list[str]:
-    """Tracked files that differ from the commit, outside ``reference/`` ([] if not a git
-    checkout: nothing to compare against)."""
-    try:
-        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
-                              ".", ":(exclude)reference"], cwd=root, text=True,
-                             capture_output=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return []
-    return [line[3:] for line in out.splitlines() if line.strip()]
 
 
 def needs_gpu(spec, profile: str) -> bool:
