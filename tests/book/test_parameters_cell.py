@@ -16,7 +16,8 @@ from dsmlib.chapters.prop1_noise import Parameters
 def notebook() -> dict:
     cell = lambda src, tags: {"cell_type": "code", "metadata": {"tags": tags},  # noqa: E731
                               "source": src, "outputs": [], "execution_count": 1}
-    return {"cells": [cell('profile = "quick"  # set by the runner\nlive_widgets = True\n'
+    return {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# Title\n"},
+                      cell('profile = "quick"  # set by the runner\nlive_widgets = True\n'
                            'n_samples = 100_000\n', ["parameters", "remove-cell"]),
                       cell("# Parameters\nn_samples = 5\n", ["injected-parameters"]),
                       cell("print(1)", [])],
@@ -40,7 +41,10 @@ def test_the_parameters_cell_carries_the_executions_values():
                                  if k in Parameters.names()}) == ran   # as the kernel reads it
     assert src.startswith("# The values this execution ran with (profile 'paper')")
     assert "n_samples = 1_000_000" in src and "paper_batch_draws = [8_000_000, 400_000]" in src
-    assert [c["metadata"]["tags"] for c in nb["cells"]] == [["parameters", "remove-cell"], []]
+    # first, before the title (the provenance cell under it runs after it on a hand run), and
+    # papermill's injected cell gone
+    assert [c["metadata"].get("tags") for c in nb["cells"]] == [
+        ["parameters", "remove-cell"], None, []]
     again = carry_parameters(json.loads(json.dumps(nb)), ran, "paper")   # idempotent
     assert again["cells"][0]["source"] == src
 
