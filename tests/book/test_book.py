@@ -130,7 +130,7 @@ def test_site_pages_exist_and_reference_only_local_scripts(smoke_book):
     assert re.search(r'<script async id="dsm-plotly-js" src="[./]*_static/plotly.min.js">', ols)
     assert 'src="../../_static/dsm-plotly.js' in ols and 'class="dsm-plotly-data"' in ols
     assert "plotly.min.js" not in (html / "book/ledger.html").read_text()
-    from dsmlib.book.pages import plotly_source
+    from dsmlib.book.assets import plotly_source
     served = (html / "_static" / "plotly.min.js").read_bytes()
     assert served == plotly_source(smoke_book).read_bytes()    # the bundle the build chose
     assert "ols.stationary_cov_paper" in (html / "book/ledger.html").read_text()
@@ -289,7 +289,7 @@ def test_the_site_serves_the_cartesian_bundle_only_when_its_version_matches(monk
     plotly writes figures for; otherwise the package's full bundle, with a one-line warning
     that names the README saying how to update it."""
     import plotly.offline
-    from dsmlib.book.pages import PLOTLY_BUNDLE, bundle_version, plotly_source
+    from dsmlib.book.assets import PLOTLY_BUNDLE, bundle_version, plotly_source
     root = Path(__file__).resolve().parents[2]
     have = bundle_version(root / PLOTLY_BUNDLE)
     assert have and re.fullmatch(r"\d+\.\d+\.\d+", have)

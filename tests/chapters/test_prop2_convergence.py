@@ -229,11 +229,8 @@ def test_quick_and_paper_references_are_fine_enough():
     step eta / refine with refine >= 8, so that the "SDE" is not merely Euler-Maruyama at eta / 2
     (whose error against eta would itself fall like eta^2 on additive noise)."""
     from dsmlib.book import profiles
-    from dsmlib.book.runner import declared_parameters, source_notebook
     from helpers import ROOT
     spec = profiles.load_specs(ROOT / "notebooks")["prop2_convergence"]
-    declared = declared_parameters(source_notebook(spec, ROOT))
     for prof in ("quick", "paper"):
-        params = profiles.resolve(spec, prof, {}, declared)
-        refine = params.get("refine", profiles.default_value(declared["refine"]))
+        refine = profiles.resolve(spec, prof).refine
         assert refine >= 8, (prof, refine)
