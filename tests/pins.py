@@ -22,7 +22,9 @@ a test that still depends on one CPU's bits fails on every machine.
 """
 from __future__ import annotations
 
+import json
 import math
+import os
 from typing import Any, Sequence
 
 import pytest
@@ -45,10 +47,46 @@ def tolerance(se: float) -> float:
     return max(SE_FRACTION * se, FLOOR)
 
 
+#: With this environment variable naming a file, every comparison with a pinned value appends
+#: one JSON line to it: the test, the comparison's index in it, and the distance in SEs
+#: (``tests/pin_spread.py`` runs the pinned tests under several kernel configurations so).
+RECORD = "PINS_RECORD"
+_calls: dict[str, int] = {}
+
+
+class Pinned:
+    """A value pinned within :func:`tolerance` of ``se``: compares like ``pytest.approx``, and
+    records its distance when :data:`RECORD` is set."""
+
+    __hash__ = None   # type: ignore[assignment]
+
+    def __init__(self, value: float | Sequence[float], se: float) -> None:
+        self.value, self.se = value, float(se)
+        self.approx = pytest.approx(value, rel=0, abs=tolerance(self.se))
+
+    def __eq__(self, other: object) -> bool:
+        ok = self.approx == other
+        path = os.environ.get(RECORD)
+        if path:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
+            index = _calls[test] = _calls.get(test, -1) + 1
+            got = [float(v) for v in (other if isinstance(other, (list, tuple)) else [other])]
+            want = [float(v) for v in (self.value if isinstance(self.value, (list, tuple))
+                                       else [self.value])]
+            z = max(abs(g - w) for g, w in zip(got, want)) / max(self.se, FLOOR)
+            with open(path, "a") as f:
+                f.write(json.dumps({"test": test, "index": index, "z": z, "se": self.se,
+                                    "pinned": want, "got": got}) + "\n")
+        return ok
+
+    def __repr__(self) -> str:
+        return repr(self.approx)
+
+
 def near(value: float | Sequence[float], se: float) -> Any:
     """``pytest.approx(value)`` within :func:`tolerance` of ``se`` (every element of a list of
     values with the same SE, such as an interval's two ends)."""
-    return pytest.approx(value, rel=0, abs=tolerance(float(se)))
+    return Pinned(value, se)
 
 
 def near_each(values: Sequence[float], ses: Sequence[float]) -> list[Any]:
