@@ -15,7 +15,7 @@ standard error and no more. How far pinned values were measured to move:
 - on this AMD EPYC under the kernel configurations of ``tests/reduced_simd.py`` (``python
   tests/pin_spread.py native reduced other torch-2-threads``: dispatch lowered; oneDNN off, two
   torch threads, MKL's compatible path, OpenBLAS without FMA, elementary functions an ulp off):
-  each of the 345 comparisons within 2.5e-9 of its SE of its pin.
+  each of the 345 comparisons within 2.5e-9 SE of its pin.
 
 :data:`SE_FRACTION` is 600 times the first and 4e5 times the second.
 
