@@ -45,36 +45,45 @@ def native():
     return R.native_env()
 
 
+@pytest.fixture(scope="module")
+def native_state(native):
+    return R.probe(native)
+
+
+@pytest.fixture(scope="module")
+def native_bits(native):
+    return _run(BITS, native)
+
+
 def test_the_reduction_is_in_force(env):
     state = R.probe(env)
     assert R.not_in_force(state) == [], state
     assert env["ATEN_CPU_CAPABILITY"] == "default" and env["OPENBLAS_CORETYPE"] == "Nehalem"
 
 
-def test_the_other_configuration_is_in_force(native):
-    state, native_state = R.probe(R.CONFIGS["other"]()), R.probe(native)
+def test_the_other_configuration_is_in_force(native_state):
+    state = R.probe(R.CONFIGS["other"]())
     assert R.not_in_force_other(state, native_state) == [], state
 
 
-def test_the_reduction_changes_bits_and_nothing_more(env, native):
+def test_the_reduction_changes_bits_and_nothing_more(env, native_state, native_bits):
     """Where this CPU dispatches more than the baseline, some bits differ under the reduction
     (so a bit-for-bit pin fails on every machine), yet every value agrees to a few units in its
     last place: 1e-12 (relative, or absolute for entries near 0: each is a sum of 200 products
     of order 1) in float64, 1e-6 relative in float32 (one ulp is 1.2e-7)."""
-    native_state = R.probe(native)
     if not native_state["numpy"] and set(native_state["openblas"]) <= {"Nehalem", None}:
         pytest.skip("this CPU dispatches nothing beyond the baseline")
-    here, reduced = _run(BITS, native), _run(BITS, env)
+    here, reduced = native_bits, _run(BITS, env)
     assert here != reduced
     for key, rtol, atol in (("gemm", 1e-12, 1e-12), ("exp32", 1e-6, 0.0),
                             ("torch_mm", 1e-12, 1e-12)):
         np.testing.assert_allclose(reduced[key], here[key], rtol=rtol, atol=atol, err_msg=key)
 
 
-def test_the_other_configuration_changes_bits_and_nothing_more(native):
+def test_the_other_configuration_changes_bits_and_nothing_more(native_bits):
     """``other`` keeps numpy's dispatch (the float32 exp bit for bit) and moves both BLAS
     libraries' products (OpenBLAS without FMA, MKL's compatible path) by rounding alone."""
-    here, other = _run(BITS, native), _run(BITS, R.CONFIGS["other"]())
+    here, other = native_bits, _run(BITS, R.CONFIGS["other"]())
     assert other["exp32"] == here["exp32"]
     for key in ("gemm", "torch_mm"):
         assert other[key] != here[key], key
