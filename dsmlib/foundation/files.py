@@ -23,6 +23,7 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_umask())   # mkstemp's 0600 would make published files private
         with open(tmp, "rb") as f:       # on disk before the rename makes it visible
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -30,6 +31,13 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
