@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -27,10 +28,19 @@ from .site import build
 from .runner import CELL_TIMEOUT_S, NotebookFailed, NotebookRefused, execute
 
 
+def plain_text(doc: str) -> str:
+    """A docstring as a terminal shows it: without reStructuredText's inline literals
+    (````x```` -> ``x``), literal-block markers (``Examples::`` -> ``Examples:``) and the
+    layer note, which mean something to a developer reading the source only."""
+    text = re.sub(r"``([^`]+)``", r"\1", doc)
+    text = re.sub(r"::$", ":", text, flags=re.M)
+    return re.sub(r" \((?:foundation|theory|models|data|chapters|figures|book) layer\)", "", text)
+
+
 def _parser(grid: bool = True) -> argparse.ArgumentParser:
     """The command line; with ``grid=False`` the ``grid`` subcommand is only named (its
     module imports torch, 2 s of every other command's start on a 2-core CPU)."""
-    ap = argparse.ArgumentParser(prog="python -m dsmlib", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m dsmlib", description=plain_text(__doc__),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", default=None, help="book root (default: found from the cwd)")
     sub = ap.add_subparsers(dest="command", required=True)

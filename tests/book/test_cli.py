@@ -307,3 +307,18 @@ def test_only_the_grid_command_imports_torch_and_its_help_is_the_grid_modules(tm
     own = re.sub(r"\s+", " ", ap.format_help().split("{grid}", 2)[-1]).strip()
     shown = re.sub(r"\s+", " ", run_cli("--help").stdout)
     assert own.startswith("grid fetch the data of") and own.split(" options:")[0] in shown
+
+
+RST_MARKUP = re.compile(r"``|::\s*$|:(?:func|mod|class|meth|attr):`|\((?:book|chapters) layer\)", re.M)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["execute", "--help"], ["book", "--help"],
+                                  ["reference", "--help"], ["lab", "--help"]])
+def test_help_shows_no_restructuredtext(capsys, argv):
+    """``--help`` printed the module docstring's ````python -m dsmlib ...````, ``Examples::``
+    and "(book layer)" (issue 46, item 10): a terminal shows plain text."""
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and "usage: python -m dsmlib" in out
+    assert RST_MARKUP.findall(out) == [], out
