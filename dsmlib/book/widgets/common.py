@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["assemble", "show", "refuse"]
+__all__ = ["assemble", "show", "refuse", "offline_notice"]
 
 
 def show(out: Any, fig: Any) -> None:
@@ -49,3 +49,13 @@ def assemble(controls: dict[str, Any], rows: Sequence[Sequence[str]], status: An
     box.output = out
     update()
     return box
+
+
+def offline_notice(chapter: str, explorer: str) -> Any:
+    """What the static page shows where a chapter's live explorer would be, as Markdown (a
+    printed line would show its commands' backticks in a grey code block)."""
+    from IPython.display import Markdown
+
+    return Markdown(f"The live explorer (`{explorer}`) needs a running Jupyter kernel: open "
+                    f"this chapter live with `make lab NB={chapter}` (or `python -m dsmlib lab "
+                    f"{chapter}`) to use it.")
