@@ -430,3 +430,26 @@ def test_errata_list_the_books_corrections_at_the_papers_scale(tmp_path):
     assert "**stale**, commit `c0ffee`" in line and "differs" not in line
     assert "corrections at the paper's scale" not in ledger.errata_markdown(
         [built], chapter_paths=PATHS, profile="quick", references={"ols": [ref("gpu", True)]})
+
+
+def test_differences_are_told_apart_by_kind():
+    """The introduction said "9 of their verdicts differ from this build's" where all 9 were
+    decided here and inconclusive there (issue 46, item 6): each kind is counted apart."""
+    from dsmlib.book.references.scales import difference_kinds, differences_text
+
+    class Ref:
+        def claims(self):
+            return {"a": {"verdict": "refuted"}, "b": {"verdict": "inconclusive"},
+                    "c": {"verdict": "confirmed"}, "d": {"verdict": "inconclusive"},
+                    "e": {"verdict": "confirmed"}}
+    here = [{"id": "a", "verdict": "confirmed"}, {"id": "b", "verdict": "confirmed"},
+            {"id": "c", "verdict": "inconclusive"}, {"id": "d", "verdict": "refuted"},
+            {"id": "e", "verdict": "confirmed"}, {"id": "f", "verdict": "refuted"}]
+    kinds = difference_kinds(here, Ref())
+    assert kinds == {"decided the other way": 1, "decided here but inconclusive there": 2,
+                     "inconclusive here but decided there": 1}
+    assert differences_text(kinds) == ("1 decided the other way, 2 decided here but inconclusive "
+                                       "there and 1 inconclusive here but decided there")
+    assert differences_text({"decided the other way": 0, "decided here but inconclusive there": 9,
+                             "inconclusive here but decided there": 0}) == \
+        "9 decided here but inconclusive there"

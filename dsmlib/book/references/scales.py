@@ -17,7 +17,8 @@ from ...figures.tables import BADGES, data_table, fmt_interval, fmt_number
 from ..results import same_parameters
 from .stored import Reference
 
-__all__ = ["same_as_built", "reference_caption", "differing_claims", "stale_differ_text",
+__all__ = ["same_as_built", "reference_caption", "differing_claims", "difference_kinds",
+           "differences_text", "stale_differ_text",
            "scales_html",
            "corrections_at_scale", "summary_at_scale",
            "scales_overview", "erratum_at_scale", "errata_at_scale_summary", "PAPER_SCALE"]
@@ -77,6 +78,34 @@ def differing_claims(claims: Sequence[dict[str, Any]], refs: Sequence[Reference]
     return out
 
 
+#: How a verdict can differ between this build and a reference: decided both times, the
+#: other way; decided here and inconclusive there; inconclusive here and decided there.
+DIFFERENCE_KINDS = ("decided the other way", "decided here but inconclusive there",
+                    "inconclusive here but decided there")
+
+
+def difference_kinds(claims: Sequence[dict[str, Any]], ref: Reference) -> dict[str, int]:
+    """How many of ``claims`` have each kind of :data:`DIFFERENCE_KINDS` against ``ref``
+    (every kind named, 0 included)."""
+    theirs = ref.claims()
+    out = dict.fromkeys(DIFFERENCE_KINDS, 0)
+    for c in claims:
+        there = (theirs.get(c["id"]) or {}).get("verdict")
+        if there is None or there == c["verdict"]:
+            continue
+        here_decided, there_decided = c["verdict"] != "inconclusive", there != "inconclusive"
+        out[DIFFERENCE_KINDS[0] if here_decided and there_decided else
+            DIFFERENCE_KINDS[1] if here_decided else DIFFERENCE_KINDS[2]] += 1
+    return out
+
+
+def differences_text(kinds: dict[str, int]) -> str:
+    """``9 decided here, inconclusive there`` / ``1 decided the other way and 2 ...``: the
+    kinds that occur, in :data:`DIFFERENCE_KINDS`' order; "" if none."""
+    parts = [f"{n} {kind}" for kind, n in kinds.items() if n]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+
+
 def scales_html(doc: dict[str, Any], refs: Sequence[Reference], profile: str) -> str:
     """The across-scales table of one chapter: its claims under the built ``profile`` (from
     ``doc``, its results) and under each reference; "" with no references."""
@@ -103,8 +132,12 @@ def scales_html(doc: dict[str, Any], refs: Sequence[Reference], profile: str) ->
                        "differs-stale" if c["id"] in stale_differs else "")
     captions = "".join(reference_caption(r, doc) for r in refs)
     n, m = len(differs), len(stale_differs)
+    how = "; ".join(f"<code>{html.escape(r.profile)}</code>: {differences_text(k)}"
+                    for r in refs if r.fresh
+                    for k in [difference_kinds(claims, r)] if any(k.values()))
     verdict_line = (f"<p class='scale-differs'>{n} verdict{'s' if n != 1 else ''} of this "
-                    f"chapter differ{'s' if n == 1 else ''} between scales (marked ≠).</p>"
+                    f"chapter differ{'s' if n == 1 else ''} between scales (marked ≠; "
+                    f"{how}).</p>"
                     if n else
                     "<p class='scale-differs'>No verdict of this chapter differs between "
                     "this build and a fresh reference.</p>"
@@ -265,10 +298,16 @@ def summary_at_scale(docs: Sequence[dict[str, Any]],
         pairs = [(d, r) for d in docs for r in by_chapter.get(d["notebook"], [])
                  if r.profile == prof and r.fresh]
         measured = sum(c["id"] in r.claims() for d, r in pairs for c in d["claims"])
-        differ = sum(len(differing_claims(d["claims"], [r])) for d, r in pairs)
+        kinds = dict.fromkeys(DIFFERENCE_KINDS, 0)
+        for d, r in pairs:
+            for kind, n in difference_kinds(d["claims"], r).items():
+                kinds[kind] += n
+        differ = sum(kinds.values())
+        how = f" ({differences_text(kinds)})" if differ else ""
         parts.append(f"the `{prof}` references re-measure {measured} of these claims in "
                      f"{len(pairs)} chapter{'s' if len(pairs) != 1 else ''}, and {differ} of "
-                     f"their verdicts {'differs' if differ == 1 else 'differ'} from this build's")
+                     f"their verdicts {'differs' if differ == 1 else 'differ'} from this "
+                     f"build's{how}")
     for prof in sorted({r.profile for rs in by_chapter.values() for r in rs if not r.fresh}):
         pairs = [(d, r) for d in docs for r in by_chapter.get(d["notebook"], [])
                  if r.profile == prof and not r.fresh]
