@@ -4,15 +4,18 @@ introduction's summary and coverage statement, and the reproducibility table, fr
 serves beside them are :mod:`dsmlib.book.assets`)."""
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
 
+from ..figures.tables import data_table
 from ..foundation.files import atomic_write_text
 from .citation import citation_markdown, load_citation
 from .downloads import claim_rows, claims_csv, claims_json, downloads_markdown
 from .gpu_cost import cost_markdown, cost_rows
 from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
+from .profile_table import grid_runs_sentence, profiles_html
 from .profiles import chapters_with_runs, load_specs
 from .provenance_html import provenance_table
 from .references.stored import Reference, references_by_chapter
@@ -60,14 +63,19 @@ def references_markdown(refs: list[Reference], paths: dict[str, str]) -> str:
              "reference --profile paper`). The ledger shows their verdicts beside this "
              "build's. *Stale*: the code has changed since; shown with the commit it was "
              "measured at, never as current.", "",
-             "| Chapter | Profile | Device | Wall time | Commit | State |", "|---|---|---|---|---|---|"]
+             "```{raw} html"]
+    rows = []
     for r in refs:
-        link = f"{{doc}}`{r.name} <{paths[r.name]}>`" if r.name in paths else r.name
-        state = "fresh" if r.fresh else "**stale**"
+        link = (f"<a href='{html.escape(paths[r.name])}.html'>{html.escape(r.name)}</a>"
+                if r.name in paths else html.escape(r.name))
+        state = "fresh" if r.fresh else "<strong>stale</strong>"
         if r.fixture:
             state += " (test fixture)"
-        lines.append(f"| {link} | `{r.profile}` | {r.device} | "
-                     f"{float(r.provenance.get('wall_s', 0)):.0f} s | `{r.commit}` | {state} |")
+        rows.append([link, f"<code>{html.escape(r.profile)}</code>", html.escape(str(r.device)),
+                     f"{float(r.provenance.get('wall_s', 0)):.0f} s",
+                     f"<code>{html.escape(str(r.commit))}</code>", state])
+    lines += [data_table(["Chapter", "Profile", "Device", "Wall time", "Commit", "State"], rows,
+                         table_class="cases cards references-table"), "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -111,6 +119,8 @@ def write_generated_pages(root: Path, profile: str,
     atomic_write_text(gen / "coverage.md", coverage_markdown(docs, profile=profile))
     atomic_write_text(gen / "provenance.md", provenance_table(runs, paths))
     atomic_write_text(gen / "references.md", references_markdown(refs, paths))
+    atomic_write_text(gen / "profiles.md", profiles_html(specs, paths))
+    atomic_write_text(gen / "grid_runs.md", grid_runs_sentence(specs))
     atomic_write_text(gen / "citation.md", citation_markdown(load_citation(root)))
     with_runs = chapters_with_runs(specs)      # the chapter whose runs the GPU cost is of
     seeds = ((specs[with_runs[0]].profiles.get("paper") or {}).get("seeds")
