@@ -273,7 +273,7 @@ def mean_over_draws(panel: Panel, *, eta: float, batch_size: int, n_draws: int, 
 
 def explorer_states(*, sigma2s, covs: dict[str, np.ndarray], eta: float, batch_size: int,
                     steps: int, n: int = 100, seed: int = 0, replace: bool = False,
-                    max_points: int = 300, transient_steps: int = 300) -> list[dict]:
+                    max_points: int = 200, transient_steps: int = 300) -> list[dict]:
     """Precomputed states for :func:`dsmlib.figures.ols.cloud_explorer`, ordered Σ-major."""
     states = []
     for j, (label, cov) in enumerate(covs.items()):

@@ -81,7 +81,7 @@ def _panel_figure(results: Sequence[PanelResult], draw: Callable[[go.Figure, Pan
     return fig
 
 
-def figure3(results, *, max_cloud_points: int = 400, transient_steps: int = 300) -> go.Figure:
+def figure3(results, *, max_cloud_points: int = 250, transient_steps: int = 300) -> go.Figure:
     """Figure 3: eight panels of label-noisy trajectories, noiseless companions and ellipses.
 
     ``results`` are :class:`dsmlib.chapters.ols.PanelResult`. Each panel shows the first
@@ -115,7 +115,7 @@ def figure3(results, *, max_cloud_points: int = 400, transient_steps: int = 300)
     return _panel_figure(results, draw, view, "Figure 3, reproduced")
 
 
-def figure3_zoom(results, *, max_cloud_points: int = 400) -> go.Figure:
+def figure3_zoom(results, *, max_cloud_points: int = 250) -> go.Figure:
     """The stationary clouds up close: measured and exact 2-sigma ellipses, β̂ and β*.
 
     The axes span four exact standard deviations around the midpoint of β* and β̂, so the

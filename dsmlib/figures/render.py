@@ -20,7 +20,8 @@ import numpy as np
 import plotly.io as pio
 from plotly.io._base_renderers import MimetypeRenderer, PlotlyRenderer
 
-__all__ = ["RENDERER", "BookRenderer", "book_template", "setup", "slim", "figure_html"]
+__all__ = ["RENDERER", "BookRenderer", "book_template", "setup", "slim", "trim_template",
+           "figure_html"]
 
 RENDERER = "dsm_book"
 
@@ -41,6 +42,33 @@ def slim(obj: Any) -> Any:
             return np.asarray(obj, dtype=np.float32)
         return [slim(x) for x in obj]
     return obj
+
+
+#: The template's layout entries for subplots of another kind, by the trace types that use them.
+_SUBPLOT_KINDS = {"geo": ("scattergeo", "choropleth"), "polar": ("scatterpolar",
+                  "scatterpolargl", "barpolar"), "scene": ("scatter3d", "surface", "mesh3d",
+                  "cone", "streamtube", "volume", "isosurface"), "ternary": ("scatterternary",)}
+
+
+def trim_template(fig_dict: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a figure dict whose template keeps only what the figure can use: the trace
+    defaults of its own trace types, and no geo, polar, 3-D or ternary subplot defaults
+    without such a trace. The whole template is about 7 KB, embedded in every figure: eight
+    figures made a page 56 KB larger (issue 46: two pages were past the 600 KB budget)."""
+    layout = fig_dict.get("layout") or {}
+    template = layout.get("template")
+    if not isinstance(template, dict):
+        return fig_dict
+    types = {t.get("type") or "scatter" for t in fig_dict.get("data") or []}
+    for frame in fig_dict.get("frames") or []:
+        types |= {t.get("type") or "scatter" for t in frame.get("data") or []}
+    kept = dict(template)
+    if isinstance(kept.get("data"), dict):
+        kept["data"] = {k: v for k, v in kept["data"].items() if k in types}
+    if isinstance(kept.get("layout"), dict):
+        kept["layout"] = {k: v for k, v in kept["layout"].items()
+                          if k not in _SUBPLOT_KINDS or types & set(_SUBPLOT_KINDS[k])}
+    return {**fig_dict, "layout": {**layout, "template": kept}}
 
 
 def figure_html(fig_dict: dict[str, Any]) -> str:
@@ -64,7 +92,7 @@ class BookRenderer(MimetypeRenderer):
     """Emit the plotly JSON mimetype (for Jupyter) next to the site's ``text/html``."""
 
     def to_mimebundle(self, fig_dict: dict[str, Any]) -> dict[str, Any]:
-        small = slim(fig_dict)
+        small = trim_template(slim(fig_dict))
         bundle = PlotlyRenderer().to_mimebundle(small)
         bundle["text/html"] = figure_html(small)
         return bundle

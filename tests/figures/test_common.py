@@ -140,3 +140,30 @@ def test_renderer_emits_data_for_the_site_loader_and_slims_it():
         assert pio.renderers.default == common.RENDERER
     finally:
         pio.renderers.default, pio.templates.default = before
+
+
+def test_the_embedded_template_keeps_what_the_figure_uses():
+    """Each figure embedded the whole template (about 7 KB: defaults of 24 trace types, geo,
+    polar, 3-D and ternary subplots); a page of eight figures carried 56 KB of it (issue 46,
+    item 10). What stays is what this figure's traces and axes can use, and it draws the same."""
+    import json
+
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from dsmlib.figures.render import RENDERER, setup, trim_template
+    setup()
+    fig = go.Figure([go.Scatter(x=[1, 2], y=[3, 4]), go.Contour(z=[[1, 2], [3, 4]])])
+    full = fig.to_plotly_json()
+    full["layout"]["template"] = pio.templates[pio.templates.default].to_plotly_json()
+    small = trim_template(full)
+    tpl = small["layout"]["template"]
+    assert set(tpl["data"]) == {"scatter", "contour"}
+    assert not {"geo", "polar", "scene", "ternary"} & set(tpl["layout"])
+    assert tpl["layout"]["xaxis"] == full["layout"]["template"]["layout"]["xaxis"]
+    assert len(json.dumps(small)) < len(json.dumps(full)) - 4000
+    polar = go.Figure(go.Scatterpolar(r=[1, 2], theta=[0, 90])).to_plotly_json()
+    polar["layout"]["template"] = pio.templates[pio.templates.default].to_plotly_json()
+    assert "polar" in trim_template(polar)["layout"]["template"]["layout"]
+    bundle = pio.renderers[RENDERER].to_mimebundle(full)
+    assert len(bundle["text/html"]) < len(json.dumps(full)) - 4000
