@@ -160,7 +160,7 @@ def drift_scaling(sw: DriftSweep) -> go.Figure:
         fig.add_trace(go.Scatter(x=x, y=sw.theory[i], mode="lines", line=dict(color="#111", dash="dash"),
                                  name="theory ησ²m₂/B (slope 1, 1, −1)", showlegend=c == 1), row=1, col=c)
         fig.update_xaxes(type="log", title_text=lab, row=1, col=c)
-        fig.update_yaxes(type="log", title_text="drift speed −d log|u²−v²|/dt (99% CI)" if c == 1 else None,
+        fig.update_yaxes(type="log", title_text="drift speed, 99% CI<br>−d log|u²−v²|/dt" if c == 1 else None,
                          row=1, col=c)
     fig.update_layout(height=480, legend=dict(orientation="h", y=-0.3, font=dict(size=11)),
                       margin=dict(l=70, r=20, t=40, b=40))
