@@ -8,7 +8,8 @@ from typing import Any
 
 import yaml
 
-__all__ = ["CITATION_FILE", "load_citation", "arxiv_id", "bibtex", "citation_markdown"]
+__all__ = ["CITATION_FILE", "load_citation", "arxiv_id", "known_commit", "bibtex",
+           "citation_markdown"]
 
 CITATION_FILE = "CITATION.cff"
 
@@ -20,7 +21,8 @@ def load_citation(root: Path) -> dict[str, Any]:
         cff = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as err:
         raise ValueError(f"{path} cannot be read: {err}") from None
-    for key in ("title", "authors", "version", "date-released", "references"):
+    for key in ("title", "authors", "version", "date-released", "repository-code",
+                "references"):
         if not cff.get(key):
             raise ValueError(f"{path} has no {key!r}")
     return cff
@@ -46,13 +48,23 @@ def _entry(kind: str, key: str, fields: list[tuple[str, str]]) -> str:
     return f"@{kind}{{{key},\n{body}\n}}"
 
 
-def bibtex(cff: dict[str, Any]) -> str:
-    """BibTeX for the book, then for each article it reproduces (with its arXiv id)."""
+def known_commit(commit: str | None) -> str | None:
+    """A commit worth citing: None for "unknown" and for a dirty checkout's (no commit holds
+    what such a build showed)."""
+    return commit if commit and commit != "unknown" and not commit.endswith("-dirty") else None
+
+
+def bibtex(cff: dict[str, Any], commit: str | None = None) -> str:
+    """BibTeX for the book (its repository, and the ``commit`` built, where known), then for
+    each article it reproduces (with its arXiv id)."""
     year = str(cff["date-released"])[:4]
+    commit = known_commit(commit)
     entries = [_entry("misc", f"dsmlib_book_{year}", [
         ("author", " and ".join(_person(a) for a in cff["authors"])),
         ("title", cff["title"]), ("year", year), ("version", str(cff["version"])),
+        ("url", str(cff["repository-code"])),
         ("note", "Executable Jupyter Book, backed by the tested library dsmlib"
+                 + (f"; commit {commit}" if commit else "")
                  + "".join(f"; reproduces arXiv:{arxiv_id(r)}" for r in cff["references"]
                            if arxiv_id(r)))])]
     for ref in cff["references"]:
@@ -69,7 +81,12 @@ def bibtex(cff: dict[str, Any]) -> str:
     return "\n\n".join(entries) + "\n"
 
 
-def citation_markdown(cff: dict[str, Any]) -> str:
-    """The site's "How to cite" section body (Markdown)."""
-    return ("Cite the book (and the paper it reproduces) with this BibTeX, made from the "
-            f"repository's `{CITATION_FILE}`:\n\n```bibtex\n{bibtex(cff)}```\n")
+def citation_markdown(cff: dict[str, Any], commit: str | None = None) -> str:
+    """The site's "How to cite" section body (Markdown): where its source is, the commit it
+    was built from (where known), and the BibTeX."""
+    url = str(cff["repository-code"])
+    built = known_commit(commit)
+    source = (f"This site was built from commit `{built}` of its source, {url}."
+              if built else f"Its source: {url}.")
+    return (f"{source} Cite the book (and the paper it reproduces) with this BibTeX, made "
+            f"from the repository's `{CITATION_FILE}`:\n\n```bibtex\n{bibtex(cff, commit)}```\n")

@@ -15,6 +15,7 @@ from .citation import citation_markdown, load_citation
 from .downloads import claim_rows, claims_csv, claims_json, downloads_markdown
 from .gpu_cost import cost_markdown, cost_rows
 from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
+from .provenance import git_commit
 from .profile_table import grid_runs_sentence, profiles_html
 from .profiles import chapters_with_runs, load_specs
 from .provenance_html import provenance_table
@@ -121,7 +122,8 @@ def write_generated_pages(root: Path, profile: str,
     atomic_write_text(gen / "references.md", references_markdown(refs, paths))
     atomic_write_text(gen / "profiles.md", profiles_html(specs, paths))
     atomic_write_text(gen / "grid_runs.md", grid_runs_sentence(specs))
-    atomic_write_text(gen / "citation.md", citation_markdown(load_citation(root)))
+    atomic_write_text(gen / "citation.md", citation_markdown(load_citation(root),
+                                                                 git_commit(root)))
     with_runs = chapters_with_runs(specs)      # the chapter whose runs the GPU cost is of
     seeds = ((specs[with_runs[0]].profiles.get("paper") or {}).get("seeds")
              if len(with_runs) == 1 else None)

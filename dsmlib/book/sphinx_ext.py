@@ -6,6 +6,9 @@ added twice and throws ``Identifier 'THEBE_JS_URL' has already been declared`` o
 this extension removes the thebe scripts from every page: no console error, nothing that
 could reach for a CDN.
 
+Figures and equations that reproduce the paper's carry the paper's numbers
+(:mod:`dsmlib.book.paper_numbers`).
+
 Under a profile that only tests the machinery (``smoke``; the runner passes the profile in
 ``DSMLIB_PROFILE``), every page opens with a banner saying so.
 
@@ -21,6 +24,7 @@ import os
 from typing import Any
 
 from .ledger import machinery_notice
+from .paper_numbers import declared_numbers, renumber
 
 
 def _drop_thebe(app: Any, pagename: str, templatename: str, context: dict[str, Any],
@@ -66,7 +70,35 @@ def _mystnb_css_first(app: Any) -> None:
         add_global_html_resources(app, None)
 
 
+def _paper_numbers(app: Any, env: Any) -> list[str]:
+    """After Sphinx numbers the figures and equations (its toctree collector, on the same
+    event): the paper's numbers where a chapter declares them, "B" before the book's own
+    equation numbers (:mod:`dsmlib.book.paper_numbers`)."""
+    if env.config.numfig:
+        renumber(env.toc_fignumbers,
+                 declared_numbers({d: env.doc2path(d) for d in env.found_docs}))
+    return []
+
+
+def _source_link(app: Any, config: Any) -> None:
+    """The header's link to the book's source repository, from ``CITATION.cff``'s
+    ``repository-code`` (the one place that names it)."""
+    from pathlib import Path
+
+    from .citation import CITATION_FILE, load_citation
+    root = next((d for d in (Path(app.srcdir), Path(app.confdir))
+                 if (d / CITATION_FILE).exists()), None)
+    if root is None:
+        return
+    options = dict(config.html_theme_options or {})
+    options.update(repository_url=str(load_citation(root)["repository-code"]),
+                   use_repository_button=True)
+    config.html_theme_options = options
+
+
 def setup(app: Any) -> dict[str, Any]:
+    app.connect("config-inited", _source_link)
+    app.connect("env-get-updated", _paper_numbers, priority=900)
     app.connect("builder-inited", _mystnb_css_first)
     app.connect("html-page-context", _machinery_banner, priority=900)
     app.connect("html-page-context", _drop_thebe, priority=900)

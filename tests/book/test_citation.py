@@ -6,6 +6,8 @@ import csv
 import io
 import json
 import re
+import tempfile
+from pathlib import Path
 
 import pytest
 import yaml
@@ -74,3 +76,27 @@ def test_claims_as_json_and_csv_keep_open_ends_open():
     [line] = list(csv.DictReader(io.StringIO(claims_csv(rows))))
     assert (line["band_low"], line["band_high"], line["interval_high"]) == ("1.0", "", "2.0")
     assert line["statement"] == 'a, "b"' and line["scope"] == ""
+
+
+def test_the_citation_names_the_repository_and_the_commit_built():
+    """CITATION.cff names the repository; the site's BibTeX adds the commit it was built from
+    (none for an unknown or dirty checkout: no commit holds what such a build showed); the
+    README's first paragraph points at the paper's arXiv page, which a clone can open, not at
+    ../shared/paper (issue 46, item 9)."""
+    from dsmlib.book.citation import citation_markdown
+    cff = load_citation(ROOT)
+    url = cff["repository-code"]
+    assert re.fullmatch(r"https://\S+", url)
+    site = citation_markdown(cff, "0123456789ab")
+    assert f"url = {{{url}}}" in site and "; commit 0123456789ab;" in site
+    assert "commit `0123456789ab` of its source, " + url in site
+    for unknown in ("unknown", "0123456789ab-dirty", None):
+        assert "commit" not in bibtex(cff, unknown) and url in citation_markdown(cff, unknown)
+    first = (ROOT / "README.md").read_text().split("\n\n")[1]
+    assert "shared/paper" not in first and "https://arxiv.org/abs/2304.00320" in first
+    broken = dict(cff)
+    del broken["repository-code"]
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "CITATION.cff").write_text(yaml.safe_dump(broken))
+        with pytest.raises(ValueError, match="repository-code"):
+            load_citation(Path(d))

@@ -1,0 +1,85 @@
+"""The paper's own numbers on the figures and equations that reproduce it (book layer).
+
+Sphinx numbers figures and equations across the whole book, so the paper's Figure 1 appeared
+as "Figure 21" and its Eq. 24 as "B(23)". A chapter says which of its figures and equations
+reproduce one of the paper's in its cells' metadata:
+
+- a figure cell: ``dsmlib: {paper_figure: 1}`` beside its ``mystnb: figure: name: ...``;
+- any cell (a Markdown cell's ``+++ {"dsmlib": ...}`` line): ``dsmlib: {paper_equations:
+  {eq-swap: 24}}``, by the equations' labels.
+
+The book's extension (:mod:`dsmlib.book.sphinx_ext`) then gives those the paper's number,
+"Figure 1 (paper)" and "(24)", in their captions, equation tags and every ``{numref}`` and
+``{eq}`` to them; the book's own equations read "(B1)", "(B2)", ... (``math_eqref_format``
+``({number})``), so a number without a B is always the paper's.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PAPER_FIGURE", "BOOK_EQUATION", "paper_numbers", "renumber", "declared_numbers"]
+
+#: How a figure that reproduces the paper's Figure N is numbered: "Figure N (paper)".
+PAPER_FIGURE = "{} (paper)"
+#: How the book's own equation N is numbered: "(BN)".
+BOOK_EQUATION = "B{}"
+
+
+def paper_numbers(notebook: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """``{"figure": {name: "1"}, "displaymath": {label: "24"}}`` from the cells' ``dsmlib``
+    metadata of an executed notebook (see the module docstring); a ``paper_figure`` on a cell
+    without a figure name is an error naming the cell."""
+    out: dict[str, dict[str, str]] = {"figure": {}, "displaymath": {}}
+    for i, cell in enumerate(notebook.get("cells", [])):
+        meta = cell.get("metadata") or {}
+        ours = meta.get("dsmlib") or {}
+        if "paper_figure" in ours:
+            name = ((meta.get("mystnb") or {}).get("figure") or {}).get("name")
+            if not name:
+                raise ValueError(f"cell {i} has dsmlib.paper_figure but no "
+                                 "mystnb.figure.name to give it to")
+            out["figure"][str(name)] = str(ours["paper_figure"])
+        for label, number in (ours.get("paper_equations") or {}).items():
+            out["displaymath"][str(label)] = str(number)
+    return out
+
+
+def renumber(toc_fignumbers: dict[str, dict[str, dict[str, tuple]]],
+             declared: dict[str, dict[str, dict[str, str]]]) -> None:
+    """In place: the paper's numbers for what each document ``declared`` (by figure name and
+    equation label, :func:`paper_numbers`), and "B" before every other equation's number.
+    A declared name or label the document does not have is an error naming it (a renamed
+    label would otherwise lose its paper number silently)."""
+    for docname, kinds in toc_fignumbers.items():
+        mine = declared.get(docname, {})
+        figures = kinds.get("figure", {})
+        for name, number in mine.get("figure", {}).items():
+            if name not in figures:
+                raise ValueError(f"{docname}: figure {name!r} has a paper number but no "
+                                 f"such figure; figures: {sorted(figures)}")
+            figures[name] = (PAPER_FIGURE.format(number),)
+        equations = kinds.get("displaymath", {})
+        paper = {f"equation-{label}": number
+                 for label, number in mine.get("displaymath", {}).items()}
+        missing = sorted(set(paper) - set(equations))
+        if missing:
+            raise ValueError(f"{docname}: equation(s) {missing} have a paper number but no "
+                             f"such label; labels: {sorted(equations)}")
+        for node_id, number in list(equations.items()):
+            equations[node_id] = ((paper[node_id],) if node_id in paper else
+                                  (BOOK_EQUATION.format(".".join(map(str, number))),))
+    for docname in set(declared) - set(toc_fignumbers):
+        if any(declared[docname].values()):
+            raise ValueError(f"{docname}: paper numbers declared, but it has no numbered "
+                             "figure or equation")
+
+
+def declared_numbers(sources: dict[str, Path]) -> dict[str, dict[str, dict[str, str]]]:
+    """:func:`paper_numbers` of every notebook among ``sources`` (docname -> source path)."""
+    out = {}
+    for docname, path in sources.items():
+        if Path(path).suffix == ".ipynb":
+            out[docname] = paper_numbers(json.loads(Path(path).read_text()))
+    return out

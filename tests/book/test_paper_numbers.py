@@ -1,0 +1,78 @@
+"""The paper's numbers on what reproduces the paper (dsmlib.book.paper_numbers; issue 46, item
+8: the paper's Figure 1 appeared as "Figure 21" and its Eq. 24 beside "B(23)")."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from dsmlib.book.paper_numbers import paper_numbers, renumber
+from helpers import ROOT
+
+
+def test_declared_numbers_are_read_from_cell_metadata():
+    nb = {"cells": [
+        {"cell_type": "code", "metadata": {"mystnb": {"figure": {"name": "fig-a"}},
+                                           "dsmlib": {"paper_figure": 1}}},
+        {"cell_type": "markdown", "metadata": {"dsmlib": {"paper_equations": {"eq-x": 24}}}},
+        {"cell_type": "code", "metadata": {"mystnb": {"figure": {"name": "fig-b"}}}}]}
+    assert paper_numbers(nb) == {"figure": {"fig-a": "1"}, "displaymath": {"eq-x": "24"}}
+    with pytest.raises(ValueError, match="cell 0 has dsmlib.paper_figure but no"):
+        paper_numbers({"cells": [{"metadata": {"dsmlib": {"paper_figure": 2}}}]})
+
+
+def test_renumbering_gives_the_papers_numbers_and_b_to_the_books():
+    toc = {"ch": {"figure": {"fig-a": (21,), "fig-b": (22,)},
+                  "displaymath": {"equation-eq-x": (23,), "equation-eq-y": (24,)}},
+           "other": {"displaymath": {"equation-eq-z": (1,)}}}
+    renumber(toc, {"ch": {"figure": {"fig-a": "1"}, "displaymath": {"eq-x": "24"}}})
+    assert toc == {"ch": {"figure": {"fig-a": ("1 (paper)",), "fig-b": (22,)},
+                          "displaymath": {"equation-eq-x": ("24",), "equation-eq-y": ("B24",)}},
+                   "other": {"displaymath": {"equation-eq-z": ("B1",)}}}
+    with pytest.raises(ValueError, match="figure 'fig-gone' has a paper number"):
+        renumber({"ch": {"figure": {}}}, {"ch": {"figure": {"fig-gone": "1"}}})
+    with pytest.raises(ValueError, match=r"equation\(s\) \['equation-eq-gone'\]"):
+        renumber({"ch": {"displaymath": {}}}, {"ch": {"displaymath": {"eq-gone": "3"}}})
+
+
+PAPER_FIGURES = {"ols": {"fig-ols-figure3": "3"},
+                 "sec5_distillation": {"fig-sec5-figure1": "1", "fig-sec5-figure2": "2"}}
+
+
+def test_the_built_pages_show_the_papers_numbers(smoke_book):
+    """In the smoke site: the paper's Figures 1-3 are captioned and cross-referenced with the
+    paper's numbers; an equation declared as the paper's reads "(24)", the others "(B…)"."""
+    html = smoke_book / "_build" / "html" / "book" / "chapters"
+    for chapter, figures in PAPER_FIGURES.items():
+        page = (html / f"{chapter}.html").read_text()
+        for name, number in figures.items():
+            caption = re.search(rf'<figure[^>]*id="{name}"[^>]*>.*?<span class="caption-number">'
+                                rf'([^<]*)</span>', page, re.S)
+            assert caption and caption.group(1).strip() == f"Figure {number} (paper)", name
+            refs = re.findall(rf'href="#{name}"[^>]*><span class="std std-numref">([^<]*)<', page)
+            assert all(r == f"Figure {number} (paper)" for r in refs), (name, refs)
+    page = (html / "prop1_noise.html").read_text()
+    tags = dict(re.findall(r'id="equation-([\w-]+)">\s*<span class="eqno">\((\w+)\)', page))
+    assert tags["eq-swap"] == "24" and tags["eq-split"] == "12"
+    assert tags and all(n.startswith("B") for lab, n in tags.items()
+                        if lab not in ("eq-swap", "eq-split", "eq-terms", "eq-prop1"))
+    refs = re.findall(r'href="#equation-eq-swap"[^>]*><span class="eq">([^<]*)<', page)
+    assert refs and set(refs) == {"(24)"}
+
+
+def test_every_declared_number_is_a_number_of_the_paper():
+    """A declared paper number names a numbered equation or figure of the paper's source."""
+    tex = (ROOT.parent / "shared" / "paper" / "doubly-stochastic-models.tex")
+    if not tex.exists():
+        pytest.skip("the paper's source is not beside this clone")
+    text = re.sub(r"(?<!\\)%.*", "", tex.read_text())
+    n_eq = sum(1 for b in re.findall(r"\\begin\{equation\}(.*?)\\end\{equation\}", text, re.S)
+               if "\\nonumber" not in b and "\\notag" not in b)
+    n_fig = len(re.findall(r"\\begin\{figure\*?\}", text))
+    for md in (ROOT / "notebooks").glob("*.md"):
+        for meta in re.findall(r"^\+\+\+ (\{.*\})$", md.read_text(), re.M):
+            for label, n in json.loads(meta).get("dsmlib", {}).get("paper_equations", {}).items():
+                assert 1 <= int(n) <= n_eq, (md.name, label, n)
+        for n in re.findall(r"^  paper_figure: (\d+)$", md.read_text(), re.M):
+            assert 1 <= int(n) <= n_fig, (md.name, n)
