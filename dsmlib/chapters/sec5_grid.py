@@ -17,8 +17,7 @@ from ..models.datasets import DATASETS
 from ..models.run_config import RunConfig, student_of as _student_of_config
 from ..models.step import Noise
 
-__all__ = ["KINDS", "CONTROL", "HINTON", "Parameters", "Setting",
-           "scope_note", "teacher_config", "grid_levels", "students_of", "curve_runs",
+__all__ = ["KINDS", "CONTROL", "HINTON", "Parameters", "Setting", "teacher_config", "grid_levels", "students_of", "curve_runs",
            "grid_runs"]
 
 KINDS = {Noise.GAUSSIAN: "σ²", Noise.SYMMETRIC: "p"}   # the paper's noise kinds, and their level
@@ -54,16 +53,18 @@ class Parameters(ChapterParameters):
     seeds: tuple[int, ...] = param([0, 1, 2, 3, 4], "one teacher and its students per seed; "
                                                     "seeds are the unit")
     passes: int = param(1, "passes over the training images per epoch (full setting)")
-    headroom_size: int | None = param(150, "training images of the headroom setting (0: full "
-                                           "data only)")
-    headroom_passes: int = param(2, "its passes over those images per epoch (and the curve's)")
+    headroom_size: int | None = param(50, "training images of the headroom setting (0: full "
+                                          "data only)")
+    headroom_passes: int = param(43, "its passes over those images per epoch")
+    headroom_batch_size: int | None = param(32, "its minibatch size (None: batch_size)")
     headroom_sigma2s: tuple[float, ...] | None = param([0.25, 1.0, 4.0], "its Gaussian levels "
                                                                          "(None: sigma2s)")
     headroom_seeds: tuple[int, ...] | None = param(list(range(12)), "its seeds (None: seeds)")
     temperature: float = param(4.0, "the Hinton student's (the paper's noiseless baseline)")
-    curve_sizes: tuple[int, ...] = param([100, 200, 300], "extra teacher sizes for the "
-                                                          "accuracy-vs-size curve")
-    curve_seeds: tuple[int, ...] = param([0, 1, 2], "and their seeds")
+    curve_sizes: tuple[int, ...] = param([40, 64, 100], "extra teacher sizes for the "
+                                                        "accuracy-vs-size curve (trained as many "
+                                                        "steps as the headroom setting's)")
+    curve_seeds: tuple[int, ...] = param([0, 1], "and their seeds")
     batch_size: int = param(64, "minibatch size")
     lr: float = param(0.1, "learning rate")
     augment: bool = param(True, "random crops (and flips where the data set allows them)")
@@ -121,7 +122,9 @@ class Parameters(ChapterParameters):
         check_positive("temperature (of the Hinton student)", self.temperature)
         check_int("passes", self.passes, minimum=1)
         check_int("headroom_passes", self.headroom_passes, minimum=1)
-        smallest = max(self.batch_size, self.n_gradnorm)   # a batch, and G's subsample
+        if self.headroom_batch_size is not None:
+            check_int("headroom_batch_size", self.headroom_batch_size, minimum=1)
+        smallest = max(self.headroom_batch, self.n_gradnorm)   # a batch, and G's subsample
         for n in self.curve_sizes:
             check_int("curve_sizes (training images)", n, minimum=smallest)
         if self.headroom_size:
@@ -148,12 +151,23 @@ class Parameters(ChapterParameters):
         out = []
         for d in self.datasets:
             out.append(Setting(d, self.train_limit, self.sigma2s, self.seeds, False,
-                               self.passes))
+                               self.passes, self.batch_size))
             if self.headroom_size:
                 out.append(Setting(d, self.headroom_size, self.headroom_sigma2s or self.sigma2s,
                                    self.headroom_seeds or self.seeds, True,
-                                   self.headroom_passes))
+                                   self.headroom_passes, self.headroom_batch))
         return out
+
+    @property
+    def headroom_batch(self) -> int:
+        """The headroom setting's (and the curve's) minibatch size."""
+        return self.batch_size if self.headroom_batch_size is None else self.headroom_batch_size
+
+    def curve_passes(self, n: int) -> int:
+        """Passes per epoch of a curve teacher on ``n`` images: as many SGD steps as a teacher
+        of the headroom setting takes, so that every point of the curve is trained as long."""
+        per_pass = max(1, (self.headroom_size or n) // self.headroom_batch)
+        return max(1, round(self.headroom_passes * per_pass / max(1, n // self.headroom_batch)))
 
     @property
     def epochs_of_students(self) -> int:
@@ -171,6 +185,7 @@ class Setting:
     seeds: tuple[int, ...]
     headroom: bool
     passes: int = 1
+    batch_size: int = 64
 
     @property
     def name(self) -> str:
@@ -186,29 +201,14 @@ class Setting:
 # The parameters every run of the grid takes from the chapter's as they are (train_limit and
 # passes are the setting's).
 _SHARED = tuple(f.name for f in fields(RunConfig)
-                if f.name in Parameters.names() and f.name not in ("train_limit", "passes"))
-
-
-def scope_note(grid: Parameters) -> str:
-    """What the verdicts describe: the settings, model and budget actually measured."""
-    sizes = f"{grid.image_size}x{grid.image_size} pixels" if grid.image_size else "native size"
-    passes = {s.passes for s in grid.settings}
-    each = "" if passes == {1} else " of " + "/".join(str(s.passes) for s in grid.settings) + \
-        " passes"
-    settings = "; ".join(f"{s.name} ({len(s.seeds)} seeds)" for s in grid.settings)
-    text = (f"Measured on {settings} ({sizes}) with ResNet-{grid.depth}, teachers "
-            f"{grid.teacher_epochs} and students {grid.epochs_of_students} epochs{each}; the "
-            "students' quadratic loss is per logit (2/L times Eq. 13's gradient).")
-    if "digits" in grid.datasets:
-        text += " The digits verdicts describe digits, not CIFAR or SVHN."
-    return text + (" Every departure from the paper's Section 5 is listed on the page, under "
-                   "'What this chapter does not measure'.")
+                if f.name in Parameters.names()
+                and f.name not in ("train_limit", "passes", "batch_size"))
 
 
 def teacher_config(grid: Parameters, setting: Setting, seed: int) -> RunConfig:
     return RunConfig(dataset=setting.dataset, seed=seed, epochs=grid.teacher_epochs,
                      train_limit=setting.train_limit, passes=setting.passes,
-                     **{k: getattr(grid, k) for k in _SHARED})
+                     batch_size=setting.batch_size, **{k: getattr(grid, k) for k in _SHARED})
 
 
 def grid_levels(grid: Parameters, setting: Setting) -> list[tuple[str, float]]:
@@ -230,7 +230,8 @@ def curve_runs(grid: Parameters) -> list[RunConfig]:
     the grid trains anyway."""
     have = {(s.dataset, s.train_limit) for s in grid.settings}
     return [RunConfig(dataset=d, seed=s, epochs=grid.teacher_epochs, train_limit=n,
-                      passes=grid.headroom_passes, **{k: getattr(grid, k) for k in _SHARED})
+                      passes=grid.curve_passes(n), batch_size=grid.headroom_batch,
+                      **{k: getattr(grid, k) for k in _SHARED})
             for d in grid.datasets for n in grid.curve_sizes if (d, n) not in have
             for s in grid.curve_seeds]
 

@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 from .checks import check_choice, check_real
 from .decision import (CONFIDENCE, FAMILY_RULE, P_FLOOR, VERDICTS, bonferroni_verdicts,  # noqa: F401
-                       combine_all, decision_p, family_p, gain_verdict, holm_adjusted,
+                       combine_all, decision_p, family_p, holm_adjusted,
                        holm_verdicts, interval, interval_p, joint_level, p_towards, parse_band,
                        quantile, verdict)
 from .stats import LACK_OF_FIT_ALPHA, LogLogFit, loglog_fit

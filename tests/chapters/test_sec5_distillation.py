@@ -30,7 +30,7 @@ G_IDS = {"fig1.noise_lowers_gradnorm_sigma2", "fig1.noise_lowers_gradnorm_p",
          "fig1.gradnorm_falls_with_sigma2", "fig1.gradnorm_vs_p_with_shrinkage",
          "fig1.swap_excess_falls_with_p", "fig1.gradnorm_below_control_over_epochs"}
 ACC_IDS = {"fig1.noisy_beats_teacher", "fig1.noisy_beats_noiseless",
-           "fig1.some_student_beats_teacher", "fig1.validation_selection_beats_average",
+           "fig1.some_student_beats_teacher", "fig1.validation_selection_near_best",
            "fig2.swap_flatter_and_better"}
 IDS = G_IDS | ACC_IDS | {"fig1.student_below_teacher", "fig2.train_loss_to_zero"}
 
@@ -113,7 +113,12 @@ def test_grid_runs_teachers_first_with_a_control_per_p_in_each_setting():
 def test_students_train_as_long_as_their_teacher_unless_told_otherwise():
     grid = sg.Parameters.from_dict({**PARAMS, "student_epochs": None, "teacher_epochs": 5})
     assert {r.epochs for r in sg.grid_runs(grid)} == {5}
-    assert "teachers 5 and students 5 epochs" in sg.scope_note(grid)
+    res, _ = claims_of(good, student_epochs=None, teacher_epochs=5)
+    note = scope.scope_note(res)
+    assert "teachers 5 and students 5 epochs" in note
+    # the steps: 5 epochs x 1 pass x whole batches of the training images (1150 // 64, 150 // 32)
+    assert f"{FULL} (4 seeds; {5 * (1150 // 64)} SGD steps per run, batch 64)" in note
+    assert f"{HEAD} (4 seeds; {5 * (150 // 32)} SGD steps per run, batch 32)" in note
 
 
 def test_each_setting_has_its_seeds_levels_and_passes():
@@ -143,12 +148,15 @@ def test_each_setting_has_its_seeds_levels_and_passes():
     (dict(depth=7), r"depth must be of the form 6n \+ 2"),
     (dict(teacher_epochs=0), "epochs must be >= 1"),
     (dict(student_epochs=0), "student_epochs must be >= 1"),
-    (dict(headroom_size=32), r"headroom_size \(training images; 0: none\) must be >= 64"),
+    (dict(headroom_size=16), r"headroom_size \(training images; 0: none\) must be >= 32"),
+    (dict(headroom_size=40, headroom_batch_size=64),
+     r"headroom_size \(training images; 0: none\) must be >= 64"),
+    (dict(headroom_batch_size=0), "headroom_batch_size must be >= 1"),
     (dict(headroom_size=300, train_limit=256), "headroom_size .* must be below train_limit"),
     (dict(headroom_seeds=[3]), "headroom_seeds must hold at least 2 distinct seeds"),
     (dict(headroom_sigma2s=[0.0]), r"headroom_sigma2s \(Gaussian noise variances\) must be > 0"),
     (dict(headroom_passes=0), "headroom_passes must be >= 1"),
-    (dict(curve_sizes=[10], curve_seeds=[0]), r"curve_sizes \(training images\) must be >= 64"),
+    (dict(curve_sizes=[10], curve_seeds=[0]), r"curve_sizes \(training images\) must be >= 32"),
     (dict(curve_sizes=[100], curve_seeds=[]), "curve_seeds must not be empty"),
     (dict(temperature=0.0), r"temperature \(of the Hinton student\) must be > 0")])
 
