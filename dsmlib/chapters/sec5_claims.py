@@ -42,8 +42,8 @@ from ..foundation.claims import CONFIDENCE, Case, Claim, every_case, joint_level
 from .sec5_distillation import (Cell, DistillResults, selected_correct, selected_levels,
                                 selected_test_acc, selection, shrinkage_rows)
 from .sec5_gains import (ACCURACY_RULE, DELTA_FRACTION, STRICT, delta_rows, difference, gain_case,
-                         scores, seed_case, shortfall_case, smallest_gain, some_case,
-                         test_images)
+                         judged_settings, scores, seed_case, shortfall_case, smallest_gain,
+                         some_case, test_images, unfit_caveat)
 from ..models.step import Noise
 from .sec5_grid import HINTON, KINDS
 
@@ -195,19 +195,19 @@ def accuracy_claims(res: DistillResults, note: str = "", delta_scale: float = 1.
     claims = []
     sel_note = " Selection within each seed over both noise kinds and every level; seeds are the unit."
     cases, extras = {}, {}
-    for s in res.settings:
+    for s in judged_settings(res):
         n, delta = test_images(res, s), smallest_gain(res, s, delta_scale)
         cases[s], extras[s] = gain_case(
             difference(_selected(res, s), scores(res.teacher(s))), delta,
             "test accuracy of the validation-selected noisy student − that of the teacher; "
-            "paper: > 0", n)
+            "paper: > 0", n, caveat=unfit_caveat(res, s))
     claims.append(_every_case(
         "fig1.noisy_beats_teacher", _rule("The noisy student selected by validation accuracy has "
                                           "a higher test accuracy than the teacher (Figure 1)."),
         cases, extras, scope="setting", note=(note + sel_note).strip(),
         condition="Needs a gain of at least δ over a teacher that fits its training images."))
     cases, extras = {}, {}
-    for s in res.settings:
+    for s in judged_settings(res):
         n, delta = test_images(res, s), smallest_gain(res, s, delta_scale)
         for base, what in ((res.noiseless(s), "the noiseless student (squared error on the "
                             "logits, the book's)"),
@@ -217,7 +217,7 @@ def accuracy_claims(res: DistillResults, note: str = "", delta_scale: float = 1.
             cases[k], extras[k] = gain_case(
                 difference(_selected(res, s), scores(base)), delta,
                 f"test accuracy of the validation-selected noisy student − that of {what}; "
-                "paper: > 0", n)
+                "paper: > 0", n, caveat=unfit_caveat(res, s))
     claims.append(_every_case(
         "fig1.noisy_beats_noiseless", _rule("The noisy student selected by validation accuracy "
                                             "has a higher test accuracy than the noiseless "
@@ -227,17 +227,19 @@ def accuracy_claims(res: DistillResults, note: str = "", delta_scale: float = 1.
         condition="Needs a noise level whose student generalises better than the noiseless "
                   "ones by at least δ, and the validation set to find it."))
     gains = {}
-    for s in res.settings:
+    for s in judged_settings(res):
         for k in KINDS:
             for c in res.noisy(s, k):
                 gains[f"{s}: {c.name}"] = (difference(scores(c), scores(res.teacher(s))),
-                                           smallest_gain(res, s, delta_scale), test_images(res, s))
+                                           smallest_gain(res, s, delta_scale), test_images(res, s),
+                                           unfit_caveat(res, s))
     level = joint_level(len(gains))
     cases, extras = {}, {}
-    for key, (v, delta, n) in gains.items():
+    for key, (v, delta, n, caveat) in gains.items():
         cases[key], extras[key] = gain_case(
             v, delta, f"test accuracy of the student − that of its teacher; paper: > 0 for some "
-            f"student (joint {CONFIDENCE:.0%} box over {len(gains)})", n, level=level)
+            f"student (joint {CONFIDENCE:.0%} box over {len(gains)})", n, level=level,
+            caveat=caveat)
     claims.append(some_case(
         "fig1.some_student_beats_teacher", _rule("Some noisily self-distilled students improve "
                                                  "on the teacher's test accuracy (Section 5.4, "
@@ -247,12 +249,12 @@ def accuracy_claims(res: DistillResults, note: str = "", delta_scale: float = 1.
               "joint box, so one confirmed gain is not luck among many.").strip(),
         condition="Needs a gain of at least δ over a teacher that fits its training images."))
     cases, extras = {}, {}
-    for s in res.settings:
+    for s in judged_settings(res):
         cases[s], extras[s] = shortfall_case(
             hindsight_shortfall(res, s), smallest_gain(res, s, delta_scale),
             "test accuracy of the best noise kind and level in hindsight (best mean test "
             "accuracy over the other seeds) − that of the validation-selected noisy student; "
-            "paper: small", test_images(res, s))
+            "paper: small", test_images(res, s), caveat=unfit_caveat(res, s))
     claims.append(_every_case(
         "fig1.validation_selection_near_best",
         "Validation accuracy selects noisy students that generalise as well as the best choice "
@@ -311,11 +313,13 @@ def figure2_claims(res: DistillResults, note: str = "", delta_scale: float = 1.0
                 flat[f"{s}: flatter than {other.name}"] = seed_case(
                     _log_g(swap) - _log_g(other), BELOW_BAND,
                     _LOG_RATIO.format(a="swap", b="other") + " at the selected levels; paper: < 0")
+                if s not in judged_settings(res):
+                    continue
                 k = f"{s}: better than {other.name}"
                 flat[k], extras[k] = gain_case(
                     difference(scores(swap), scores(other)), smallest_gain(res, s, delta_scale),
                     "test accuracy of the swap student − the other's, at the selected levels; "
-                    "paper: > 0", test_images(res, s))
+                    "paper: > 0", test_images(res, s), caveat=unfit_caveat(res, s))
     claims.append(_every_case(
         "fig2.train_loss_to_zero", "The training loss of the noiseless, symmetric-noise and "
         "Gaussian-noise students (each at its validation-optimal level) goes to nearly zero "

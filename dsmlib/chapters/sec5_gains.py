@@ -35,8 +35,9 @@ from ..models.datasets import OFFICIAL_TEST
 from .sec5_distillation import Cell, DistillResults
 from .sec5_readouts import setting_of
 
-__all__ = ["STRICT", "DELTA_FRACTION", "MIN_SEEDS", "ACCURACY_RULE", "ACCURACY_IDS", "SOME_IDS",
-           "smallest_gain", "test_images", "scores", "difference", "degenerate", "population", "seed_case",
+__all__ = ["STRICT", "DELTA_FRACTION", "MIN_SEEDS", "FIT_ACCURACY", "ACCURACY_RULE",
+           "ACCURACY_IDS", "SOME_IDS", "smallest_gain", "teachers_fit", "judged_settings",
+           "unfit_caveat", "test_images", "scores", "difference", "degenerate", "population", "seed_case",
            "accuracy_case", "gain_case", "shortfall_case", "some_case", "verdicts_by_setting",
            "delta_rows"]
 
@@ -47,6 +48,10 @@ STRICT = 1e-12
 DELTA_FRACTION = 0.1
 # Fewer seeds than this decide nothing: two seeds can tie, giving an interval of zero width.
 MIN_SEEDS = 3
+# A teacher "fits its training images" at this training accuracy or above. Students are judged
+# on accuracy only against teachers that fit: one that does not is limited by its training, and
+# a student that trains on beats it for that reason alone.
+FIT_ACCURACY = 0.99
 #: The accuracy rule, as the page and the claims state it.
 ACCURACY_RULE = ("A gain is confirmed when its 99 % interval lies above δ, the smallest gain "
                  "worth having, refuted when it lies below δ (no gain of useful size, whatever "
@@ -63,6 +68,30 @@ def smallest_gain(res: DistillResults, setting: str, scale: float = 1.0) -> floa
     ``scale`` (the δ table's δ/2 and 2δ)."""
     err = 1.0 - float(res.teacher(setting).final["test_acc"].mean())
     return scale * max(DELTA_FRACTION * err, STRICT)
+
+
+def teachers_fit(res: DistillResults, setting: str) -> bool:
+    """Whether every teacher judged in ``setting`` reaches :data:`FIT_ACCURACY` on its own
+    training images (measured on all of them after the last epoch)."""
+    return bool(np.all(res.teacher(setting).final["train_acc"] >= FIT_ACCURACY))
+
+
+def judged_settings(res: DistillResults) -> list[str]:
+    """The settings whose accuracy cases are judged: those whose teachers fit their training
+    images (:func:`teachers_fit`). If none does, every setting, each case then carrying
+    :func:`unfit_caveat`."""
+    fit = [s for s in res.settings if teachers_fit(res, s)]
+    return fit or list(res.settings)
+
+
+def unfit_caveat(res: DistillResults, setting: str) -> str:
+    """Why a setting's accuracy cases cannot decide ("" when its teachers fit)."""
+    if teachers_fit(res, setting):
+        return ""
+    low = float(res.teacher(setting).final["train_acc"].min())
+    return (f"its teachers do not all fit their training images (the lowest reaches "
+            f"{100 * low:.1f} %, below {100 * FIT_ACCURACY:g} %): a student would beat such a "
+            "teacher by training longer alone")
 
 
 def test_images(res: DistillResults, setting: str) -> int:
@@ -119,7 +148,7 @@ def seed_case(values: np.ndarray, band, quantity: str, *, level: float = CONFIDE
 
 
 def accuracy_case(values: np.ndarray, band, quantity: str, n_test: int, *,
-                  level: float = CONFIDENCE) -> tuple[Case, dict[str, Any]]:
+                  level: float = CONFIDENCE, caveat: str = "") -> tuple[Case, dict[str, Any]]:
     """A difference of test accuracies judged against ``band``: over seeds and test images
     (a seeds x images table, :func:`dsmlib.foundation.stats.crossed_mean`) or over seeds
     alone (a vector), with :func:`degenerate`'s caveat; and the row extras: each source's share
@@ -133,26 +162,26 @@ def accuracy_case(values: np.ndarray, band, quantity: str, n_test: int, *,
         measured, se, dof = float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)), v.size - 1
         parts = {"se_seeds": se, "se_images": None}
     c = case(paper=0.0, measured=measured, se=se, band=band, quantity=quantity, dof=dof,
-             level=level, caveat=degenerate(v.shape[0], se, n_test))
+             level=level, caveat=caveat or degenerate(v.shape[0], se, n_test))
     return c, {**parts, "seeds": int(v.shape[0]), "dof": float(dof),
                "population": population(v, n_test)}
 
 
 def gain_case(values: np.ndarray, delta: float, quantity: str, n_test: int, *,
-              level: float = CONFIDENCE) -> tuple[Case, dict[str, Any]]:
+              level: float = CONFIDENCE, caveat: str = "") -> tuple[Case, dict[str, Any]]:
     """A test-accuracy gain judged by the rule (:data:`ACCURACY_RULE`): the band
     ``[delta, inf)``."""
     c, extras = accuracy_case(values, (delta, None), f"{quantity}; δ = {100 * delta:.3g} points",
-                              n_test, level=level)
+                              n_test, level=level, caveat=caveat)
     return c, {**extras, "delta": delta, "sense": "gain"}
 
 
 def shortfall_case(values: np.ndarray, delta: float, quantity: str, n_test: int, *,
-                   level: float = CONFIDENCE) -> tuple[Case, dict[str, Any]]:
+                   level: float = CONFIDENCE, caveat: str = "") -> tuple[Case, dict[str, Any]]:
     """A shortfall in test accuracy that must stay below ``delta``: the rule mirrored, the band
     ``(-inf, delta]``."""
     c, extras = accuracy_case(values, (None, delta), f"{quantity}; δ = {100 * delta:.3g} points",
-                              n_test, level=level)
+                              n_test, level=level, caveat=caveat)
     return c, {**extras, "delta": delta, "sense": "shortfall"}
 
 

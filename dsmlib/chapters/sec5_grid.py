@@ -50,8 +50,8 @@ class Parameters(ChapterParameters):
     sigma2s: tuple[float, ...] = param([1.0, 4.0, 16.0], "Gaussian noise levels (variance per "
                                                          "logit), full data")
     ps: tuple[float, ...] = param([0.1, 0.3, 0.5], "symmetric-swap probabilities")
-    seeds: tuple[int, ...] = param([0, 1, 2, 3, 4], "one teacher and its students per seed; "
-                                                    "seeds are the unit")
+    seeds: tuple[int, ...] = param([0, 1, 2, 3], "one teacher and its students per seed; "
+                                                 "seeds are the unit")
     passes: int = param(1, "passes over the training images per epoch (full setting)")
     headroom_size: int | None = param(50, "training images of the headroom setting (0: full "
                                           "data only)")
@@ -59,7 +59,7 @@ class Parameters(ChapterParameters):
     headroom_batch_size: int | None = param(32, "its minibatch size (None: batch_size)")
     headroom_sigma2s: tuple[float, ...] | None = param([0.25, 1.0, 4.0], "its Gaussian levels "
                                                                          "(None: sigma2s)")
-    headroom_seeds: tuple[int, ...] | None = param(list(range(12)), "its seeds (None: seeds)")
+    headroom_seeds: tuple[int, ...] | None = param(list(range(10)), "its seeds (None: seeds)")
     temperature: float = param(4.0, "the Hinton student's (the paper's noiseless baseline)")
     curve_sizes: tuple[int, ...] = param([40, 64, 100], "extra teacher sizes for the "
                                                         "accuracy-vs-size curve (trained as many "

@@ -846,3 +846,31 @@ def test_over_seeds_alone_a_case_says_which_images_it_speaks_for():
             if d.get("delta") is not None:
                 assert d["population"].startswith("these 359 test images only"), (cid, d)
                 assert d["se_images"] is None
+
+
+def test_accuracy_is_judged_only_against_teachers_that_fit_their_images():
+    """The full data's teachers reach 97 % on their training images: its accuracy cases are
+    left out (the headroom setting's decide), the G claims keep both settings, and the
+    headroom line says why. If no setting's teachers fit, every accuracy case is inconclusive
+    with that reason."""
+    def unfit(c, where=(None,)):
+        f = good(c)
+        if c.role == "teacher" and c.train_limit in where:
+            f["train_acc"] = 0.97
+        return f
+    res, claims = claims_of(unfit)
+    assert gains.judged_settings(res) == [HEAD] and not gains.teachers_fit(res, FULL)
+    for cid in ACC_IDS - {"fig2.swap_flatter_and_better"}:
+        assert all(ro.setting_of(d["case"], res.settings) == HEAD for d in claims[cid].details)
+    flat = cases(claims["fig2.swap_flatter_and_better"])
+    assert f"{FULL}: flatter than noiseless student" in flat
+    assert f"{FULL}: better than noiseless student" not in flat
+    assert claims["fig1.noisy_beats_teacher"].verdict == "confirmed"
+    line = ro.accuracy_headroom(res, list(claims.values()))[0]
+    assert "not judged" in line and "lowest reaches 97.0 %" in line
+    rows = {r["claim"]: r for r in gains.verdicts_by_setting(res, list(claims.values()))}
+    assert rows["fig1.noisy_beats_teacher"][FULL] is None
+    res, claims = claims_of(lambda c: unfit(c, (None, 150)))
+    c = claims["fig1.noisy_beats_teacher"]
+    assert c.verdict == "inconclusive" and len(c.details) == 2
+    assert all("do not all fit their training images" in d["caveat"] for d in c.details)
