@@ -9,7 +9,7 @@ import pytest
 
 from dsmlib.book.profiles import load_specs
 from dsmlib.chapters.sec5_gains import SOME_IDS
-from dsmlib.foundation.claims import (SCOPES, VERDICTS, combine_all, gain_verdict, joint_level,
+from dsmlib.foundation.claims import (SCOPES, VERDICTS, combine_all, joint_level,
                                       quantile, verdict)
 
 pytestmark = pytest.mark.slow
@@ -79,15 +79,19 @@ def test_every_notebook_wrote_measured_claims(smoke_book):
                 cases = [d for d in c["details"] if "interval" in d and "band" in d]
                 for d in cases:
                     want = ("inconclusive" if d.get("caveat") else
-                            gain_verdict(d["interval"], d["delta"]) if d.get("delta") is not None
-                            else verdict(d["interval"], d["band"]))
+                            verdict(d["interval"], d["band"]))    # one rule, accuracy included
                     # a case's own interval gives ``want``; Holm's rule over the claim's cases
                     # may hold it back, and then the case keeps that verdict as verdict_alone
                     assert d.get("verdict_alone", d["verdict"]) == want, (c["id"], d)
                     if "verdict_alone" in d:
                         assert d["verdict"] == "inconclusive" != want, (c["id"], d)
                     if d.get("delta") is not None:       # a gain against its smallest size
-                        assert d["band"] == [d["delta"], None], (c["id"], d)
+                        want_band = ([d["delta"], None] if d["sense"] == "gain"
+                                     else [None, d["delta"]])
+                        assert d["band"] == want_band, (c["id"], d)
+                        lo, hi = d["interval"]       # zero width decides nothing (issue 42)
+                        assert hi > lo or (d.get("caveat") and d["verdict"] == "inconclusive"), \
+                            (c["id"], d)
                 vs = [d["verdict"] for d in cases]
                 if len(cases) == len(c["details"]) and c["id"] in SOME_IDS:   # "some case holds"
                     assert c["verdict"] == ("confirmed" if "confirmed" in vs else "refuted"
@@ -350,3 +354,19 @@ def test_the_site_says_how_to_cite_and_what_section_5_costs(smoke_book):
     assert "eprint = {2304.00320}" in intro and "author = {{The dsmlib team}}" in intro
     repro = re.sub(r"<[^>]+>", "", (site / "reproducibility.html").read_text())
     assert "GPU-hours per seed" in repro and "NVIDIA H100" in repro
+
+
+#: Claims whose kind was wrong once (issue 42): an identity's truth follows from the algebra
+#: for its data (its measurement checks the code), an empirical one from the dynamics.
+KINDS = {"prop1.xi_star_cov_without_replacement_paper": "identity",
+         "ols.cov_vs_eta": "identity", "ols.cov_vs_eta_rate": "identity",
+         "ols.cov_vs_batch": "identity", "ols.cov_vs_batch_rate": "identity",
+         "ols.noiseless_converges": "empirical", "remark2.valley_stability": "empirical"}
+
+
+def test_kind_labels_match_their_claims(smoke_book):
+    found = {}
+    for name in load_specs(smoke_book / "notebooks"):
+        doc = json.loads((smoke_book / "results" / "smoke" / f"{name}.json").read_text())
+        found |= {c["id"]: c["kind"] for c in doc["claims"] if c["id"] in KINDS}
+    assert found == KINDS
