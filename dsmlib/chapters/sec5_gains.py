@@ -155,14 +155,14 @@ def accuracy_case(values: np.ndarray, band, quantity: str, n_test: int, *,
     of the standard error and the population the interval speaks for."""
     v = np.asarray(values, dtype=float)
     if v.ndim == 2:
-        cm = crossed_mean(v)
-        measured, se, dof = cm.mean, cm.se, cm.dof
+        cm = crossed_mean(v)      # Satterthwaite's dof, rounded down (the wider interval)
+        measured, se, dof = cm.mean, cm.se, max(1, math.floor(cm.dof))
         parts = {"se_seeds": math.sqrt(cm.unit_var), "se_images": math.sqrt(cm.item_var)}
     else:
         measured, se, dof = float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)), v.size - 1
         parts = {"se_seeds": se, "se_images": None}
     c = case(paper=0.0, measured=measured, se=se, band=band, quantity=quantity, dof=dof,
-             level=level, caveat=caveat or degenerate(v.shape[0], se, n_test))
+             level=level, caveat=caveat or degenerate(v.shape[0], se, n_test), bounds=(-1, 1))
     return c, {**parts, "seeds": int(v.shape[0]), "dof": float(dof),
                "population": population(v, n_test)}
 
@@ -207,7 +207,9 @@ def some_case(id: str, statement: str, cases: dict[str, Case], *, note: str = ""
                  else min(pool, key=lambda kc: band_gap(kc[1])))
     details = [{"case": k, "paper": c.paper, "measured": c.measured, "interval": c.interval,
                 "band": c.band, "verdict": c.verdict, "se": c.se,
-                **({"caveat": c.caveat} if c.caveat else {}), **(extras or {}).get(k, {})}
+                **({"caveat": c.caveat} if c.caveat else {}),
+                **({"bounds": c.bounds} if c.bounds is not None else {}),
+                **(extras or {}).get(k, {})}
                for k, c in cases.items()]
     head = Case(**{**head.__dict__, "verdict": overall,
                    "quantity": f"{head.quantity} (deciding case: {key})"})

@@ -24,15 +24,17 @@ TARGET_ACCURACY = (0.85, 0.93)
 
 def teacher_curve(res: DistillResults) -> list[dict[str, Any]]:
     """The teachers' test accuracy against the training-set size, per data set: the mean over
-    seeds with its Student-t interval at the ledger's level (one seed: no interval), the mean
+    seeds with its Student-t interval at the ledger's level, cut to [0, 1] (one seed: no
+    interval), the mean
     training accuracy (a teacher that fits its images is data-limited, not step-limited), and
     whether the mean lies in :data:`TARGET_ACCURACY`."""
     out = []
     for r in res.curve:
         acc = r["test_acc"]
         mean = float(acc.mean())
-        iv = (interval(mean, float(acc.std(ddof=1) / math.sqrt(acc.size)), dof=acc.size - 1)
-              if acc.size > 1 else [math.nan, math.nan])
+        iv = ([max(0.0, v) if i == 0 else min(1.0, v) for i, v in enumerate(
+                  interval(mean, float(acc.std(ddof=1) / math.sqrt(acc.size)), dof=acc.size - 1))]
+              if acc.size > 1 else [math.nan, math.nan])    # cut to the possible [0, 1]
         out.append(dict(dataset=r["dataset"], n_train=r["n_train"], train_limit=r["train_limit"],
                         seeds=r["seeds"], mean=mean, interval=iv, setting=r["setting"],
                         train_acc=float(r["train_acc"].mean()),

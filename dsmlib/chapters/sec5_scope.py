@@ -68,7 +68,8 @@ def departures(res: DistillResults) -> list[str]:
     passes = {s.passes for s in g.settings}
     if g.teacher_epochs != 200 or g.epochs_of_students != 200 or passes != {1}:
         each = ("" if passes == {1} else f" of {g.passes} passes each" if len(passes) == 1
-                else " of " + " and ".join(f"{s.passes} passes ({s.name})" for s in g.settings))
+                else " of " + " and ".join(f"{s.passes} pass{'' if s.passes == 1 else 'es'} "
+                                           f"({s.name})" for s in g.settings))
         out.append(f"Length: teachers {g.teacher_epochs} and students {g.epochs_of_students} "
                    f"epochs{each}, not 200 of one pass (the budget), with the paper's "
                    "learning-rate drops at half and three quarters of them. An epoch of several "
