@@ -821,19 +821,21 @@ def test_validation_selection_is_judged_against_the_best_choice_in_hindsight():
 
 
 def test_hindsight_leaves_the_seed_out():
-    """The best choice in hindsight for a seed is made on the other seeds: a student that is
-    best only in seed 0 (by far) is not seed 0's hindsight choice."""
+    """The best choice in hindsight for a seed is made on the other seeds: the σ² = 4 student is
+    best on the mean over all four seeds (0.87) only because of seed 0 (0.99, else 0.83), so
+    seed 0's hindsight choice is the σ² = 1 student (0.85, validation's pick too) and the
+    other seeds' is σ² = 4, which falls 2 points short of validation's pick there."""
     def lucky(c):
         f = good(c) | dict(test_acc=0.80 + jitter(c, 0.003), val_acc=0.9)
         if c.role == "student" and (c.noise, c.level) == ("gaussian", 4.0):
-            f["test_acc"] = 0.99 if c.seed == 0 else 0.70
+            f["test_acc"] = 0.99 if c.seed == 0 else 0.83
         if c.role == "student" and (c.noise, c.level) == ("gaussian", 1.0):
             f |= dict(test_acc=0.85, val_acc=0.95)
         return f
     res, _ = claims_of(lucky, per_image=False)
     short = sc.hindsight_shortfall(res, HEAD)
     assert short[0] == pytest.approx(0.0)        # not 0.99 - 0.85: seed 0 picks on seeds 1-3
-    assert short[1:] == pytest.approx([0.0, 0.0, 0.0])
+    assert short[1:] == pytest.approx([-0.02, -0.02, -0.02])
 
 
 def test_over_seeds_alone_a_case_says_which_images_it_speaks_for():
