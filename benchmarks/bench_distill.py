@@ -82,11 +82,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from dsmlib.models.datasets import SPECS, DataSplit, load_dataset  # noqa: E402
 from dsmlib.models.networks import cifar_resnet  # noqa: E402
-from dsmlib.models.run_config import RunConfig, student_of  # noqa: E402
+from dsmlib.models.run_config import Noise, RunConfig, student_of  # noqa: E402
 from dsmlib.models.runs import epoch_saver, run_dir  # noqa: E402
-from dsmlib.models.loop import (Trainers, build_model, clock, member_optimizer_state,  # noqa: E402
-                                member_state, train, train_group)
-from dsmlib.models.step import Noise  # noqa: E402
+from dsmlib.models.graph import Trainers  # noqa: E402
+from dsmlib.models.lockstep import member_optimizer_state, member_state  # noqa: E402
+from dsmlib.models.loop import build_model, clock, train, train_group  # noqa: E402
 
 PAPER_TRAIN_IMAGES = {"svhn": 58_606, "cifar10": 40_000, "cifar100": 40_000}   # 80 % splits
 PAPER_STUDENTS, PAPER_EPOCHS = 11, 200

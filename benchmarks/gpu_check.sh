@@ -111,13 +111,13 @@ for step in $steps; do
     tests)
       if [ $DRY = 1 ]; then
         run_step tests 300 $PY -m pytest -q -p no:cacheprovider --collect-only \
-          tests/models/test_replay.py tests/models/test_engine.py tests/models/test_lockstep.py tests/models/test_runs.py \
-          tests/models/test_checkpoints.py tests/models/test_training.py tests/theory/test_gradient_norm.py -k cuda
+          tests/models/test_graph.py tests/models/test_lockstep.py tests/models/test_runs.py \
+          tests/models/test_checkpoints.py tests/models/test_loop.py tests/theory/test_gradient_norm.py -k cuda
       else
         xdist=$($PY -c "import xdist" 2>/dev/null && echo "-n 4")
-        run_step tests ${LIMIT_TESTS:-60} $PY -m pytest -q -p no:cacheprovider $xdist tests/models/test_replay.py tests/models/test_engine.py \
+        run_step tests ${LIMIT_TESTS:-60} $PY -m pytest -q -p no:cacheprovider $xdist tests/models/test_graph.py \
           tests/models/test_lockstep.py tests/models/test_runs.py tests/models/test_checkpoints.py \
-          tests/models/test_training.py tests/models/test_datasets.py tests/theory/test_gradient_norm.py -k cuda
+          tests/models/test_loop.py tests/models/test_datasets.py tests/theory/test_gradient_norm.py -k cuda
       fi ;;
     bench)
       if [ $DRY = 1 ]; then

@@ -7,7 +7,7 @@ lockstep group of three students (ResNet-8, 192 digits at 16x16, the CUDA test's
 twice eagerly and once replayed. One JSON line per setting and run kind: the largest
 relative difference over the losses and G (``rel_eager_eager``, ``rel_graph_eager``) and the
 largest accuracy difference in points. ``benchmarks/gpu_check.sh`` runs it (step ``drift``);
-the fp32 tolerance of ``tests/models/test_replay.py`` rests on its figures.
+the fp32 tolerance of ``tests/models/test_graph.py`` rests on its figures.
 
 Usage: ``python benchmarks/graph_vs_eager.py [--device cpu]`` (``cpu``: a dry run, the
 "replayed" run eager too, at 8x8 for one epoch, so that the script is exercised without a GPU).
@@ -25,9 +25,9 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from dsmlib.models.datasets import load_dataset  # noqa: E402
-from dsmlib.models.run_config import RunConfig, student_of  # noqa: E402
-from dsmlib.models.step import Noise  # noqa: E402
+from dsmlib.models.graph import Trainers  # noqa: E402
 from dsmlib.models.loop import build_model, train_group  # noqa: E402
+from dsmlib.models.run_config import Noise, RunConfig, student_of  # noqa: E402
 
 LOSSES = ("train_objective", "train_loss", "val_loss", "gradnorm")
 ACCURACIES = ("train_acc", "val_acc", "test_acc")
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
                 student_of(t, Noise.SYMMETRIC, 0.3)]
         for label, group, teacher in (("teacher", [t], None), ("students_k3", cfgs, t_model)):
             try:
-                e1, e2, g = (train_group(group, data, teacher=teacher, step=s)
+                e1, e2, g = (train_group(group, data, teacher=teacher, step=s, trainers=Trainers())
                              for s in ("eager", "eager", replayed))
                 (ee, ee_pts), (ge, ge_pts) = drift(e1, e2), drift(e1, g)
                 row = dict(rel_eager_eager=ee, rel_graph_eager=ge, points_eager_eager=ee_pts,

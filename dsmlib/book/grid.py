@@ -41,7 +41,7 @@ from ..models.dataset_files import DatasetFileError, check_dataset, download, ho
 from ..models.datasets import train_images
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord, load_record, lockstep_groups, run_many, run_status
-from ..models.step import STEP_MODES
+from ..models.device import STEP_MODES
 from .declarations import chapters_with_runs, check_chapter
 from .profiles import DEFAULT_PROFILE, PROFILES, default_value, load_specs, parse_value, resolve
 from .runner import declared_parameters, source_notebook

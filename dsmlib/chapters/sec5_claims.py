@@ -44,7 +44,7 @@ from .sec5_distillation import (Cell, DistillResults, selected_correct, selected
 from .sec5_gains import (ACCURACY_RULE, DELTA_FRACTION, STRICT, delta_rows, difference, gain_case,
                          judged_settings, scores, seed_case, shortfall_case, smallest_gain,
                          some_case, test_images, unfit_caveat)
-from ..models.step import Noise
+from ..models.run_config import Noise
 from .sec5_grid import HINTON, KINDS
 
 __all__ = ["BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "late_log_gradnorm", "gradnorm_claims",

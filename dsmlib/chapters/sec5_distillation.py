@@ -23,7 +23,7 @@ import numpy as np
 from ..foundation.checks import check_int, check_probability
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord
-from ..models.step import Noise
+from ..models.run_config import Noise
 from .sec5_grid import (CONTROL, HINTON, KINDS, Parameters, Setting, curve_runs, grid_levels,
                         grid_runs, students_of, teacher_config)
 

@@ -15,7 +15,7 @@ from ..foundation.checks import check_choice, check_int, check_positive, check_p
 from ..foundation.parameters import ChapterParameters, param
 from ..models.datasets import DATASETS
 from ..models.run_config import RunConfig, student_of as _student_of_config
-from ..models.step import Noise
+from ..models.run_config import Noise
 
 __all__ = ["KINDS", "CONTROL", "HINTON", "Parameters", "Setting", "teacher_config", "grid_levels", "students_of", "curve_runs",
            "grid_runs"]

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from ..foundation.claims import CONFIDENCE, interval, joint_level, quantile, verdict
 from ..foundation.power import POWER, resolvable, units_to_decide
 from .sec5_distillation import DistillResults
-from ..models.step import Noise
+from ..models.run_config import Noise
 from .sec5_grid import KINDS
 
 __all__ = ["TARGET_ACCURACY", "teacher_curve", "curve_lines", "noise_rows", "noise_lines",

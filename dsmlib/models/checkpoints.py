@@ -2,22 +2,19 @@
 tensor per dtype, written after every epoch.
 
 ``torch.save`` spends tens of microseconds of Python on each tensor it pickles, whatever its
-size. A ResNet-56 has 332 tensors in its state dict and 170 momentum buffers, so a lockstep
-group of ``K`` = 10 students spent about 0.33 s per epoch writing its members' metrics and state
-dicts on this project's CPU (2 cores, one thread, torch 2.14): more than the group's whole
-training epoch on an H100 (about 0.22 s on 32x32 digits). On CUDA each of those tensors was also cloned and
-copied to the host, one synchronising copy at a time. :func:`pack_members` concatenates every
-member's slice of every tensor (:mod:`dsmlib.models.loop`: a member is a slice along the
-first axis) into one flat tensor per member and dtype on their device and copies that to the
-host; the state's structure, with a small marker in place of each tensor, is pickled once as
-plain Python. The same epoch's files then take 0.14-0.15 s against 0.33-0.35 s, x2.2-2.5
-over three runs (``benchmarks/bench_distill.py``, row ``distill_checkpoint_k10``, medians of
-7, the arms alternated); what is left is writing and renaming the files (69 MB), which varies with the disk.
-Each tensor comes back with the strides ``clone()`` gives its member's slice, channels-last
+size, and a ResNet-56 has 332 tensors in its state dict and 170 momentum buffers: written one
+by one for every member of a lockstep group, after every epoch, they can take longer than the
+group's training epoch on a GPU (and on CUDA each would be cloned and copied to the host, one
+synchronising copy at a time). :func:`pack_members` concatenates every member's slice of every
+tensor (:mod:`dsmlib.models.lockstep`: a member is a slice along the first axis) into one flat
+tensor per member and dtype on their device and copies that to the host; the state's
+structure, with a small marker in place of each tensor, is pickled once as plain Python.
+``benchmarks/bench_distill.py`` measures the gain (row ``distill_checkpoint_k10``). Each
+tensor comes back with the strides ``clone()`` gives its member's slice, channels-last
 included, so a resumed run's SGD momentum buffers are laid out as an uninterrupted run's
 (SGD's fast multi-tensor path on CUDA needs matching layouts).
 
-:func:`unpack` gives back exactly what :func:`dsmlib.models.loop.member_state` and
+:func:`unpack` gives back exactly what :func:`dsmlib.models.lockstep.member_state` and
 ``member_optimizer_state`` give (every tensor its own, with the same strides, on the requested
 device);
 ``tests/models/test_checkpoints.py`` checks that bit for bit. A checkpoint that holds plain

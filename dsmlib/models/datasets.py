@@ -16,7 +16,9 @@ its split's training part, cut to ``train_limit``), so that nothing of the valid
 images enters training, and may be upsampled (``image_size``: the CIFAR ResNets pool
 globally, so any size works). :func:`augment` is the random crop (zero padding in normalised
 units, i.e. the mean colour) and, where the set allows it, the horizontal flip, done on the
-tensors' own device with a generator created there.
+tensors' own device with a generator created there; its random numbers
+(:func:`augment_draws`) can be drawn ahead of their images, as Section 5's epoch plan draws
+them, and applied later (:func:`apply_augment`).
 """
 from __future__ import annotations
 
@@ -32,12 +34,12 @@ from torch import Tensor
 from ..foundation.checks import check_choice, check_int, check_probability
 from ..foundation.rng import as_generator, child_seed, resolve_device
 from .data import DIGITS_SIZE, digits
-from .step import augment
 from .dataset_files import download as fetch
 from .dataset_files import missing_files, read_arrays
 
 __all__ = ["DatasetSpec", "SPECS", "DATASETS", "DIGITS_TEST_FRACTION", "DIGITS_TEST_SEED",
-           "OFFICIAL_TRAIN", "OFFICIAL_TEST", "DataSplit", "train_images", "load_dataset", "augment"]
+           "OFFICIAL_TRAIN", "OFFICIAL_TEST", "DataSplit", "train_images", "load_dataset",
+           "augment_draws", "apply_augment", "augment"]
 
 DIGITS_TEST_FRACTION = 0.2
 DIGITS_TEST_SEED = 20_240_501
@@ -168,3 +170,40 @@ def load_dataset(name: str, *, split_seed: int = 0, data_dir: str | Path = "data
             f"split seed {split_seed}) / {len(yte)} test ({test_note}); {size}x{size} pixels")
     return DataSplit(spec, size, pad, prep(Xtr, train), labels(ytr[train]), prep(Xtr, val),
                      labels(ytr[val]), prep(Xte), labels(yte), note)
+
+
+def augment_draws(n: int, generator: torch.Generator, *, pad: int, flip: bool
+                  ) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    """The random numbers of :func:`augment` for ``n`` images: crop offsets ``dy, dx`` in
+    ``[0, 2 pad]`` (None without padding) and flip flags (None without flips)."""
+    dev = generator.device
+    dy = dx = flips = None
+    if pad:
+        dy = torch.randint(0, 2 * pad + 1, (n,), generator=generator, device=dev)
+        dx = torch.randint(0, 2 * pad + 1, (n,), generator=generator, device=dev)
+    if flip:
+        flips = torch.rand(n, generator=generator, device=dev) < 0.5
+    return dy, dx, flips
+
+
+def apply_augment(x: Tensor, dy: Tensor | None, dx: Tensor | None, flips: Tensor | None, *,
+                  pad: int) -> Tensor:
+    """Crop the zero-padded batch ``x`` (n, C, H, W) at ``(dy, dx)`` and flip where
+    ``flips``; draws no random numbers."""
+    n, c, h, w = x.shape
+    dev = x.device
+    if dy is not None:
+        xp = F.pad(x, (pad, pad, pad, pad))
+        rows = (dy[:, None] + torch.arange(h, device=dev))[:, None, :, None]
+        cols = (dx[:, None] + torch.arange(w, device=dev))[:, None, None, :]
+        x = xp[torch.arange(n, device=dev)[:, None, None, None],
+               torch.arange(c, device=dev)[None, :, None, None], rows, cols]
+    if flips is not None:
+        x = torch.where(flips[:, None, None, None], x.flip(3), x)
+    return x
+
+
+def augment(x: Tensor, generator: torch.Generator, *, pad: int, flip: bool) -> Tensor:
+    """Random ``pad``-pixel crops (zero padding) and, if ``flip``, random horizontal flips of
+    the batch ``x``, drawn from ``generator`` on ``x``'s device."""
+    return apply_augment(x, *augment_draws(x.shape[0], generator, pad=pad, flip=flip), pad=pad)

@@ -1,85 +1,81 @@
 """Section 5's training loop (models layer): a teacher trained with cross-entropy, or the
 students of one teacher, in lockstep, each regressing on the teacher's logits plus its own
-noise redrawn at every iteration; what it measures after every epoch; and the
-:class:`Trainer` that keeps what a run trains with for the next run of its shape.
+noise redrawn at every step; and what it measures after every epoch. It reads top to bottom:
 
-Measured on one NVIDIA H100 (80 GB HBM3, torch 2.11, 2026-11-26; ``benchmarks/bench_distill.py
---gpu --quick``: ResNet-56, batch 64, bf16, augmentation and noise included): a teacher trains
-at 13,390 images/s with the step replayed from a CUDA graph (5.8x a ``DataLoader`` loop's 2,310;
-eager 1,349-2,362), and lockstep students at 41,085 student-images/s for K = 7 and 48,554 for
-K = 11 (eager 7,887 and 11,434). Raw figures: ``benchmarks/gpu_runs/2026-11-26_h100/``.
+1. **The epoch's draws** (:func:`plan_epoch`): every random number of an epoch, drawn before
+   its first step -- one :class:`Batch` per step: which images, their crops and flips, and the
+   label noise of their targets.
+2. **The step** (:meth:`Trainer.step`): one step of SGD on one batch -- the batch's images,
+   cropped and flipped; the teacher's logits and each member's noisy target; each member's
+   loss (:meth:`Trainer.losses`); one ``.backward()`` for all; SGD's update.
+3. **The epoch** (:meth:`Trainer.epoch`): every step of the plan, summing the members' losses.
+4. **The measurements** (:func:`measure`): after every epoch, per member.
+5. **The run** (:func:`train_group`): the epochs, the learning rate's schedule, resuming, and
+   each run's rows of metrics.
 
-The step itself -- the epoch plan, :class:`~dsmlib.models.step.Step`, the one ``.backward()``
-(:meth:`~dsmlib.models.step.StepLoop.one`), its CUDA-graph and compiled forms and the device
-policy -- is :mod:`dsmlib.models.step`.
+Words. A *step* is one SGD update on one batch, and nothing else: an epoch has
+:attr:`EpochPlan.steps` of them. A *member* is one run of a lockstep group. The *form* of the
+step (``step="eager" | "graph" | "compiled"``, :mod:`dsmlib.models.device`) is how it executes:
+eagerly here, or replayed from a CUDA graph or compiled by :mod:`dsmlib.models.graph`, whose
+trainers run this module's :meth:`Trainer.step` and :meth:`Trainer.losses` as they are.
 
 Randomness: each epoch draws its order and augmentation from ``child_seed(s, DATA, epoch)``
-and its label noise from ``child_seed(s, NOISE, epoch)``, all before its first step
-(:func:`~dsmlib.models.step.plan_epoch`), with ``s`` the run's stream (:func:`stream_seed`: a
-teacher's seed; for students ``child_seed(seed, STUDENTS, stream)``, so a student never replays
-its teacher's batches and crops). So an epoch is reproducible from the model and optimizer state
-alone (a resumed run continues exactly), the step draws nothing (it can be captured), and the
-students of one seed and stream see the same batches and the same standard-normal draws at every
-level (common random numbers). That is what lets them train in lockstep: ``K`` students are the
-members of one grouped network (:class:`dsmlib.models.networks.CifarResNet` with
-``members=K``), whose every parameter and buffer is its members' tensors concatenated along the
-first axis, so a member's state -- and its SGD state -- is a slice (:func:`member_state`), in
-exactly the layout of a separately trained network; each member's numbers equal those of its
-separate run up to rounding.
+and its label noise from ``child_seed(s, NOISE, epoch)``, with ``s`` the run's stream
+(:func:`stream_seed`: a teacher's seed; for students ``child_seed(seed, STUDENTS, stream)``, so
+a student never replays its teacher's batches and crops). So an epoch is reproducible from the
+model and optimizer state alone (a resumed run continues exactly), the step draws nothing (it
+can be captured), and the students of one seed and stream see the same batches and the same
+standard-normal draws at every level (common random numbers). That is what lets them train in
+lockstep: ``K`` students are the members of one grouped network
+(:class:`dsmlib.models.networks.CifarResNet` with ``members=K``), one forward and backward pass
+per batch, the teacher's forward pass computed once for all of them; member ``k`` keeps its own
+target and loss, the sum of the ``K`` losses is minimised (member ``k``'s parameters see only
+loss ``k``'s gradient), and its state is a slice of the group's (:mod:`dsmlib.models.lockstep`),
+so each member's numbers equal those of its separate run up to rounding.
 
-Measured before training (epoch 0) and after every epoch, per member (:func:`measure`): accuracy
-and loss on the training (un-augmented; between the first and the last epoch on ``n_train_eval``
-of its images) and validation sets, and on the test set before training and after the last epoch
-only; the gradient norm ``G(theta)`` of Eq. (22) on a fixed subsample of the training set with
-its standard error (all members in one pass of per-sample probes, :class:`GradNormMeter`; on the
-``graph`` step that pass is captured too); the mean training objective SGD saw, the learning
-rate, and wall times (of the whole group); for students also the teacher's logit scale on the
-training images and the variance per logit of the member's noise (:func:`logit_variance`,
-:func:`noise_variance`). A student's losses compare its logits with the noise's mean ``E[y~]``
-(``y`` for Gaussian noise, ``M y`` for the swap and its control); a teacher's are
-cross-entropies.
-
-Reuse: a captured graph keeps the addresses of every tensor it touches -- the weights and their
-gradients, SGD's momentum buffers, the batch norms' statistics, the teacher's weights, the
-training images and labels, the plan's buffers, ``G``'s images and probes. So on the ``graph``
-and ``compiled`` steps a :class:`Trainer` owns all of them (the data and the teacher copied in)
-and :meth:`Trainer.reset` binds it to a later run of its :class:`Shape` by copying values only:
-the run's initial weights, SGD's momentum (zero, which makes the first step equal a fresh
-optimizer's, whose buffer starts as the first gradient: there is no dampening), the images of the
-run's split, and the seed of ``G``'s probes. A run on a reset trainer gives the numbers of a run
-on a fresh one (``tests/models/test_engine.py``). :class:`Trainers` keeps one per role.
+Measured before training (epoch 0) and after every epoch, per member: accuracy and loss on the
+training (un-augmented; between the first and the last epoch on ``n_train_eval`` of its images)
+and validation sets, and on the test set before training and after the last epoch only; the
+gradient norm ``G(theta)`` of Eq. (22) on a fixed subsample of the training set with its
+standard error (all members in one pass of per-sample probes, :class:`GradNormMeter`); the mean
+training objective SGD saw, the learning rate, and wall times (of the whole group); for students
+also the teacher's logit scale on the training images and the variance per logit of the
+member's noise (:func:`logit_variance`, :func:`noise_variance`). A student's losses compare its
+logits with the noise's mean ``E[y~]`` (``y`` for Gaussian noise, ``M y`` for the swap and its
+control); a teacher's are cross-entropies.
 """
 from __future__ import annotations
 
-import copy
-import gc
 import math
 import time
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..foundation.checks import check_int
 from ..foundation.rng import as_torch_generator, child_seed
 from ..theory.gradient_norm import (ProbeEstimate, member_probe_estimates, member_probe_sq_norms,
                                     member_probes)
-from .datasets import DataSplit, DatasetSpec
+from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise
+from .datasets import DataSplit, apply_augment, augment_draws
+from .device import DevicePolicy, device_policy
+from .lockstep import lockstep_key, stack_optimizer_states, stack_states
 from .networks import cifar_resnet
-from .run_config import RunConfig
-from .step import (Capture, DevicePolicy, GraphPool, Member, Noise, Replayed, Step, StepLoop,
-                   device_policy, member_noise, member_targets, plan_epoch)
+from .run_config import Noise, RunConfig
 
-__all__ = ["STREAM_INIT", "STREAM_GRADNORM", "STREAM_STUDENTS", "stream_seed", "lr_at",
-           "resolved_precision", "lockstep_key", "build_model", "stack_states", "member_state",
-           "stack_optimizer_states", "member_optimizer_state", "clock", "predict",
-           "noiseless_targets", "logit_variance", "noise_variance", "GradNormMeter", "measure",
-           "Shape", "Trainer", "Trainers", "load_optimizer_in_place", "train_group", "train"]
+__all__ = ["STREAM_INIT", "STREAM_DATA", "STREAM_NOISE", "STREAM_GRADNORM", "STREAM_STUDENTS",
+           "stream_seed", "lr_at", "build_model", "Batch", "EpochPlan", "plan_epoch", "Member",
+           "members_of", "member_noise", "member_targets", "hinton_loss", "member_losses",
+           "Trainer", "clock", "predict", "noiseless_targets", "logit_variance",
+           "noise_variance", "GradNormMeter", "measure", "TrainerSource", "train_group", "train"]
 
-STREAM_INIT, STREAM_GRADNORM, STREAM_STUDENTS = 1, 4, 5
+STREAM_INIT, STREAM_DATA, STREAM_NOISE, STREAM_GRADNORM, STREAM_STUDENTS = 1, 2, 3, 4, 5
+# the noise model of each kind that has one (the control uses only its mean)
+NOISE_MODELS = {Noise.GAUSSIAN: GaussianNoise, Noise.SYMMETRIC: SymmetricSwapNoise,
+                Noise.CONTROL: SymmetricSwapNoise}
 
 # on_epoch(epoch, histories, model, optimizer): the grouped model and its optimizer
 EpochHook = Callable[[int, list, nn.Module, torch.optim.Optimizer], None]
@@ -104,19 +100,6 @@ def lr_at(config: RunConfig, epoch: int) -> float:
     return config.lr * 0.1 ** drops
 
 
-def resolved_precision(config: RunConfig, device: torch.device) -> str:
-    """``"auto"`` -> bf16 autocast on CUDA, float32 on the CPU."""
-    return device_policy(config.precision, device).precision
-
-
-def lockstep_key(config: RunConfig) -> str:
-    """Runs with equal keys can train in lockstep: students of one teacher that differ only in
-    their noise kind and level (a teacher's key is its own)."""
-    if config.role == "teacher":
-        return config.key()
-    return replace(config, noise=Noise.NONE.value, level=0.0).key()
-
-
 def build_model(config: RunConfig, data: DataSplit, members: int = 1,
                 policy: DevicePolicy | None = None) -> nn.Module:
     """The CIFAR ResNet of ``config.depth`` for the data's channels and classes, initialised from
@@ -129,64 +112,220 @@ def build_model(config: RunConfig, data: DataSplit, members: int = 1,
     return model.to(memory_format=torch.channels_last) if policy.channels_last else model
 
 
-# --- lockstep: K members' states as one grouped module's, and back ------------------------------
+# --- 1. the epoch's draws -----------------------------------------------------------------------
 
-def _cat(name: str, tensors: Sequence[Any]) -> Any:
-    first = tensors[0]
-    if not torch.is_tensor(first):
-        if any(t != first for t in tensors):
-            raise ValueError(f"members disagree on {name}: {list(tensors)}")
-        return copy.deepcopy(first)
-    if first.ndim == 0:   # e.g. batch norm's num_batches_tracked: one count for all
-        if any(not torch.equal(t, first) for t in tensors):
-            raise ValueError(f"members disagree on the scalar {name}: they are not in lockstep")
-        return first.clone()
-    return torch.cat(list(tensors), dim=0)
+@dataclass(frozen=True)
+class Batch:
+    """One step's batch, as drawn before its epoch: the indices ``idx`` of its ``b`` images,
+    their crop offsets ``dy, dx`` and flips (``(b,)``; None without augmentation, or without
+    flips), and the label noise's draws ``(b, L)``, shared by every member of a kind: the
+    standard normals of Gaussian noise (``gauss``), the swap's uniforms and partners
+    (``swap_u``, ``swap_r``; None where no member draws that kind). In an :class:`EpochPlan`
+    every field has a first axis of steps."""
+    idx: Tensor
+    dy: Tensor | None = None
+    dx: Tensor | None = None
+    flips: Tensor | None = None
+    gauss: Tensor | None = None
+    swap_u: Tensor | None = None
+    swap_r: Tensor | None = None
 
-
-def _slice(value: Any, k: int, members: int) -> Any:
-    if not torch.is_tensor(value):
-        return copy.deepcopy(value)
-    if value.ndim == 0:
-        return value.clone()
-    return value.chunk(members, dim=0)[k].clone()
-
-
-def stack_states(states: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
-    """The state dict of a ``K``-member module from its members' state dicts (same keys)."""
-    if not states:
-        raise ValueError("states must hold at least one member's state dict")
-    return {name: _cat(name, [s[name] for s in states]) for name in states[0]}
+    def map(self, fn: Callable[[Tensor], Tensor]) -> Batch:
+        """The batch with ``fn`` applied to each of its tensors (None stays None)."""
+        return Batch(**{f.name: None if getattr(self, f.name) is None else fn(getattr(self, f.name))
+                        for f in fields(self)})
 
 
-def member_state(state: dict[str, Tensor], k: int, members: int) -> dict[str, Tensor]:
-    """Member ``k``'s state dict (a plain network's layout) from a ``members``-member one."""
-    members = check_int("members", members, minimum=1)
-    check_int("k", k, minimum=0, maximum=members - 1)
-    return {name: _slice(t, k, members) for name, t in state.items()}
+@dataclass(frozen=True)
+class EpochPlan:
+    """An epoch's draws: its steps' batches stacked (each field of ``batches`` is ``(S, ...)``)."""
+    batches: Batch
+
+    @property
+    def steps(self) -> int:
+        return self.batches.idx.shape[0]
+
+    def batch(self, s: int) -> Batch:
+        """The batch of step ``s``."""
+        return self.batches.map(lambda t: t[s])
 
 
-def stack_optimizer_states(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One SGD state dict for the grouped module from the members' (momentum buffers
-    stacked; hyper-parameters, which lockstep members share, checked equal)."""
-    first = states[0]
-    for s in states[1:]:
-        if s["param_groups"] != first["param_groups"] or set(s["state"]) != set(first["state"]):
-            raise ValueError("members' optimizer states differ in settings or progress: they "
-                             "cannot train in lockstep")
-    return {"state": {i: {key: _cat(f"state[{i}].{key}", [s["state"][i][key] for s in states])
-                          for key in st} for i, st in first["state"].items()},
-            "param_groups": copy.deepcopy(first["param_groups"])}
+def _stack(rows: list) -> Tensor | None:
+    return None if rows[0] is None else torch.stack(rows)
 
 
-def member_optimizer_state(state: dict[str, Any], k: int, members: int) -> dict[str, Any]:
-    """Member ``k``'s SGD state dict from the grouped module's."""
-    return {"state": {i: {key: _slice(v, k, members) for key, v in st.items()}
-                      for i, st in state["state"].items()},
-            "param_groups": copy.deepcopy(state["param_groups"])}
+def plan_epoch(seed: int, epoch: int, *, n: int, batch_size: int, device: torch.device,
+               pad: int, flip: bool, augment: bool, num_classes: int,
+               kinds: Sequence[str] = (), dtype: torch.dtype = torch.float32,
+               passes: int = 1) -> EpochPlan:
+    """Draw epoch ``epoch``'s randomness for a run (or a lockstep group) seeded ``seed``, in
+    exactly the order a per-step loop would draw it: ``passes`` shuffled passes over the ``n``
+    images, each of ``n - n mod b`` images, in ``S`` batches, their augmentation, and the draws
+    of each noise kind in ``kinds`` (each kind from its own copy of the noise stream, as a run
+    of that kind alone would draw it)."""
+    g = as_torch_generator(child_seed(seed, STREAM_DATA, epoch), device)
+    b = batch_size
+    idx = torch.cat([torch.randperm(n, generator=g, device=device)[: n - n % b]
+                     for _ in range(passes)]).view(-1, b)
+    steps = idx.shape[0]
+    dy = dx = flips = gauss = swap_u = swap_r = None
+    if augment:
+        draws = [augment_draws(b, g, pad=pad, flip=flip) for _ in range(steps)]
+        dy, dx, flips = (_stack([d[i] for d in draws]) for i in range(3))
+    shape = (b, num_classes)
+
+    def noise_stream() -> torch.Generator:
+        return as_torch_generator(child_seed(seed, STREAM_NOISE, epoch), device)
+    if Noise.GAUSSIAN in kinds:
+        gen = noise_stream()
+        gauss = torch.stack([GaussianNoise(1.0).draws(shape, gen, dtype, device)
+                             for _ in range(steps)])
+    if Noise.SYMMETRIC in kinds:
+        gen, swap = noise_stream(), SymmetricSwapNoise(0.5)
+        u, r = zip(*(swap.draws(shape, gen) for _ in range(steps)))
+        swap_u, swap_r = torch.stack(u), torch.stack(r)
+    return EpochPlan(Batch(idx=idx, dy=dy, dx=dx, flips=flips, gauss=gauss, swap_u=swap_u,
+                           swap_r=swap_r))
 
 
-# --- measurement --------------------------------------------------------------------------------
+# --- 2. the targets and the losses --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Member:
+    """One member of a lockstep group: its :class:`~dsmlib.models.run_config.Noise` kind and
+    level (a teacher: ``"teacher"``)."""
+    kind: str
+    level: float = 0.0
+
+
+def members_of(configs: Sequence[RunConfig]) -> tuple[Member, ...]:
+    """The members of a group of runs, in order."""
+    return tuple(Member("teacher") if c.role == "teacher" else Member(c.noise, c.level)
+                 for c in configs)
+
+
+def member_noise(m: Member) -> GaussianNoise | SymmetricSwapNoise | None:
+    """The noise model of a member's targets (None: it draws nothing), the swap in its
+    ``"copy"`` variant (the one with the paper's ``E[y~]``)."""
+    model = NOISE_MODELS.get(m.kind)
+    return None if model is None else model(m.level)
+
+
+def member_targets(t: Tensor, members: Sequence[Member], batch: Batch | None = None,
+                   noises: Sequence[GaussianNoise | SymmetricSwapNoise | None] | None = None
+                   ) -> Tensor:
+    """``(b, K, L)`` regression targets from the teacher's logits ``t`` (b, L) and the
+    ``batch``'s noise draws: the logits (noiseless, and a Hinton student's), plus ``sigma z``
+    (Gaussian, Sec. 5.2), copy-swapped where ``u < p`` (symmetric), or the swap's mean
+    ``M_p t`` (Eq. 24; the swap's noiseless control). Without a batch, only members that draw
+    nothing. ``noises``: the members' :func:`member_noise`, if built already."""
+    out = []
+    for m, noise in zip(members, noises or [member_noise(m) for m in members]):
+        if m.kind == Noise.GAUSSIAN:
+            out.append(noise.apply(t, batch.gauss))
+        elif m.kind == Noise.SYMMETRIC:
+            out.append(noise.apply(t, (batch.swap_u, batch.swap_r)))
+        elif m.kind == Noise.CONTROL:
+            out.append(noise.apply_mean(t))
+        else:
+            out.append(t)
+    return torch.stack(out, dim=1)
+
+
+def hinton_loss(out: Tensor, t: Tensor, temperature: float) -> Tensor:
+    """Hinton et al. (2015)'s soft-target loss of logits ``out`` (b, L) against the teacher's
+    ``t``: ``T^2 KL(softmax(t/T) || softmax(out/T))``, the cross-entropy between the softened
+    softmaxes less the teacher's entropy (which has no gradient), averaged over the batch; the
+    factor ``T^2`` keeps its gradients' size as ``T`` changes (their Sec. 2)."""
+    log_q = F.log_softmax(out / temperature, dim=-1)
+    log_p = F.log_softmax(t / temperature, dim=-1)
+    return temperature ** 2 * (log_p.exp() * (log_p - log_q)).sum(-1).mean()
+
+
+def member_losses(out: Tensor, t: Tensor, target: Tensor, members: Sequence[Member]) -> Tensor:
+    """The ``K`` members' losses from their logits ``out`` (b, K, L), the teacher's ``t``
+    (b, L) and the regression targets ``target`` (b, K, L): the quadratic loss per logit,
+    ``mean_l (f_l - y~_l)^2`` (PyTorch's ``MSELoss``: ``2/L`` times the gradient of Eq. 13's
+    ``1/2 ||f - y~||^2``), or :func:`hinton_loss` for a Hinton student."""
+    mse = (out - target).pow(2).mean(dim=(0, 2))
+    if not any(m.kind == Noise.HINTON for m in members):
+        return mse
+    return torch.stack([hinton_loss(out[:, k], t, m.level) if m.kind == Noise.HINTON else mse[k]
+                        for k, m in enumerate(members)])
+
+
+# --- 3. the step and the epoch ------------------------------------------------------------------
+
+class Trainer:
+    """What a group -- one teacher, or the students of one teacher in lockstep -- trains with:
+    the grouped network of its ``K`` members, the teacher its targets come from (in eval mode),
+    SGD, the training images and the ``G`` meter; and its step and its epoch.
+
+    ``drop_grads``: each step sets the gradients to None before its backward pass instead of
+    zeroing them in place (a form of the step may need either:
+    :class:`dsmlib.models.graph.ReusableTrainer`)."""
+
+    drop_grads = False
+
+    def __init__(self, configs: Sequence[RunConfig], data: DataSplit,
+                 teacher: nn.Module | None, policy: DevicePolicy) -> None:
+        c, k_all = configs[0], len(configs)
+        self.policy, self.teacher = policy, teacher
+        self.members = members_of(configs)
+        self.noises = tuple(member_noise(m) for m in self.members)
+        self.X, self.y, self.pad, self.augment = data.X_train, data.y_train, data.pad, c.augment
+        self.model = build_model(c, data, k_all, policy)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=c.lr, momentum=c.momentum,
+                                   weight_decay=c.weight_decay)
+        self.gradnorm = GradNormMeter(self.model, self.X[:c.n_gradnorm], k_all, seed=c.seed,
+                                      n_probes=c.gradnorm_probes,
+                                      chunk_size=policy.gradnorm_chunk)
+
+    def losses(self, batch: Batch) -> Tensor:
+        """The members' losses on ``batch``, ``(K,)``: its images, cropped and flipped; the
+        teacher's logits and each member's noisy target; each member's loss (a teacher's:
+        cross-entropy on the labels). Draws nothing and reads nothing back to the host."""
+        dtype = self.policy.dtype
+        x = self.X[batch.idx].to(dtype)
+        if self.augment:
+            x = apply_augment(x, batch.dy, batch.dx, batch.flips, pad=self.pad)
+        if self.policy.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        # no autocast weight cache: a captured step must not keep casts from its capture
+        with torch.autocast(x.device.type, torch.bfloat16, enabled=self.policy.amp,
+                            cache_enabled=False):
+            out = self.model(x).to(dtype)
+            if self.teacher is None:
+                return F.cross_entropy(out.view(x.shape[0], -1), self.y[batch.idx]).reshape(1)
+            with torch.no_grad():
+                t = self.teacher(x).to(dtype)
+        target = member_targets(t, self.members, batch, self.noises)
+        return member_losses(out.view(x.shape[0], len(self.members), -1), t, target,
+                             self.members)
+
+    def step(self, batch: Batch) -> Tensor:
+        """One step of SGD on ``batch``: the losses, one backward pass for all members, the
+        update. Returns the members' losses (detached)."""
+        losses = self.losses(batch)
+        self.opt.zero_grad(set_to_none=self.drop_grads)
+        losses.sum().backward()
+        self.opt.step()
+        return losses.detach()
+
+    def epoch(self, plan: EpochPlan) -> Tensor:
+        """Every step of ``plan`` at the optimizer's current learning rate; the members' summed
+        training losses (on the device: no host synchronisation until the epoch's end)."""
+        total = torch.zeros(len(self.members), dtype=self.policy.dtype, device=self.X.device)
+        for s in range(plan.steps):
+            total += self.step(plan.batch(s))
+        return total
+
+    def load_optimizer(self, state_dict: dict[str, Any]) -> None:
+        """Continue from a saved SGD state (a resumed run)."""
+        self.opt.load_state_dict(state_dict)
+
+
+# --- 4. the measurements ------------------------------------------------------------------------
 
 def clock(device: torch.device) -> float:
     """Wall time in seconds, after the device's queued work (CUDA) has finished."""
@@ -229,7 +368,7 @@ def noiseless_targets(teacher: nn.Module | None, members: Sequence[Member], data
         return {k: None for k in _splits(data)}
     return {name: member_targets(predict(teacher, X, amp=policy.amp, dtype=policy.dtype,
                                          channels_last=policy.channels_last),
-                                 _mean_members(members), None, None, None)
+                                 _mean_members(members))
             for name, (X, _) in _splits(data).items()}
 
 
@@ -254,54 +393,39 @@ def noise_variance(member: Member, t: Tensor) -> float:
 
 
 class GradNormMeter:
-    """``G`` of every member of ``model`` on ``X`` by ``n_probes`` Rademacher probes per image,
-    the probes of epoch ``e`` drawn from ``child_seed(seed, GRADNORM, e)``; with ``capture``
-    (:func:`dsmlib.models.step.cuda_capture`), the probes' pass is replayed from a CUDA graph
-    after one eager warm-up, in the memory pool ``pool`` (shared with the run's step). The probes
-    are drawn outside the graph, from the same generator as the eager path, and copied into a
-    static buffer, so both paths give the same estimate (up to rounding)."""
+    """``G`` of every member of ``model`` on (its own copy of) ``X`` by ``n_probes`` Rademacher
+    probes per image, in one pass of per-sample probes; the probes of epoch ``e`` drawn from
+    ``child_seed(seed, GRADNORM, e)``."""
 
     def __init__(self, model: nn.Module, X: Tensor, members: int, *, seed: int, n_probes: int,
-                 chunk_size: int, capture: Capture | None = None,
-                 pool: GraphPool | None = None) -> None:
+                 chunk_size: int) -> None:
         self.model, self.members, self.seed = model, members, seed
-        self.X = X.to(next(model.parameters()).dtype, copy=True)   # its own: a graph reads it
+        self.X = X.to(next(model.parameters()).dtype, copy=True)
         self.n_probes, self.chunk_size = n_probes, chunk_size
-        self.pool = pool or GraphPool()
-        self.U: Tensor | None = None
-        self.q: Tensor | None = None
-        self.pass_ = Replayed(self._pass, self.X.device, capture, self.pool, warmup=1)
 
-    def rebind(self, X: Tensor, seed: int) -> None:
-        """Measure another run of the same shape: its images ``X`` (copied into this meter's
-        own) and its seed; a captured pass stays valid."""
-        if X.shape != self.X.shape:
-            raise ValueError(f"X must have the shape {tuple(self.X.shape)} of the images this "
-                             f"meter was built for, got {tuple(X.shape)}")
-        self.X.copy_(X)
-        self.seed = seed
+    def probes(self, epoch: int) -> Tensor:
+        """Epoch ``epoch``'s probes, ``(N, n_probes, K * L)``."""
+        gen = as_torch_generator(child_seed(self.seed, STREAM_GRADNORM, epoch), self.X.device)
+        return member_probes(self.model, self.X, self.members, self.n_probes, "rademacher", gen)
 
-    def _pass(self) -> None:
-        assert self.U is not None and self.q is not None
-        self.q.copy_(member_probe_sq_norms(self.model, self.X, self.U, self.members,
-                                           self.chunk_size))
+    def sq_norms(self, U: Tensor) -> Tensor:
+        """The probes ``U`` pulled back through each member's parameters, squared norms
+        ``(N, n_probes, K)``."""
+        return member_probe_sq_norms(self.model, self.X, U, self.members, self.chunk_size)
+
+    def estimates(self, U: Tensor, q: Tensor) -> list[ProbeEstimate]:
+        """Each member's estimate of ``G`` from its probes ``U`` and squared norms ``q``."""
+        return member_probe_estimates(q, "rademacher", U.shape[-1] // self.members)
 
     def __call__(self, epoch: int) -> list[ProbeEstimate]:
-        gen = as_torch_generator(child_seed(self.seed, STREAM_GRADNORM, epoch), self.X.device)
-        U = member_probes(self.model, self.X, self.members, self.n_probes, "rademacher", gen)
-        if self.U is None or self.q is None:   # the static buffers, at the first call
-            self.U = U.clone()
-            self.q = torch.empty(U.shape[0], self.n_probes, self.members, dtype=U.dtype,
-                                 device=U.device)
-        else:
-            self.U.copy_(U)
-        self.pass_()
-        return member_probe_estimates(self.q.clone(), "rademacher", U.shape[-1] // self.members)
+        U = self.probes(epoch)
+        return self.estimates(U, self.sq_norms(U))
 
 
 def measure(model: nn.Module, data: DataSplit, targets: dict[str, Tensor | None],
             configs: Sequence[RunConfig], policy: DevicePolicy, epoch: int,
-            gradnorm: GradNormMeter, *, whole: bool = True) -> list[dict[str, Any]]:
+            gradnorm: Callable[[int], list[ProbeEstimate]], *, whole: bool = True
+            ) -> list[dict[str, Any]]:
     """Per member: accuracies and losses on every split, then ``G(theta)`` on the fixed
     subsample, every member in one pass. ``whole=False`` (the epochs between the first and the
     last): the training loss and accuracy on the first ``n_train_eval`` training images only
@@ -340,181 +464,15 @@ def measure(model: nn.Module, data: DataSplit, targets: dict[str, Tensor | None]
     return rows
 
 
-# --- the trainer: what a run trains with, reset for the next run of its shape -------------------
+# --- 5. the run ---------------------------------------------------------------------------------
 
-def _kernel_settings() -> tuple[bool, ...]:
-    """Torch's switches that choose kernels (cuDNN autotuning and determinism, deterministic
-    algorithms, TF32), as they are now (:func:`dsmlib.models.step.execution` sets some)."""
-    return (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
-            torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.allow_tf32,
-            torch.backends.cuda.matmul.allow_tf32)
-
-
-@dataclass(frozen=True)
-class Shape:
-    """Everything a capture or a compilation bakes in besides the optimizer's Python numbers
-    (those key the graphs themselves, :meth:`dsmlib.models.step.StepLoop.baked`): runs of
-    equal shapes can share a :class:`Trainer`. ``kernels``: the kernel settings in force (a
-    replay launches the kernels chosen at its capture); ``momentum``: whether SGD keeps momentum
-    buffers (a graph captured without them would clone the gradient into a new buffer at every
-    replay: no momentum)."""
-    members: tuple[Member, ...]   # their kinds and levels
-    depth: int
-    num_classes: int
-    batch_size: int
-    passes: int                   # with the batch: the plan's shape
-    augment: bool
-    spec: DatasetSpec             # its flips: a plan's flips exist or not
-    images: tuple[int, ...]
-    image_dtype: torch.dtype
-    pad: int
-    n_gradnorm: int
-    gradnorm_probes: int
-    students: bool
-    policy: DevicePolicy
-    momentum: bool
-    kernels: tuple[bool, ...]
-
-    @classmethod
-    def of(cls, configs: Sequence[RunConfig], data: DataSplit, students: bool,
-           policy: DevicePolicy) -> Shape:
-        c = configs[0]
-        return cls(_members(configs), c.depth, c.num_classes, c.batch_size, c.passes, c.augment,
-                   data.spec, tuple(data.X_train.shape), data.X_train.dtype, data.pad,
-                   c.n_gradnorm, c.gradnorm_probes, students, policy, c.momentum != 0,
-                   _kernel_settings())
-
-
-def _members(configs: Sequence[RunConfig]) -> tuple[Member, ...]:
-    return tuple(Member("teacher") if c.role == "teacher" else Member(c.noise, c.level)
-                 for c in configs)
-
-
-def _zero_momentum(opt: torch.optim.Optimizer) -> None:
-    """Zero SGD's momentum buffers in place (a fresh optimizer's state, as far as its next
-    step is concerned: without dampening, ``0 * momentum + g`` is ``g``, a new buffer)."""
-    for state in opt.state.values():
-        buf = state.get("momentum_buffer")
-        if buf is not None:
-            buf.zero_()
-
-
-def load_optimizer_in_place(opt: torch.optim.Optimizer, state_dict: dict[str, Any]) -> None:
-    """``opt.load_state_dict(state_dict)``, keeping the tensors of ``opt``'s state where they
-    are (values copied into them): a captured step holds their addresses. A buffer that
-    ``state_dict`` lacks is zeroed (a fresh optimizer's, as far as its next step goes)."""
-    old = {id(p): dict(opt.state[p]) for g in opt.param_groups for p in g["params"]
-           if p in opt.state}
-    opt.load_state_dict(state_dict)
-    for group in opt.param_groups:
-        for p in group["params"]:
-            for name, mine in old.get(id(p), {}).items():
-                if not torch.is_tensor(mine):
-                    continue
-                new = opt.state[p].get(name)
-                if torch.is_tensor(new) and new.shape != mine.shape:
-                    raise ValueError(f"optimizer state {name} has the shape {tuple(new.shape)}, "
-                                     f"not the {tuple(mine.shape)} of its parameter's buffer")
-                mine.copy_(new) if torch.is_tensor(new) else mine.zero_()
-                opt.state[p][name] = mine
-
-
-class Trainer:
-    """What a run of one :class:`Shape` trains with: the grouped network, the teacher it reads
-    its targets from, SGD, the training images, the :class:`~dsmlib.models.step.StepLoop` and
-    the ``G`` meter (see the module's docstring). On the ``graph`` and ``compiled`` steps it
-    owns copies of the data and of the teacher (``owned``), so that :meth:`reset` can bind it
-    to a later run of its shape; on the ``eager`` step it reads the data set's own tensors and
-    the teacher itself, and serves one run."""
-
-    def __init__(self, configs: Sequence[RunConfig], data: DataSplit,
-                 teacher: nn.Module | None, policy: DevicePolicy) -> None:
-        c, k_all = configs[0], len(configs)
-        self.shape = Shape.of(configs, data, teacher is not None, policy)
-        self.policy, self.owned = policy, policy.reusable
-        self.X, self.y = ((data.X_train.clone(), data.y_train.clone()) if self.owned
-                          else (data.X_train, data.y_train))
-        own_teacher = (teacher if teacher is None or not self.owned else
-                       build_model(c.teacher, data, 1, policy).eval().requires_grad_(False))
-        self.model = build_model(c, data, k_all, policy)
-        self.step = Step(self.model, own_teacher, self.shape.members, pad=data.pad,
-                         augment=c.augment, amp=policy.amp, channels_last=policy.channels_last,
-                         dtype=policy.dtype)
-        run = policy.compile(self.step)
-        if policy.compiled:
-            # private, with no torch.compiler equivalent in torch 2.14: without it inductor's CUDA
-            # graphs copy a non-static input into their own buffer at every replay -- here the
-            # whole training set per step (not timed in this project: no GPU in this session)
-            torch._dynamo.mark_static_address(self.X)
-            torch._dynamo.mark_static_address(self.y)
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=c.lr, momentum=c.momentum,
-                                   weight_decay=c.weight_decay)
-        pool = GraphPool()
-        self.gradnorm = GradNormMeter(self.model, self.X[:c.n_gradnorm], k_all, seed=c.seed,
-                                      n_probes=c.gradnorm_probes,
-                                      chunk_size=policy.gradnorm_chunk, capture=policy.capture,
-                                      pool=pool)
-        self.loop = StepLoop(run, self.model, self.opt, self.X, self.y, k_all,
-                             dtype=policy.dtype, capture=policy.capture, pool=pool,
-                             static_grads=not policy.compiled)
-        self._bind(configs, teacher)
-
-    def fits(self, configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module | None,
-             policy: DevicePolicy) -> bool:
-        """Whether a run of ``configs`` can be trained by this trainer after :meth:`reset`."""
-        return self.owned and self.shape == Shape.of(configs, data, teacher is not None, policy)
-
-    def reset(self, configs: Sequence[RunConfig], data: DataSplit,
-              teacher: nn.Module | None) -> None:
-        """Bind this trainer to another run of its shape, in place (every tensor a capture
-        read stays where it is): the run's training images, ``G``'s images and seed, zero
-        momentum, a teacher run's initialisation (a student starts from its teacher, set by
-        :func:`train_group`), the teacher's weights and the optimizer's hyper-parameters."""
-        c = configs[0]
-        self.X.copy_(data.X_train)
-        self.y.copy_(data.y_train)
-        self.gradnorm.rebind(data.X_train[:c.n_gradnorm], c.seed)
-        _zero_momentum(self.opt)
-        if teacher is None:
-            self.model.load_state_dict(build_model(c, data, len(configs),
-                                                   self.policy).state_dict())
-        self._bind(configs, teacher)
-
-    def _bind(self, configs: Sequence[RunConfig], teacher: nn.Module | None) -> None:
-        c = configs[0]
-        if self.owned and teacher is not None:
-            self.step.teacher.load_state_dict(teacher.state_dict())
-        for group in self.opt.param_groups:
-            group.update(lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
-
-
-class Trainers:
-    """The trainers kept for later runs: at most one per role (teacher or students) -- a grid's
-    runs come data set by data set, and a trainer's graphs and data copies hold device memory.
-    A run of the kept trainer's shape resets it; a run of another shape on a reusable step
-    replaces it; an eager run neither uses nor drops it."""
-
-    def __init__(self) -> None:
-        self.kept: dict[str, Trainer] = {}
+class TrainerSource(Protocol):
+    """Where :func:`train_group` gets its :class:`Trainer` for a step form other than eager
+    (:class:`dsmlib.models.graph.Trainers`)."""
 
     def get(self, configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module | None,
-            policy: DevicePolicy) -> Trainer:
-        role = "students" if teacher is not None else "teacher"
-        kept = self.kept.get(role)
-        if kept is not None and kept.fits(configs, data, teacher, policy):
-            kept.reset(configs, data, teacher)
-            return kept
-        del kept
-        if not policy.reusable:
-            return Trainer(configs, data, teacher, policy)
-        if self.kept.pop(role, None) is not None:
-            gc.collect()   # a trainer's parts refer to each other: free its memory (and a
-                           # compiled step's code) now
-        self.kept[role] = trainer = Trainer(configs, data, teacher, policy)
-        return trainer
+            policy: DevicePolicy) -> Trainer: ...
 
-
-# --- the loop -----------------------------------------------------------------------------------
 
 def _check_group(configs: Sequence[RunConfig], teacher: nn.Module | None) -> None:
     if not configs:
@@ -529,19 +487,20 @@ def _check_group(configs: Sequence[RunConfig], teacher: nn.Module | None) -> Non
 def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
                 teacher: nn.Module | None = None, states: Sequence[dict] | None = None,
                 on_epoch: EpochHook | None = None, stop_after: int | None = None,
-                progress: bool = False, step: str | DevicePolicy = "auto",
-                trainers: Trainers | None = None) -> list[list[dict[str, float]]]:
+                progress: bool = False, step: str | DevicePolicy = "eager",
+                trainers: TrainerSource | None = None) -> list[list[dict[str, float]]]:
     """Train ``configs`` -- one teacher, or students of one teacher (:func:`lockstep_key`) --
     together on ``data``; return each run's metrics rows (row 0: before training).
 
     ``teacher``: the trained teacher (students only; used in eval mode for the targets).
     ``states``: one checkpoint per run (``model``, ``optimizer``, ``history``; all at the same
     epoch) to continue from. ``on_epoch(epoch, histories, model, optimizer)`` runs after every
-    epoch (checkpoints: :func:`member_state` splits the grouped state). ``stop_after``: at most
-    that many epochs in this call. ``step``: ``auto`` | ``eager`` | ``graph`` | ``compiled``
-    (see :func:`dsmlib.models.step.device_policy`), or a whole policy. ``trainers``: where the
-    ``graph`` and ``compiled`` steps keep their :class:`Trainer` for the next run of the same
-    shape: captured and compiled once, then replayed run after run.
+    epoch (checkpoints: :func:`~dsmlib.models.lockstep.member_state` splits the grouped state).
+    ``stop_after``: at most that many epochs in this call. ``step``: the step's form, ``eager``
+    | ``auto`` | ``graph`` | ``compiled`` (:func:`dsmlib.models.device.device_policy`), or a
+    whole policy. ``trainers``: where the trainer comes from (a fresh :class:`Trainer` if
+    None); the ``graph`` and ``compiled`` steps need :class:`dsmlib.models.graph.Trainers`,
+    which keeps a trainer, captured or compiled once, for the next run of its shape.
     """
     _check_group(configs, teacher)
     c, k_all = configs[0], len(configs)
@@ -552,8 +511,12 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
         raise ValueError(f"batch_size must be <= the {n} training images, got {b}")
     if c.n_gradnorm > n:   # G is measured on the first n_gradnorm training images
         raise ValueError(f"n_gradnorm must be <= the {n} training images, got {c.n_gradnorm}")
-    trainer = (Trainers() if trainers is None else trainers).get(configs, data, teacher, policy)
-    model, opt, gradnorm, members = trainer.model, trainer.opt, trainer.gradnorm, trainer.shape.members
+    if trainers is None and policy.reusable:
+        raise ValueError(f"step={policy.step!r} runs on a trainer kept for reuse: pass "
+                         "trainers=dsmlib.models.graph.Trainers()")
+    trainer = (Trainer(configs, data, teacher, policy) if trainers is None
+               else trainers.get(configs, data, teacher, policy))
+    model, opt, members = trainer.model, trainer.opt, trainer.members
     if teacher is not None:
         teacher.eval()
         model.load_state_dict(stack_states([teacher.state_dict()] * k_all))
@@ -569,14 +532,14 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
         logit_var, noise_vars = logit_variance(raw), [noise_variance(m, raw) for m in members]
     if states is not None:
         model.load_state_dict(stack_states([s["model"] for s in states]))
-        load_optimizer_in_place(opt, stack_optimizer_states([s["optimizer"] for s in states]))
+        trainer.load_optimizer(stack_optimizer_states([s["optimizer"] for s in states]))
         histories = [list(s["history"]) for s in states]
     else:
         histories = [[dict(epoch=0, lr=0.0, train_objective=None, train_s=0.0, loss_scale=sc,
                            logit_var=logit_var, noise_var=nv, n_train=n, lockstep=k_all, **row)]
                      for sc, nv, row in zip(scales, noise_vars,
                                             measure(model, data, targets, configs, policy, 0,
-                                                    gradnorm))]
+                                                    trainer.gradnorm))]
     start = len(histories[0]) - 1
     epochs: Any = range(start, c.epochs if stop_after is None else min(c.epochs, start + stop_after))
     if progress:
@@ -593,9 +556,9 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
             group["lr"] = lr
         model.train()
         t0 = clock(data.device)
-        total = trainer.loop.epoch(plan)
+        total = trainer.epoch(plan)
         train_s = clock(data.device) - t0
-        rows = measure(model, data, targets, configs, policy, epoch + 1, gradnorm,
+        rows = measure(model, data, targets, configs, policy, epoch + 1, trainer.gradnorm,
                        whole=epoch + 1 == c.epochs)
         for hist, sc, nv, tot, row in zip(histories, scales, noise_vars, total.tolist(), rows):
             hist.append(dict(epoch=epoch + 1, lr=lr, train_objective=tot / plan.steps,
@@ -609,7 +572,7 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
 def train(config: RunConfig, data: DataSplit, *, teacher: nn.Module | None = None,
           state: dict[str, Any] | None = None, on_epoch: EpochHook | None = None,
           stop_after: int | None = None, progress: bool = False,
-          step: str | DevicePolicy = "auto", trainers: Trainers | None = None
+          step: str | DevicePolicy = "eager", trainers: TrainerSource | None = None
           ) -> list[dict[str, float]]:
     """One run: :func:`train_group` with a single member (``on_epoch(epoch, history, model,
     optimizer)`` gets that run's history and its own network)."""

@@ -212,8 +212,8 @@ class CifarResNet(nn.Module):
     ``members = K > 1`` holds K independent networks of the same shape in one module (for
     students trained in lockstep): every convolution is grouped by member, batch norm is per
     channel and so per member, and every parameter is the members' parameters stacked along
-    its first axis (:func:`dsmlib.models.loop.stack_states` and
-    :func:`~dsmlib.models.loop.member_state` convert). The input is shared; the output
+    its first axis (:func:`dsmlib.models.lockstep.stack_states` and
+    :func:`~dsmlib.models.lockstep.member_state` convert). The input is shared; the output
     is ``(batch, K, classes)``. With ``K = 1`` this is the plain network, state dict included.
     """
 

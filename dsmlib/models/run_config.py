@@ -1,7 +1,7 @@
 """The configuration of one training run of Section 5 (models layer): a teacher, or a student
-distilled from a teacher with a noise kind and level. A configuration is the run's identity:
-:meth:`RunConfig.key` hashes every field (a student's includes its teacher's), so a run directory,
-a checkpoint and a result always belong to exactly one configuration.
+distilled from a teacher with a noise kind (:class:`Noise`) and level. A configuration is the
+run's identity: :meth:`RunConfig.key` hashes every field (a student's includes its teacher's),
+so a run directory, a checkpoint and a result always belong to exactly one configuration.
 
 Execution options that do not change what is computed (device, progress bars, threads,
 determinism) are deliberately not fields.
@@ -11,15 +11,28 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, fields, replace
+from enum import StrEnum
 from typing import Any
 
 from ..foundation.checks import (check_choice, check_int, check_nonnegative, check_positive,
                                  check_probability)
 from .datasets import DATASETS, SPECS
-from .step import NOISE_KINDS, Noise
 
-__all__ = ["ROLES", "PRECISIONS", "MAX_SIGMA2", "MAX_TEMPERATURE", "RECIPE",
-           "RunConfig", "student_of"]
+__all__ = ["Noise", "NOISE_KINDS", "ROLES", "PRECISIONS", "MAX_SIGMA2", "MAX_TEMPERATURE",
+           "RECIPE", "RunConfig", "student_of"]
+
+
+class Noise(StrEnum):
+    """What a student regresses on (Sec. 5.2), with its ``level``: the one registry of the noise
+    kinds' names (members are the strings, so configurations and results keep plain names)."""
+    NONE = "none"                # the teacher's logits: the noiseless student (level 0)
+    GAUSSIAN = "gaussian"        # plus N(0, sigma^2 I_L) per logit (level sigma^2)
+    SYMMETRIC = "symmetric"      # copy-swapped with probability p (level p)
+    CONTROL = "symmetric_mean"   # the swap's mean M_p t (Eq. 24), drawn from nothing (level p)
+    HINTON = "hinton"            # the logits, softened cross-entropy at temperature level T
+
+
+NOISE_KINDS = tuple(k.value for k in Noise)
 
 ROLES = ("teacher", "student")
 PRECISIONS = ("auto", "fp32", "bf16", "fp64")   # fp64: CPU tests of exactness

@@ -35,9 +35,11 @@ from ..foundation.checks import check_int
 from ..foundation.rng import resolve_device
 from .datasets import DataSplit, load_dataset
 from .checkpoints import is_packed, pack_members, unpack
-from .loop import Trainers, build_model, lockstep_key, member_state, resolved_precision, train_group
+from .device import execution, resolved_precision
+from .graph import Trainers
+from .lockstep import lockstep_key, member_state
+from .loop import build_model, train_group
 from .run_config import RunConfig
-from .step import execution
 
 __all__ = ["CONFIG", "CHECKPOINT", "METRICS", "FINAL", "DONE", "RunRecord", "Loaded", "run_dir",
            "run_status", "load_record", "load_checkpoint", "epoch_saver", "execute_run",
@@ -59,7 +61,7 @@ class RunRecord:
 @dataclass
 class Loaded:
     """What the runs of one process share: data sets by split and device, finished teachers by
-    key, and the :class:`~dsmlib.models.loop.Trainers` kept for the next run of their shape."""
+    key, and the :class:`~dsmlib.models.graph.Trainers` kept for the next run of their shape."""
     data: dict[tuple, DataSplit] = field(default_factory=dict)
     teachers: dict[str, nn.Module] = field(default_factory=dict)
     trainers: Trainers = field(default_factory=Trainers)
@@ -118,7 +120,7 @@ def load_checkpoint(path: str | Path, config: RunConfig, device: torch.device) -
     if theirs != config:
         raise ValueError(f"refusing to resume from {path}: it was written for another configuration "
                          f"({'; '.join(config.differences(theirs))})")
-    mine = resolved_precision(config, device)
+    mine = resolved_precision(config.precision, device)
     if ck["precision"] != mine:
         raise ValueError(f"refusing to resume from {path}: it was trained in {ck['precision']}, "
                          f"and this device ({device}) would continue in {mine}; set precision "
@@ -228,7 +230,7 @@ def execute_group(configs: Sequence[RunConfig], root: str | Path, *,
         with execution(deterministic):
             histories = train_group(
                 todo, data, teacher=teacher, states=None if states[0] is None else states,
-                on_epoch=epoch_saver(todo, dirs, resolved_precision(first, dev), dev),
+                on_epoch=epoch_saver(todo, dirs, resolved_precision(first.precision, dev), dev),
                 stop_after=stop_after, progress=progress, step=step, trainers=loaded.trainers)
         for c, d, history in zip(todo, dirs, histories):
             done = len(history) - 1 == c.epochs

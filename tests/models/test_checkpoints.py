@@ -1,5 +1,5 @@
 """Packed checkpoints: a member's packed state unpacks to exactly what the state-dict slicing
-of :mod:`dsmlib.models.loop` gives, and a checkpoint written before packing (plain state
+of :mod:`dsmlib.models.lockstep` gives, and a checkpoint written before packing (plain state
 dicts) still resumes a run to the numbers of an uninterrupted one."""
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import dataclasses
 
 from dsmlib.models.checkpoints import PACKED, is_packed, pack_members, unpack
 from dsmlib.models.datasets import load_dataset
-from dsmlib.models.loop import member_optimizer_state, member_state, train_group
+from dsmlib.models.device import device_policy
+from dsmlib.models.lockstep import member_optimizer_state, member_state
+from dsmlib.models.loop import train_group
 from dsmlib.models.networks import cifar_resnet
-from dsmlib.models.step import device_policy
-from dsmlib.models.run_config import RunConfig
 from dsmlib.models.runs import CHECKPOINT, execute_run, load_checkpoint, run_dir
+from tiny_runs import tiny_teacher
 
 TIMING = ("train_s", "eval_s", "gradnorm_s")
 
@@ -125,8 +126,7 @@ def test_the_first_packed_format_still_reads():
 
 
 def test_a_checkpoint_in_an_unknown_format_is_a_clear_error(tmp_path):
-    config = RunConfig(dataset="digits", depth=8, epochs=2, batch_size=32, train_limit=96,
-                       n_gradnorm=4)
+    config = tiny_teacher()
     execute_run(config, tmp_path, stop_after=1)
     path = run_dir(config, tmp_path) / CHECKPOINT
     raw = torch.load(path, weights_only=False)
@@ -139,8 +139,7 @@ def test_a_checkpoint_in_an_unknown_format_is_a_clear_error(tmp_path):
 def test_checkpoint_written_before_packing_still_resumes(tmp_path):
     """A run interrupted after one epoch, its checkpoint rewritten in the old layout (model and
     optimizer as plain state dicts), resumes to the numbers of the uninterrupted run."""
-    config = RunConfig(dataset="digits", depth=8, epochs=2, batch_size=32, train_limit=96,
-                       n_gradnorm=4)
+    config = tiny_teacher()
     whole = execute_run(config, tmp_path / "a", deterministic=True)
     execute_run(config, tmp_path / "b", deterministic=True, stop_after=1)
     path = run_dir(config, tmp_path / "b") / CHECKPOINT
@@ -162,8 +161,7 @@ def test_resumed_momentum_is_laid_out_as_in_an_uninterrupted_run(tmp_path):
     tensor at every step)."""
     policy = dataclasses.replace(device_policy("fp32", torch.device("cpu"), "eager"),
                                  channels_last=True)
-    config = RunConfig(dataset="digits", depth=8, epochs=2, batch_size=32, train_limit=96,
-                       n_gradnorm=4)
+    config = tiny_teacher()
     data = load_dataset(config.dataset, split_seed=config.split_seed,
                         train_limit=config.train_limit)
 

@@ -4,7 +4,6 @@ lockstep group trained (and interrupted, and resumed) gives each student the num
 own run, to 1e-6 relative in float64 and 1e-4 in float32."""
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
@@ -12,15 +11,16 @@ import torch
 
 from dsmlib.foundation.rng import as_torch_generator
 from dsmlib.models.datasets import load_dataset
-from dsmlib.models.loop import (member_optimizer_state, member_state, stack_optimizer_states,
-                                    stack_states)
+from dsmlib.models.datasets import apply_augment, augment_draws
+from dsmlib.models.lockstep import (lockstep_key, member_optimizer_state, member_state,
+                                    stack_optimizer_states, stack_states)
 from dsmlib.models.networks import cifar_resnet
-from dsmlib.models.step import augment_draws, apply_augment, plan_epoch
 from dsmlib.models.run_config import RunConfig, student_of
 from dsmlib.models.runs import FINAL, lockstep_groups, run_dir, run_many, run_status
-from dsmlib.models.loop import build_model, lockstep_key, train, train_group
+from dsmlib.models.loop import build_model, plan_epoch, train, train_group
 from dsmlib.theory.gradient_norm import gradient_norm_probe, gradient_norm_probe_members
 from dsmlib.theory.label_noise import GaussianNoise, SymmetricSwapNoise
+from tiny_runs import tiny_teacher
 
 NOT_COMPARED = ("train_s", "eval_s", "gradnorm_s", "lockstep")
 
@@ -69,21 +69,21 @@ def test_optimizer_states_stack_and_split():
 def test_epoch_plan_draws_what_a_per_step_loop_draws(device):
     plan = plan_epoch(7, 3, n=50, batch_size=8, device=device, pad=2, flip=True, augment=True,
                       num_classes=4, kinds={"gaussian", "symmetric"})
-    assert plan.steps == 6 and plan.batches.shape == (6, 8)
+    assert plan.steps == 6 and plan.batches.idx.shape == (6, 8)
     from dsmlib.foundation.rng import child_seed
-    from dsmlib.models.step import STREAM_DATA, STREAM_NOISE
+    from dsmlib.models.loop import STREAM_DATA, STREAM_NOISE
     g = as_torch_generator(child_seed(7, STREAM_DATA, 3), device)
-    assert torch.equal(torch.randperm(50, generator=g, device=device)[:48].view(6, 8), plan.batches)
+    assert torch.equal(torch.randperm(50, generator=g, device=device)[:48].view(6, 8), plan.batches.idx)
     gn = as_torch_generator(child_seed(7, STREAM_NOISE, 3), device)
     gs = as_torch_generator(child_seed(7, STREAM_NOISE, 3), device)
     y = torch.randn(8, 4, device=device, generator=as_torch_generator(0, device))
     for s in range(6):
         dy, dx, fl = augment_draws(8, g, pad=2, flip=True)
-        assert torch.equal(dy, plan.dy[s]) and torch.equal(dx, plan.dx[s])
-        assert torch.equal(fl, plan.flips[s])
-        assert torch.equal(GaussianNoise(2.0).draw(y, gn), GaussianNoise(2.0).apply(y, plan.gauss[s]))
+        assert torch.equal(dy, plan.batches.dy[s]) and torch.equal(dx, plan.batches.dx[s])
+        assert torch.equal(fl, plan.batches.flips[s])
+        assert torch.equal(GaussianNoise(2.0).draw(y, gn), GaussianNoise(2.0).apply(y, plan.batches.gauss[s]))
         swap = SymmetricSwapNoise(0.3)
-        assert torch.equal(swap.draw(y, gs), swap.apply(y, (plan.swap_u[s], plan.swap_r[s])))
+        assert torch.equal(swap.draw(y, gs), swap.apply(y, (plan.batches.swap_u[s], plan.batches.swap_r[s])))
     x = torch.arange(2 * 3 * 5 * 5, dtype=torch.float32, device=device).view(2, 3, 5, 5)
     same = apply_augment(x, torch.tensor([1, 1], device=device), torch.tensor([1, 1], device=device),
                          None, pad=1)
@@ -106,8 +106,7 @@ def test_members_gradient_norms_in_one_pass_equal_separate_estimates(device):
         gradient_norm_probe_members(group, X, 4)
 
 
-TEACHER = RunConfig(dataset="digits", depth=8, epochs=2, batch_size=32, train_limit=96,
-                    n_gradnorm=6, gradnorm_probes=2)
+TEACHER = tiny_teacher(n_gradnorm=6)
 
 
 def _group(precision: str) -> list[RunConfig]:
@@ -176,65 +175,3 @@ def test_interrupted_lockstep_group_resumes_exactly(tmp_path):
     alone = run_many(everything, tmp_path / "c", threads=1, lockstep=False)
     for r, s in zip(ref, alone):
         _assert_rows_close(r.history, s.history, 1e-4)
-
-
-def test_the_step_is_one_graph_and_equals_the_eager_step():
-    """The captured path compiles the same Step: traced whole (no graph break, so nothing
-    falls back to per-kernel launches) it gives the eager losses. ``aot_eager`` traces as
-    inductor does, without its C++ compile, so this runs in seconds on the CPU."""
-    from dsmlib.models.step import Member, Step
-    data = load_dataset("digits", train_limit=64, device="cpu")
-    net = build_model(TEACHER, data, 4)
-    teacher = build_model(TEACHER, data).eval()
-    members = [Member("none"), Member("gaussian", 4.0), Member("symmetric", 0.3),
-               Member("symmetric_mean", 0.3)]
-    step = Step(net, teacher, members, pad=data.pad, augment=True, amp=False,
-                channels_last=False, dtype=torch.float32)
-    plan = plan_epoch(0, 0, n=64, batch_size=32, device=data.device, pad=data.pad, flip=False,
-                      augment=True, num_classes=10, kinds={"gaussian", "symmetric"})
-    traced = torch.compile(step.__call__, backend="aot_eager", fullgraph=True)
-    for s in range(plan.steps):
-        eager = step(data.X_train, data.y_train, *plan.step(s))
-        torch.testing.assert_close(traced(data.X_train, data.y_train, *plan.step(s)), eager)
-        assert eager.shape == (4,) and bool((eager[1] > eager[0]) & (eager[2] > eager[0]))
-
-
-def test_compiled_steps_of_many_engines_each_compile_once():
-    """A process builds an engine, and compiles its step, per shape. dynamo keeps compiled code
-    per code object with a recompile limit (8 by default, an error under ``fullgraph``), so
-    every step compiles a code object of its own: more steps than the limit all compile, and
-    each call after its first reuses its code. ``backend="eager"`` traces without compiling."""
-    from dsmlib.models.step import CompiledStep, Member, Step
-    from torch._dynamo.utils import counters
-    y = torch.arange(16) % 10
-    idx = torch.arange(8)
-    limit = torch._dynamo.config.recompile_limit
-    frames = counters["stats"]["unique_graphs"]
-    for i in range(limit + 2):   # a shape each, as the engines of a process have
-        X = torch.randn(16, 1, 4, 4 + i, generator=torch.Generator().manual_seed(i))
-        net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 + 4 * i, 10))
-        step = Step(net, None, [Member("none")], pad=0, augment=False, amp=False,
-                    channels_last=False, dtype=torch.float32)
-        compiled = CompiledStep(step, backend="eager")
-        for _ in range(2):
-            torch.testing.assert_close(compiled(X, y, idx, *[None] * 6),
-                                       step(X, y, idx, *[None] * 6))
-    assert counters["stats"]["unique_graphs"] - frames == limit + 2   # one each, none again
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (the compiled step)")
-def test_captured_step_matches_eager_on_cuda():
-    """bf16 tolerance, stated: after one epoch the compiled (inductor's CUDA graphs) and eager
-    paths agree to 5 % on losses and G and to 5 points on accuracies (different kernels round
-    differently; the paths see the same batches, crops and noise)."""
-    data = load_dataset("digits", train_limit=96, image_size=16, device="cuda")
-    configs = _group("bf16")
-    t_model = build_model(configs[0].teacher, data).eval()
-    cfgs = [dataclasses.replace(c, epochs=1) for c in configs]
-    eager = train_group(cfgs, data, teacher=t_model, step="eager")
-    captured = train_group(cfgs, data, teacher=t_model, step="compiled")
-    for a, b in zip(eager, captured):
-        for key in ("train_objective", "train_loss", "val_loss", "gradnorm"):
-            assert b[-1][key] == pytest.approx(a[-1][key], rel=0.05), key
-        for key in ("train_acc", "val_acc", "test_acc"):
-            assert abs(b[-1][key] - a[-1][key]) <= 0.05, key

@@ -10,19 +10,20 @@ import pytest
 import torch
 
 from dsmlib.models.datasets import load_dataset
-from dsmlib.models.loop import (build_model, lockstep_key, logit_variance, noise_variance,
-                                stream_seed, train, train_group)
-from dsmlib.models.step import Member, hinton_loss, member_losses, member_targets, plan_epoch
+from dsmlib.models.lockstep import lockstep_key
+from dsmlib.models.loop import (Member, build_model, hinton_loss, logit_variance, member_losses,
+                                member_targets, noise_variance, plan_epoch, stream_seed, train,
+                                train_group)
 from dsmlib.models.run_config import RECIPE, RunConfig, student_of
 from dsmlib.theory.label_noise import SymmetricSwapNoise
+from tiny_runs import tiny_teacher
 
-TEACHER = RunConfig(dataset="digits", depth=8, epochs=3, batch_size=32, train_limit=96,
-                    n_gradnorm=6)
+TEACHER = tiny_teacher(epochs=3, n_gradnorm=6)
 
 
 def _plan(seed: int, **kw) -> torch.Tensor:
     return plan_epoch(seed, 0, n=96, batch_size=32, device=torch.device("cpu"), pad=1,
-                      flip=False, augment=True, num_classes=10, **kw).batches
+                      flip=False, augment=True, num_classes=10, **kw).batches.idx
 
 
 def test_students_draw_their_own_stream_not_their_teachers():
@@ -74,7 +75,7 @@ def test_member_losses_use_each_members_loss():
     out = torch.randn(16, 3, 10, generator=g, dtype=torch.float64)
     t = torch.randn(16, 10, generator=g, dtype=torch.float64)
     members = [Member("none"), Member("hinton", 2.0), Member("symmetric_mean", 0.3)]
-    target = member_targets(t, members, None, None, None)
+    target = member_targets(t, members)
     losses = member_losses(out, t, target, members)
     assert float(losses[0]) == pytest.approx(float(((out[:, 0] - t) ** 2).mean()), rel=1e-12)
     assert float(losses[1]) == pytest.approx(float(hinton_loss(out[:, 1], t, 2.0)), rel=1e-12)

@@ -10,6 +10,7 @@ import torch
 from dsmlib.models.run_config import RunConfig, student_of
 from dsmlib.models.runs import (CHECKPOINT, CONFIG, DONE, FINAL, execute_run, load_record,
                                 run_dir, run_many, run_status)
+from tiny_runs import tiny_teacher
 
 TIMING = ("train_s", "eval_s", "gradnorm_s")
 
@@ -18,8 +19,7 @@ def strip(history):
     return [{k: v for k, v in row.items() if k not in TIMING} for row in history]
 
 
-TEACHER = RunConfig(dataset="digits", depth=8, epochs=3, batch_size=32, train_limit=96,
-                    n_gradnorm=4)
+TEACHER = tiny_teacher(epochs=3)
 STUDENT = student_of(TEACHER, "gaussian", 4.0, epochs=3)
 
 

@@ -1,0 +1,117 @@
+"""How Section 5's training runs on its device (models layer), decided once per run and nowhere
+else: precision, memory format, chunk sizes, and the form of the training step -- ``eager``,
+``graph`` (the whole step replayed from a CUDA graph) or ``compiled`` (its forward pass and
+losses through ``torch.compile``). None of it changes what a run computes, up to rounding.
+
+The eager loop is :mod:`dsmlib.models.loop`; the graph and compiled forms, which run that same
+loop, are :mod:`dsmlib.models.graph`.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import torch
+
+from ..foundation.checks import check_choice
+
+__all__ = ["STEP_MODES", "Capture", "DevicePolicy", "device_policy", "resolved_precision",
+           "execution"]
+
+STEP_MODES = ("auto", "eager", "graph", "compiled")
+
+# capture(fn, pool) -> (replay, pool): records fn without running it; replay() runs it
+Capture = Callable[[Callable[[], None], Any], tuple[Callable[[], None], Any]]
+
+
+@dataclass(frozen=True)
+class DevicePolicy:
+    """How a run executes on its device (never what it computes, up to rounding).
+
+    ``dtype``: parameters, targets and losses (float64 only when asked for, e.g. by tests);
+    ``amp``: bf16 autocast of the forward passes; ``channels_last``: the memory format of
+    images and weights; ``eval_batch`` and ``gradnorm_chunk``: images per evaluation batch and
+    per chunk of the per-sample probes of ``G``; ``step``: the form of the training step,
+    ``eager``, ``graph`` or ``compiled``; ``capture``: how the ``graph`` step captures (None:
+    :func:`dsmlib.models.graph.cuda_capture`; a test may put a recording one in its place, which
+    is how the CPU checks the graph path); ``compile_backend`` and ``compile_mode``:
+    ``torch.compile``'s backend and mode on the ``compiled`` step (``inductor``,
+    ``reduce-overhead`` on CUDA and inductor's default elsewhere; a test may trace with the
+    backend ``eager`` instead, in seconds)."""
+    device: torch.device
+    precision: str
+    dtype: torch.dtype
+    amp: bool
+    channels_last: bool
+    eval_batch: int
+    gradnorm_chunk: int
+    step: str
+    capture: Capture | None = None
+    compile_backend: str = "inductor"
+    compile_mode: str = "default"
+
+    @property
+    def compiled(self) -> bool:
+        return self.step == "compiled"
+
+    @property
+    def graphed(self) -> bool:
+        return self.step == "graph"
+
+    @property
+    def reusable(self) -> bool:
+        """The step bakes in tensors' addresses (a graph) or compiled code: what it runs with
+        is built once per shape and reused (:class:`dsmlib.models.graph.Trainers`)."""
+        return self.graphed or self.compiled
+
+
+def device_policy(precision: str, device: torch.device, step: str = "auto") -> DevicePolicy:
+    """The policy of a run with ``precision`` (``auto``: bf16 on CUDA, fp32 on the CPU) on
+    ``device``; ``step``: ``auto`` (graph on CUDA, eager elsewhere), ``eager``, ``graph`` (CUDA
+    only) or ``compiled``."""
+    step = check_choice("step", step, STEP_MODES)
+    cuda = device.type == "cuda"
+    if step == "graph" and not cuda:
+        raise ValueError(f"step='graph' needs a CUDA device (CUDA graphs), not {device.type}: "
+                         "use step='eager' or 'compiled'")
+    if precision == "auto":
+        precision = "bf16" if cuda else "fp32"
+    if step == "auto":
+        step = "graph" if cuda else "eager"
+    return DevicePolicy(
+        device=device, precision=precision,
+        dtype=torch.float64 if precision == "fp64" else torch.float32,
+        amp=precision == "bf16", channels_last=cuda, eval_batch=1024,
+        # a captured G pass holds its chunk's per-sample gradients for the whole run
+        gradnorm_chunk=256 if cuda and step != "graph" else 64, step=step,
+        # reduce-overhead: inductor's kernels replayed as CUDA graphs, no per-kernel launches
+        compile_mode="reduce-overhead" if cuda else "default")
+
+
+def resolved_precision(precision: str, device: torch.device) -> str:
+    """``"auto"`` -> bf16 autocast on CUDA, float32 on the CPU; any other precision as it is."""
+    return device_policy(precision, device).precision
+
+
+@contextlib.contextmanager
+def execution(deterministic: bool = False) -> Iterator[None]:
+    """Deterministic kernels (and no cuDNN autotuning) inside, when asked; otherwise cuDNN may
+    autotune. Torch's settings are restored on exit, so nothing leaks to the caller."""
+    old = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
+           torch.are_deterministic_algorithms_enabled(), os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
+    torch.backends.cudnn.benchmark = not deterministic
+    torch.backends.cudnn.deterministic = bool(deterministic)
+    if deterministic:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = old[0], old[1]
+        torch.use_deterministic_algorithms(old[2])
+        if old[3] is None:
+            os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
+        else:
+            os.environ["CUBLAS_WORKSPACE_CONFIG"] = old[3]

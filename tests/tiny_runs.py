@@ -1,0 +1,16 @@
+"""The tiny run of Section 5 that the models tests train, written once (not a test module):
+ResNet-8 on 96 of the 8x8 digits, batch 32, two epochs, ``G`` on 4 images. A test states only
+what it changes."""
+from __future__ import annotations
+
+import dataclasses
+
+from dsmlib.models.run_config import RunConfig
+
+TINY_TEACHER = RunConfig(dataset="digits", depth=8, epochs=2, batch_size=32, train_limit=96,
+                         n_gradnorm=4)
+
+
+def tiny_teacher(**changes) -> RunConfig:
+    """:data:`TINY_TEACHER` with ``changes`` (checked as any configuration is)."""
+    return dataclasses.replace(TINY_TEACHER, **changes)
