@@ -84,9 +84,12 @@ mutants: $(VENV)/.installed-test
 	$(PY) -m pip install -q 'mutmut>=3.8,<4'
 	$(PY) mutation/run.py --only '$(MUTANTS)'
 
-# The tests that compare with stored values (mark `stored_values`), again with torch's, numpy's
-# and the BLAS libraries' SIMD dispatch lowered to the x86-64 baseline: a test that depends on
-# one CPU's bits fails on every machine (tests/reduced_simd.py; a step of .ci/run).
+# The tests that depend on how this CPU's kernels round (marks `stored_values`: pins of stored
+# numbers; `kernels`: a lockstep group against its members), again under other kernels: every
+# dispatch lowered to the x86-64 baseline (`reduced`), then this CPU's highest dispatch with
+# other kernels (`other`: two torch threads, oneDNN off, MKL's and OpenBLAS's other paths,
+# elementary functions an ulp off), so that a test that holds on one CPU's bits alone fails on
+# every machine (tests/reduced_simd.py; a step of .ci/run).
 .PHONY: test-reduced-simd
 test-reduced-simd: $(VENV)/.installed-test
 	$(PY) tests/reduced_simd.py -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)

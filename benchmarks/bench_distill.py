@@ -216,7 +216,7 @@ def emit_checkpoint(name: str, dev: torch.device, depth: int, k: int, common: di
     """The per-epoch checkpoints of a ``k``-student lockstep group (ResNet-``depth``, SGD with
     momentum): the library's ``epoch_saver`` (packed) against plain state dicts; medians."""
     import tempfile
-    teacher = RunConfig(dataset="cifar10", depth=depth, epochs=3)
+    teacher = RunConfig(dataset="cifar10", depth=depth, epochs=3, n_gradnorm=256)
     configs = students(teacher, k)
     model = build_model(configs[0], synthetic_split(64, dev, size=8), k)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)

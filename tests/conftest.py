@@ -14,6 +14,13 @@ from helpers import (ROOT, copy_book, files_using,  # noqa: F401  (ROOT re-expor
                      install_fixture_reference, work_order)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "kernels: compares two computations that run different kernels (a lockstep "
+        "group against its members), equal only up to rounding; .ci/run re-runs them under other "
+        "kernels, as the stored_values tests (tests/reduced_simd.py)")
+
+
 @pytest.fixture(scope="session", params=["cpu", "cuda"])
 def device(request):
     """Every torch-facing test runs on the CPU, and on CUDA where a GPU is present.
@@ -91,21 +98,40 @@ def pytest_xdist_make_scheduler(config, log):
     return BookFirst(config, log)
 
 
+#: Kernel switches for re-running tests under other kernels (``tests/reduced_simd.py``): torch's
+#: intra-op threads per test process; torch's oneDNN (mkldnn) off ("0"); elementary functions
+#: rounded as another CPU's may round them ("1": ``tests/ulp_jitter.py``).
+TORCH_THREADS, MKLDNN, ULP = "DSM_TEST_TORCH_THREADS", "DSM_TEST_MKLDNN", "DSM_TEST_ULP"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def share_of_the_cores():
     """Under pytest-xdist, each worker's torch (and the processes it starts) uses its share of
     the cores: two workers with two busy-waiting OpenMP threads each on two cores made small
-    torch tests ten times slower (measured: 2.9 s against 74 s)."""
+    torch tests ten times slower (measured: 2.9 s against 74 s). The switches above override
+    the share and the kernels."""
     count = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
-    if not count:
+    threads, mkldnn = os.environ.get(TORCH_THREADS), os.environ.get(MKLDNN)
+    undo = None
+    if os.environ.get(ULP) == "1":
+        from ulp_jitter import install
+        undo = install()
+    if not (count or threads or mkldnn == "0"):
         yield
+        if undo:
+            undo()
         return
     import torch
-    share = max(1, (os.cpu_count() or 1) // int(count))
-    before = torch.get_num_threads()
+    before, mkldnn_before = torch.get_num_threads(), torch.backends.mkldnn.enabled
+    share = (int(threads) if threads else
+             max(1, (os.cpu_count() or 1) // int(count)) if count else before)
     torch.set_num_threads(share)
+    torch.backends.mkldnn.enabled = mkldnn != "0"
     with pytest.MonkeyPatch.context() as mp:
         for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             mp.setenv(key, str(share))
         yield
     torch.set_num_threads(before)
+    torch.backends.mkldnn.enabled = mkldnn_before
+    if undo:
+        undo()

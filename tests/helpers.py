@@ -160,6 +160,59 @@ def barrier_sweep(*, steps: int, n_runs: int, seed: int):
         batch_sizes=[1, 2], reference=(0.01, 2.0, 1), steps=steps, n_runs=n_runs, seed=seed)
 
 
+# ------------------------------------------------------------------------- one-chapter books
+#: The package of a test book's chapter modules, at its root (profiles.yml's ``chapters:``).
+TEST_CHAPTERS = "test_chapters"
+
+
+def chapter_module(root: Path, name: str, fields: str = "") -> Path:
+    """``root/test_chapters/<name>.py``: a chapter module declaring ``Parameters`` with
+    ``fields`` (dataclass field lines, e.g. ``x: float = param(1.0, "x")``), for a test book
+    whose profiles.yml names the package (``chapters: test_chapters``). A process that
+    imports it needs ``root`` on its path (:func:`book_env`; a kernel works from the root)."""
+    import textwrap
+    path = root / TEST_CHAPTERS / f"{name}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("from dataclasses import dataclass\n\n"
+                    "from dsmlib.foundation.parameters import ChapterParameters, param\n\n\n"
+                    "@dataclass(frozen=True)\nclass Parameters(ChapterParameters):\n"
+                    f"    notebook = {name!r}\n"
+                    + textwrap.indent(textwrap.dedent(fields), "    ") + "\n")
+    return path
+
+
+def book_env(root: Path) -> dict[str, str]:
+    """The environment of a process (and of the kernels it starts) that imports the chapter
+    modules of the test book at ``root``."""
+    import os
+    paths = [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+# ------------------------------------------------------------------------------ results files
+def chapter_parameters(notebook: str, **values):
+    """A chapter's ``Parameters`` object with these fields and values, for tests that write
+    results without a chapter module."""
+    import dataclasses
+    from dsmlib.foundation.parameters import ChapterParameters
+    cls = dataclasses.make_dataclass(
+        "Parameters", [(k, type(v), dataclasses.field(default=v)) for k, v in values.items()],
+        bases=(ChapterParameters,), frozen=True, namespace={"notebook": notebook})
+    return cls()
+
+
+def write_profile_results(claims, notebook: str, profile: str, results_dir: Path,
+                          **values) -> Path:
+    """``results_dir/<profile>/<notebook>.json`` as the runner's sealed run writes it."""
+    from dsmlib.book.results import run_values, write_results
+    parameters = chapter_parameters(notebook, **values)
+    dest = Path(results_dir) / profile / f"{notebook}.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    seal = {"profile": profile, "parameters": run_values(parameters, profile), "key": "k",
+            "stage": str(dest)}
+    return write_results(claims, parameters, profile=profile, seal=seal)
+
+
 # --------------------------------------------------------------------------- reference fixtures
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -37,6 +37,9 @@ def any_analysis(request):
     return _script().analyse(request.param)
 
 
+#: Stored values read back, not recomputed by a simulation: the analysis is a few hundred
+#: float64 operations on them (rounding ~1e-16 on any CPU), checked to 1e-4 (the curves are
+#: stored in float32) and to the 3 decimals the README prints.
 @pytest.mark.stored_values
 def test_the_curves_end_at_the_claims_measurement(any_analysis):
     # The figure's curves are geometric means over seeds, so their log ratio at the last epoch

@@ -1,2 +1,2 @@
-"""Book layer: profiles, the papermill runner, the CLI, the ledger, the myst-nb plugin, and
-the live ipywidgets explorers."""
+"""Book layer: profiles, the papermill runner, results files, the CLI, the ledger, the myst-nb
+plugin, and the live ipywidgets explorers."""

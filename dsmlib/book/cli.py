@@ -18,12 +18,13 @@ import json
 import sys
 from pathlib import Path
 
+from ..foundation.parameters import literal
 from .lab import launch_lab, prepare_lab
-from .profiles import DEFAULT_PROFILE, PROFILES, check_profile, load_specs, parse_value
+from .profiles import (DEFAULT_PROFILE, PROFILES, find_root, load_specs, parameters_class,
+                       parse_value)
 from .store import BookBusy
 from .site import build
-from .runner import (CELL_TIMEOUT_S, NotebookFailed, NotebookRefused, declared_parameters,
-                     execute, find_root, source_notebook)
+from .runner import CELL_TIMEOUT_S, NotebookFailed, NotebookRefused, execute
 
 
 def _parser(grid: bool = True) -> argparse.ArgumentParser:
@@ -92,7 +93,7 @@ GRID_HELP = "fetch the data of, launch, watch or collect the self-distillation g
 def run_time(root: Path, profile: str, name: str) -> str:
     """How long ``name`` took under ``profile``: its last execution here, else its committed
     reference, with the device ("not run yet" when neither exists)."""
-    from .references import device_label, reference_paths
+    from .references.stored import device_label, reference_paths
     from .store import executed_path
     for where, path in (("last run here", executed_path(root, profile, name)),
                         ("reference", reference_paths(root, profile, name)[0])):
@@ -116,14 +117,15 @@ def main(argv: list[str] | None = None) -> int:
         root = find_root(args.root)
         if args.command == "list":
             for spec in load_specs(root / "notebooks").values():
-                declared = declared_parameters(source_notebook(spec, root))
+                defaults = parameters_class(spec)().as_dict()
                 print(f"{spec.name}: {spec.title}")
-                print("  parameters: " + ", ".join(f"{k}={v}" for k, v in declared.items()))
+                print("  parameters: " + (", ".join(f"{k}={literal(v)}"
+                                                   for k, v in defaults.items()) or "none"))
                 for prof, over in spec.profiles.items():
                     print(f"  {prof}: {over or '(defaults)'}; {run_time(root, prof, spec.name)}")
             return 0
         if args.command == "reference":
-            from .reference_run import make_references
+            from .references.run import make_references
             if args.timeout < 1:
                 raise ValueError(f"--timeout must be >= 1 second, got {args.timeout}")
             for path in make_references(root, args.notebooks, profile=args.profile,
@@ -136,7 +138,6 @@ def main(argv: list[str] | None = None) -> int:
             from .grid import grid_command
             return grid_command(root, args)
         if args.command == "lab":
-            check_profile(args.profile)
             overrides = {k: parse_value(v, k) for k, v in args.parameter}
             nb = prepare_lab(root, args.notebook, args.profile, overrides)
             print(nb)

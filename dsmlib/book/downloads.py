@@ -10,7 +10,7 @@ import json
 import math
 from typing import Any, Iterable, Sequence
 
-from .references import Reference
+from .references.stored import Reference
 
 __all__ = ["FIELDS", "claim_rows", "claims_json", "claims_csv", "downloads_markdown"]
 

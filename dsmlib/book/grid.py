@@ -3,10 +3,10 @@ its runs with ``submitit`` -- on SLURM, on this machine, or in this process.
 
 ``python -m dsmlib grid {download,launch,status,collect} --profile P [--chapter NAME] [--cluster
 local|slurm|debug] [--workers N] [--partition NAME]`` builds the runs of the chapter that has
-runs to launch (its ``Parameters`` has ``runs()``; :func:`dsmlib.book.declarations.chapters_with_runs`;
+runs to launch (its ``Parameters`` has ``runs()``; :func:`dsmlib.book.profiles.chapters_with_runs`;
 ``--chapter`` picks one where several have) under profile ``P``, from the chapter's own
-parameters (``notebooks/profiles.yml`` over ``Parameters``' defaults, so the command and the
-notebook always agree), then:
+parameters (:func:`dsmlib.book.profiles.resolve`, as the runner gives them to the notebook,
+so the command and the notebook always agree), then:
 
 - ``download`` fetches the profile's data sets into its ``data_dir`` (torchvision, network
   needed) and checks them; it trains nothing.
@@ -36,17 +36,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..foundation.checks import check_choice, check_int
-from ..foundation.results import atomic_write_text
+from ..foundation.files import atomic_write_text
 from ..models.dataset_files import DatasetFileError, check_dataset, download, how_to_get, missing_files
 from ..models.datasets import train_images
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord, load_record, lockstep_groups, run_many, run_status
 from ..models.device import STEP_MODES
-from .declarations import chapters_with_runs, check_chapter
-from .profiles import DEFAULT_PROFILE, PROFILES, default_value, load_specs, parse_value, resolve
-from .runner import declared_parameters, source_notebook
+from .profiles import (DEFAULT_PROFILE, PROFILES, chapters_with_runs, load_specs, parse_value,
+                       resolve)
 
-__all__ = ["CLUSTERS", "GridJob", "grid_chapter", "profile_parameters", "profile_grid",
+__all__ = ["CLUSTERS", "GridJob", "grid_chapter", "profile_grid",
            "failure_line", "prepare_data", "group_cost", "balance", "launch", "status",
            "collect", "add_grid_parser", "grid_command"]
 
@@ -72,22 +71,13 @@ def grid_chapter(root: Path, name: str | None = None) -> str:
     return having[0]
 
 
-def profile_parameters(root: Path, profile: str, overrides: dict[str, Any] | None = None,
-                       chapter: str | None = None) -> Any:
-    """The chapter's parameters (:func:`grid_chapter`) under ``profile``: its ``Parameters``'
-    defaults, then the profile's overrides from ``profiles.yml``, then ``overrides``; checked."""
-    name = grid_chapter(root, chapter)
-    spec = load_specs(root / "notebooks")[name]
-    declared = declared_parameters(source_notebook(spec, root))
-    params = {k: default_value(v) for k, v in declared.items()}
-    params.update(resolve(spec, profile, dict(overrides or {}), declared))
-    return check_chapter(name, params)
-
-
 def profile_grid(root: Path, profile: str, overrides: dict[str, Any] | None = None,
                  chapter: str | None = None) -> tuple[Any, Path]:
-    """The chapter's parameters and its runs directory (relative paths are under ``root``)."""
-    params = profile_parameters(root, profile, overrides, chapter)
+    """The chapter's parameters (:func:`grid_chapter`) under ``profile`` and ``overrides``
+    (:func:`dsmlib.book.profiles.resolve`), and its runs directory (relative paths are under
+    ``root``)."""
+    name = grid_chapter(root, chapter)
+    params = resolve(load_specs(root / "notebooks")[name], profile, overrides)
     runs_dir = Path(params.runs_dir)
     return params, (runs_dir if runs_dir.is_absolute() else root / runs_dir)
 

@@ -22,7 +22,7 @@ import zmq
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
-from ..foundation.results import SEAL
+from .results import SEAL
 
 __all__ = ["QuietKernelManager", "KernelWatch", "kernel_threads", "quiet_seal"]
 

@@ -2,10 +2,10 @@
 
 The MyST source ``notebooks/NAME.md`` is converted to ``_build/lab/NAME.ipynb`` with the
 profile's parameters (and any ``-p`` overrides) injected, the live widgets on, and the
-results directory set to the book's ``results/``, and JupyterLab opens it. Its kernel works
-from the book root, as the runner's do. A live run is not one of the runner's profile runs, so
-its results go to ``results/custom/NAME-<hash>.json`` (the notebook prints the path) and never
-touch ``results/<profile>/``. Edits in the prepared notebook are not written back to
+kernel set to work from the book root, as the runner's do, and JupyterLab opens it. The
+parameters are the runner's (:func:`dsmlib.book.profiles.resolve`). A live run is not one of
+the runner's profile runs, so its results go to ``results/custom/NAME-<hash>.json`` (the
+notebook prints the path) and never touch ``results/<profile>/``. Edits in the prepared notebook are not written back to
 ``notebooks/NAME.md``.
 """
 from __future__ import annotations
@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .profiles import RUNNER_PARAMETERS, load_specs, resolve
+from .profiles import load_specs, resolve
+from .results import run_values
 
 __all__ = ["prepare_lab", "launch_lab"]
 
@@ -24,23 +25,18 @@ def prepare_lab(root: Path, name: str, profile: str, overrides: dict[str, Any]) 
     """Write ``_build/lab/<name>.ipynb``: the chapter parameterised for a live session."""
     import nbformat
     import papermill
-    from .runner import declared_parameters, source_notebook
-    owned = [k for k in overrides if k in RUNNER_PARAMETERS]
-    if owned:
-        raise ValueError(f"parameter(s) {owned} are set by `lab` and cannot be overridden")
+    from .runner import source_notebook
     specs = load_specs(root / "notebooks")
     if name not in specs:      # 'all' included: JupyterLab opens one chapter
         raise ValueError(f"unknown notebook {name!r} for `lab`, which opens one chapter: "
                          f"{', '.join(specs)}")
     spec = specs[name]
-    src = source_notebook(spec, root)
-    params = resolve(spec, profile, overrides, declared_parameters(src))
+    values = run_values(resolve(spec, profile, overrides), profile)
     out = root / "_build" / "lab" / f"{name}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
-    papermill.execute_notebook(str(src), str(out), prepare_only=True, kernel_name="python3",
-                               parameters={**params, "profile": profile,
-                                           "results_dir": str(root / "results"),
-                                           "live_widgets": True})
+    papermill.execute_notebook(str(source_notebook(spec, root)), str(out), prepare_only=True,
+                               kernel_name="python3",
+                               parameters={**values, "live_widgets": True})
     nb = nbformat.read(out, as_version=4)
     cd = nbformat.v4.new_code_cell(
         f"import os\nos.chdir({str(root)!r})  # work from the book root, as the runner does")

@@ -6,9 +6,9 @@ from typing import Any, Sequence
 
 from ..figures.tables import BADGES, claims_html, fmt_number
 from ..foundation.claims import CONFIDENCE, FAMILY_RULE, SCOPES, VERDICTS
-from .references import Reference
-from .scales import (corrections_at_scale, erratum_at_scale, errata_at_scale_summary,
-                     scales_html, scales_overview, summary_at_scale)
+from .references.scales import (corrections_at_scale, erratum_at_scale, errata_at_scale_summary,
+                                scales_html, scales_overview, summary_at_scale)
+from .references.stored import Reference
 
 __all__ = ["PAPER_ITEMS", "MACHINERY_PROFILES", "machinery_notice", "plural", "kind_of",
            "KIND_TEXT",

@@ -1,40 +1,76 @@
-"""Profiles: named sets of papermill parameters per notebook (``notebooks/profiles.yml``).
+"""A chapter's parameters under a profile (book layer): the one road every command takes.
 
-Each chapter declares its parameters once, in ``dsmlib.chapters.<name>.Parameters``, whose
-defaults are the ``quick`` profile and which the runner writes into the notebook's parameters
-cell (:mod:`dsmlib.book.declarations`); a profile adds overrides, and the user may override any
-single parameter on top. Every name is checked against the notebook's parameters cell, so a typo
-is an error that lists the valid names, and every value
-against the type of its default (:func:`check_type`), so ``-p depth 7.5`` or ``-p seeds 3`` is a
-one-line error before any kernel starts; each chapter's ``Parameters`` checks the ranges, also
-before any kernel starts.
+Each chapter declares its parameters once, in the ``Parameters`` dataclass of its module
+(``dsmlib.chapters.<name>``; :class:`dsmlib.foundation.parameters.ChapterParameters`), whose
+defaults are the ``quick`` profile. ``notebooks/profiles.yml`` names the chapters, in book
+order, and gives each profile's overrides. :func:`resolve` is the one function that turns a
+chapter, a profile and the command line's ``-p`` overrides into the chapter's ``Parameters``:
+the declaration's defaults, then the profile's overrides, then ``-p``, checked once by the
+``Parameters`` themselves (each value against its annotation, then the chapter's ranges), so
+that a typo or ``-p depth 7.5`` is a one-line error before any kernel starts. The runner, the
+reference executions, the site, ``grid`` and ``lab`` all call it; nothing reads values back
+from a notebook.
 """
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import importlib.util
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ast
-import re
-
 import yaml
+
+from ..foundation.parameters import ChapterParameters
+
+__all__ = ["PROFILES", "DEFAULT_PROFILE", "RUNNER_PARAMETERS", "CHAPTERS", "NotebookSpec",
+           "find_root", "hand_run_root", "load_specs", "check_profile", "select", "parse_value",
+           "parameters_class", "resolve", "chapters_with_runs"]
 
 # gpu: minutes on one GPU without downloads (chapters without a GPU setting run as quick).
 PROFILES = ("smoke", "quick", "paper", "gpu")
 DEFAULT_PROFILE = "quick"
-# Parameters every notebook declares and the runner always sets.
-RUNNER_PARAMETERS = ("profile", "results_dir", "live_widgets")
+#: Names every notebook's parameters cell declares beside its chapter's, set by the book
+#: (``--profile``; the live widgets are on in ``lab`` only), never by ``-p`` or a profile.
+RUNNER_PARAMETERS = ("profile", "live_widgets")
+#: The package of the chapters' modules (one per notebook, same name) unless
+#: ``profiles.yml`` names another under ``chapters:``.
+CHAPTERS = "dsmlib.chapters"
+
+
+def find_root(start: str | Path | None = None) -> Path:
+    """The book root: the nearest directory (upwards) holding ``_config.yml`` and ``notebooks/``."""
+    here = Path(start or Path.cwd()).resolve()
+    for d in [here, *here.parents]:
+        if (d / "_config.yml").exists() and (d / "notebooks").is_dir():
+            return d
+    raise ValueError(f"no book root (a directory with _config.yml and notebooks/) above {here}")
+
+
+def hand_run_root() -> Path:
+    """The book a run outside the runner (papermill by hand, Jupyter) belongs to: the one
+    around the working directory, else the one this ``dsmlib`` is installed from, else (a
+    ``dsmlib`` installed elsewhere, run outside any book) the working directory."""
+    for start in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        try:
+            return find_root(start)
+        except ValueError:
+            continue
+    return Path.cwd()
 
 
 @dataclass(frozen=True)
 class NotebookSpec:
-    """One chapter: its source, title, per-profile parameters, and whether it needs a GPU
-    (``gpu: true``: never executed two at once; ``gpu_notice`` opens its page)."""
+    """One chapter: its source, title, per-profile overrides, the module that declares its
+    ``Parameters``, and whether it needs a GPU (``gpu: true``: never executed two at once;
+    ``gpu_notice`` opens its page)."""
     name: str
     title: str
     source: Path
     profiles: dict[str, dict[str, Any]]
+    module: str = ""
     gpu: bool = False
     gpu_notice: str = ""
 
@@ -44,6 +80,7 @@ def load_specs(notebooks_dir: str | Path) -> dict[str, NotebookSpec]:
     notebooks_dir = Path(notebooks_dir)
     path = notebooks_dir / "profiles.yml"
     doc = yaml.safe_load(path.read_text())
+    package = str(doc.get("chapters") or CHAPTERS)
     specs: dict[str, NotebookSpec] = {}
     for name, entry in (doc.get("notebooks") or {}).items():
         source = notebooks_dir / f"{name}.md"
@@ -56,6 +93,7 @@ def load_specs(notebooks_dir: str | Path) -> dict[str, NotebookSpec]:
                              f"allowed: {list(PROFILES)}")
         specs[name] = NotebookSpec(name=name, title=entry.get("title", name), source=source,
                                    profiles={p: dict(profiles.get(p) or {}) for p in PROFILES},
+                                   module=f"{package}.{name}",
                                    gpu=bool(entry.get("gpu", False)),
                                    gpu_notice=str(entry.get("gpu_notice", "")))
     return specs
@@ -99,78 +137,44 @@ def parse_value(text: str, name: str = "") -> Any:
                          "numbers as 0.1, lists as [1, 2], strings as they are") from None
 
 
-def default_value(text: Any) -> Any:
-    """A parameters-cell default (papermill gives its source text) as a Python value."""
+def parameters_class(spec: NotebookSpec) -> type[ChapterParameters]:
+    """The ``Parameters`` its chapter module declares (``spec.module``); a notebook with no
+    chapter module (the tests' one-cell books) has none of its own: an empty class. A module
+    without ``Parameters`` is an error: every chapter declares its parameters there, once."""
+    package = spec.module.rpartition(".")[0]
     try:
-        return ast.literal_eval(text) if isinstance(text, str) else text
-    except (ValueError, SyntaxError):
-        return text
+        found = importlib.util.find_spec(spec.module) is not None
+    except ModuleNotFoundError:
+        raise ValueError(f"the package of the chapters' modules, {package}, cannot be "
+                         "imported (profiles.yml's `chapters:`)") from None
+    if not found:
+        return dataclasses.make_dataclass("Parameters", [], bases=(ChapterParameters,),
+                                          frozen=True, namespace={"notebook": spec.name})
+    cls = getattr(importlib.import_module(spec.module), "Parameters", None)
+    if cls is None:
+        raise ValueError(f"chapter module {spec.module} declares no Parameters: every chapter "
+                         "declares its parameters there, once")
+    return cls
 
 
-def _scalar(v: Any) -> str | None:
-    """The type class a scalar default admits: bool, int, float (ints too) or str."""
-    for kind in (bool, int, float, str):
-        if isinstance(v, kind):
-            return kind.__name__
-    return None
-
-
-_WORDS = {"bool": ("true or false", "booleans"), "int": ("an integer", "integers"),
-          "float": ("a number", "numbers"), "str": ("a string", "strings")}
-
-
-def _fits(kind: str, v: Any) -> bool:
-    if kind == "float":
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
-    if kind == "int":
-        return isinstance(v, int) and not isinstance(v, bool)
-    return _scalar(v) == kind
-
-
-def check_type(notebook: str, name: str, value: Any, default: Any) -> None:
-    """``value`` must have the type of the parameters cell's ``default``: an integer where the
-    default is one, a number (an integer too) where it is a float, a list where it is a list
-    (of its element type; a default mixing floats and integers, such as ``(eta, sigma2, B)``,
-    fixes the length and each position's type). A default of None admits anything."""
-    if default is None:
-        return
-    if isinstance(default, (list, tuple)):
-        kinds = [_scalar(d) for d in default]
-        positional = len(set(kinds)) > 1
-        if isinstance(value, (list, tuple)) and not positional:
-            ok = not default or kinds[0] is None or all(_fits(kinds[0], v) for v in value)
-        else:
-            ok = (isinstance(value, (list, tuple)) and len(value) == len(default)
-                  and all(k is None or _fits(k, v) for k, v in zip(kinds, value)))
-        what = ("a list" + (f" of {_WORDS[kinds[0]][1]}" if kinds and kinds[0] else "")
-                if not positional else f"a list of {len(default)} values typed like the default")
-    else:
-        kind = _scalar(default)
-        ok = kind is None or _fits(kind, value)
-        what = _WORDS[kind][0] if kind else "a value like the default"
-    if not ok:
-        raise ValueError(f"parameter {name!r} of {notebook} must be {what} (default: "
-                         f"{default!r}), got {value!r}")
-
-
-def resolve(spec: NotebookSpec, profile: str, overrides: dict[str, Any],
-            declared: dict[str, Any]) -> dict[str, Any]:
-    """Profile parameters plus overrides, each name checked against the parameters cell.
-
-    ``declared`` maps the names in the notebook's parameters cell to their defaults (papermill
-    gives their source text); every value must have its default's type (:func:`check_type`).
-    """
+def resolve(spec: NotebookSpec, profile: str,
+            overrides: dict[str, Any] | None = None) -> ChapterParameters:
+    """Chapter ``spec``'s parameters under ``profile``: its declaration's defaults, then the
+    profile's overrides (``profiles.yml``), then ``overrides`` (``-p``), checked once by its
+    ``Parameters`` (a name it does not declare, a value its annotation does not admit, one out
+    of its range: a one-line error naming the parameter and what is allowed)."""
     check_profile(profile)
-    params = dict(spec.profiles[profile])
-    params.update(overrides)
-    bad = [k for k in params if k not in declared]
-    if bad:
-        valid = sorted(k for k in declared if k not in RUNNER_PARAMETERS)
-        raise ValueError(f"unknown parameter(s) {bad} for notebook {spec.name!r}; valid "
-                         f"parameters: {', '.join(valid)}")
-    missing = [k for k in RUNNER_PARAMETERS if k not in declared]
-    if missing:
-        raise ValueError(f"notebook {spec.name!r} must declare {missing} in its parameters cell")
-    for k, v in params.items():
-        check_type(spec.name, k, v, default_value(declared[k]))
-    return params
+    values = {**spec.profiles[profile], **(overrides or {})}
+    owned = [k for k in values if k in RUNNER_PARAMETERS]
+    if owned:
+        raise ValueError(f"parameter(s) {owned} are set by the runner and cannot be overridden: "
+                         "the profile comes from --profile, and live widgets are on in `lab` "
+                         "only")
+    return parameters_class(spec).from_dict(values)
+
+
+def chapters_with_runs(specs: dict[str, NotebookSpec]) -> list[str]:
+    """The chapters whose parameters have training runs to launch (``Parameters.runs()``):
+    the ones ``python -m dsmlib grid`` builds."""
+    return [n for n, spec in specs.items()
+            if callable(getattr(parameters_class(spec), "runs", None))]

@@ -1,22 +1,19 @@
-"""Provenance and caching of executed chapters (book layer).
-
-Every executed notebook carries, in ``metadata["dsmlib"]``:
+"""Provenance of executed chapters (book layer): what made a chapter's numbers.
 
 - ``key``: a content hash of what determines its outputs: the notebook source, the resolved
-  parameters, the profile, and every ``dsmlib`` module the notebook imports, directly or not.
-  ``make book`` re-executes a notebook only when its key changed (:func:`is_fresh`).
+  parameters, the profile, and every ``dsmlib`` module the notebook imports, directly or not
+  (:func:`code_key`). ``make book`` re-executes a notebook only when its key changed
+  (:func:`dsmlib.book.store.is_fresh`).
 - ``provenance``: profile, parameters, wall time, hardware (CPU model and count, GPU model if
   any), Python and key package versions, and the git commit (with ``-dirty`` when the working
-  tree differs from it).
+  tree differs from it) (:func:`provenance`).
 
-:func:`decorate` turns that into what a reader sees under the chapter's title: one provenance
-line and a folded "parameters used" table, and hides the parameters cells (which would
-expose the executing machine's paths).
+Both go into an executed notebook's ``metadata["dsmlib"]``; what a reader sees of them is
+:mod:`dsmlib.book.provenance_html`.
 """
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import os
 import platform
@@ -25,12 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PACKAGES", "code_key", "kernel_code", "hardware", "git_commit", "versions", "provenance",
-           "is_fresh", "decorate", "provenance_line", "parameters_html", "provenance_table"]
+__all__ = ["PACKAGES", "OUTSIDE_KERNEL", "code_key", "kernel_code", "hardware", "dirty_files",
+           "git_commit", "versions", "provenance"]
 
 PACKAGES = ("numpy", "scipy", "numba", "torch", "plotly", "papermill", "jupyter-book")
-#: Parameters the runner sets; they describe the run, not the experiment.
-HIDDEN_PARAMETERS = ("results_dir", "live_widgets", "dsmlib_run")
 
 
 def _sha(*parts: bytes) -> str:
@@ -43,12 +38,14 @@ def _sha(*parts: bytes) -> str:
 #: Modules that run outside the notebook kernel: changing them cannot change a notebook's
 #: outputs, so they are left out of the content key (a site-only change rebuilds in seconds).
 OUTSIDE_KERNEL = ("__main__.py", "book/cli.py", "book/runner.py", "book/ledger.py",
-                  "book/provenance.py", "book/profiles.py", "book/sphinx_ext.py",
-                  "book/mystnb_plugin.py", "book/store.py", "book/pages.py", "book/kernel.py",
-                  "book/lab.py", "book/references.py", "book/reference_run.py",
-                  "book/reference_section.py", "book/scales.py", "book/site.py",
-                  "book/closure.py", "book/rerun.py", "book/citation.py",
-                  "book/downloads.py", "book/gpu_cost.py", "book/staleness.py")
+                  "book/provenance.py", "book/provenance_html.py", "book/profiles.py",
+                  "book/sphinx_ext.py", "book/mystnb_plugin.py", "book/store.py",
+                  "book/pages.py", "book/assets.py", "book/kernel.py", "book/lab.py",
+                  "book/references/__init__.py", "book/references/stored.py",
+                  "book/references/freshness.py", "book/references/run.py",
+                  "book/references/section.py", "book/references/scales.py", "book/site.py",
+                  "book/closure.py", "book/parameters_cell.py", "book/cells.py",
+                  "book/citation.py", "book/downloads.py", "book/gpu_cost.py", "book/rerun.py")
 
 
 def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,
@@ -95,18 +92,27 @@ def hardware() -> dict[str, Any]:
     return {"cpu": cpu, "cpu_count": os.cpu_count(), "gpu": gpu}
 
 
+def dirty_files(root: Path) -> list[str]:
+    """Tracked files that differ from the commit, outside ``reference/`` ([] if not a git
+    checkout: nothing to compare against)."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                              ".", ":(exclude)reference"], cwd=root, text=True,
+                             capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    return [line[3:] for line in out.splitlines() if line.strip()]
+
+
 def git_commit(root: Path) -> str:
     """The commit of ``root``'s checkout (``-dirty`` if tracked files other than the stored
-    references of ``reference/`` differ), or "unknown"."""
+    references of ``reference/`` differ, :func:`dirty_files`), or "unknown"."""
     try:
         sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, text=True,
                              capture_output=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
-                                ".", ":(exclude)reference"],
-                               cwd=root, text=True, capture_output=True).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return sha + ("-dirty" if dirty_files(root) else "")
 
 
 def versions() -> dict[str, str]:
@@ -121,101 +127,13 @@ def versions() -> dict[str, str]:
     return out
 
 
-def provenance(root: Path, profile: str, params: dict[str, Any], wall_s: float,
+def provenance(root: Path, profile: str, values: dict[str, Any], wall_s: float,
                set_by: dict[str, str] | None = None) -> dict[str, Any]:
-    """Everything a reader needs to say where a chapter's numbers came from: ``params`` are
-    every value the chapter ran with, ``set_by`` names those that differ from the
-    notebook's parameters cell and what set them ("profile smoke", "command line")."""
-    shown = {k: v for k, v in params.items() if k not in HIDDEN_PARAMETERS}
-    return {"profile": profile, "parameters": shown, "set_by": dict(set_by or {}),
+    """Everything a reader needs to say where a chapter's numbers came from: ``values`` are
+    every value the chapter ran with (:func:`dsmlib.book.results.run_values`), ``set_by``
+    names those that differ from the chapter's defaults and what set them ("profile smoke",
+    "command line")."""
+    return {"profile": profile, "parameters": dict(values), "set_by": dict(set_by or {}),
             "wall_s": round(wall_s, 1),
             "hardware": hardware(), "versions": versions(), "commit": git_commit(root),
             "executable": sys.executable and Path(sys.executable).name}
-
-
-def is_fresh(executed: Path, key: str) -> bool:
-    """Whether ``executed`` exists, ran to the end and was made from the same ``key``."""
-    if not executed.exists():
-        return False
-    try:
-        meta = json.loads(executed.read_text()).get("metadata", {})
-    except (OSError, ValueError):
-        return False
-    return meta.get("dsmlib", {}).get("key") == key and not meta.get("papermill", {}).get(
-        "exception")
-
-
-def provenance_line(p: dict[str, Any]) -> str:
-    hw = p["hardware"]
-    gpu = f", GPU {hw['gpu']}" if hw.get("gpu") else ", no GPU"
-    v = p["versions"]
-    dirty = (" (<code>-dirty</code>: executed with uncommitted changes, so that commit alone "
-             "does not reproduce it)" if str(p["commit"]).endswith("-dirty") else "")
-    return (f"Executed under the <code>{p['profile']}</code> profile in {p['wall_s']:.0f} s on "
-            f"{html.escape(str(hw['cpu']))} ({hw['cpu_count']} cores{html.escape(gpu)}); "
-            f"Python {v['python']}, numpy {v['numpy']}, torch {v['torch']}; commit "
-            f"<code>{p['commit']}</code>{dirty}.")
-
-
-def parameters_html(params: dict[str, Any], set_by: dict[str, str] | None = None) -> str:
-    """Every parameter value, the overrides (of the notebook's parameters cell) marked."""
-    set_by = set_by or {}
-
-    def origin(k: str) -> str:
-        return (f"<strong>{html.escape(set_by[k])}</strong>" if k in set_by
-                else "notebook default")
-    mark = {k: " class='override'" for k in set_by}
-    rows = "".join(f"<tr{mark.get(k, '')}>"
-                   f"<td><code>{html.escape(k)}</code></td>"
-                   f"<td><code>{html.escape(repr(v))}</code></td><td>{origin(k)}</td></tr>"
-                   for k, v in params.items())
-    n = len(set_by)
-    note = f", {n} overridden" if n else ""
-    return (f"<details><summary>Parameters used ({len(params)} values{note})</summary>"
-            "<table class='params'><thead><tr><th>name</th><th>value</th><th>set by</th>"
-            f"</tr></thead><tbody>{rows}</tbody></table></details>")
-
-
-def decorate(nb: dict[str, Any], p: dict[str, Any], key: str, gpu_notice: str = "") -> None:
-    """Hide the parameters cells and put provenance and parameters under the title, in place."""
-    cells = nb["cells"]
-    for c in cells:
-        tags = c.setdefault("metadata", {}).setdefault("tags", [])
-        if ("parameters" in tags or "injected-parameters" in tags) and "remove-cell" not in tags:
-            tags.append("remove-cell")
-    cells[:] = [c for c in cells if "dsmlib-provenance" not in c["metadata"].get("tags", [])]
-    title = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
-                  and "".join(c["source"]).lstrip().startswith("# ")), -1)
-    notice = f"<div class='gpu-notice'>{gpu_notice}</div>\n\n" if gpu_notice else ""
-    body = (f"{notice}<div class='provenance'>{provenance_line(p)}\n"
-            f"{parameters_html(p['parameters'], p.get('set_by'))}</div>\n")
-    cell = {"cell_type": "markdown", "id": "dsmlib-provenance",
-            "metadata": {"tags": ["dsmlib-provenance"]}, "source": body}
-    # A title cell may hold more than the title: split it so provenance sits right below.
-    if title >= 0:
-        src = "".join(cells[title]["source"])
-        head, _, rest = src.lstrip().partition("\n")
-        cells[title]["source"] = head + "\n"
-        extra = [{"cell_type": "markdown", "id": "dsmlib-title-rest",
-                  "metadata": {"tags": ["dsmlib-title-rest"]}, "source": rest}] if rest.strip() else []
-        cells[title + 1:title + 1] = [cell] + extra
-    else:
-        cells.insert(0, cell)
-    nb.setdefault("metadata", {})["dsmlib"] = {"key": key, "provenance": p}
-
-
-def provenance_table(runs: dict[str, dict[str, Any] | None], paths: dict[str, str]) -> str:
-    """The reproducibility page's table: one row per chapter (Markdown)."""
-    lines = ["| Chapter | Profile | Wall time | Hardware | Python, numpy, torch | Commit |",
-             "|---|---|---|---|---|---|"]
-    for name, p in runs.items():
-        link = f"{{doc}}`{name} <{paths[name]}>`"
-        if not p:
-            lines.append(f"| {link} | — | — | not recorded | — | — |")
-            continue
-        hw, v = p["hardware"], p["versions"]
-        gpu = f"; {hw['gpu']}" if hw.get("gpu") else ""
-        lines.append(f"| {link} | `{p['profile']}` | {p['wall_s']:.0f} s | "
-                     f"{hw['cpu']} ×{hw['cpu_count']}{gpu} | {v['python']}, {v['numpy']}, "
-                     f"{v['torch']} | `{p['commit']}` |")
-    return "\n".join(lines) + "\n"

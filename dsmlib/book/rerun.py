@@ -1,102 +1,109 @@
-"""An executed chapter that re-runs as it ran (book layer).
+"""An executed chapter re-run by hand says so (book layer; it runs in the kernel).
 
-papermill, re-running a notebook (``papermill executed.ipynb out.ipynb -p seed 1``), replaces
-the cell it injected the first time, and that cell is where the runner put the profile's
-values, ``live_widgets = False`` and the results directory: the re-run silently fell back to
-the parameters cell's defaults (the ``quick`` profile). So :func:`carry_parameters` writes every
-value the execution ran with into the ``parameters`` cell itself, where papermill injects
-*after* it and never replaces it, and drops the injected cell (its values are now the
-parameters cell's; papermill's record stays in ``metadata.papermill.parameters``, the run's in
-``metadata.dsmlib.provenance``). A plain papermill re-run with one ``-p`` then runs the
-execution's profile with that one change (and writes, being no runner's run, to
-``results/custom/``, with the profile's name; see :mod:`dsmlib.foundation.results`).
+A person re-runs an executed chapter with plain papermill (``papermill ols.ipynb out.ipynb -p
+seed 1``) or in Jupyter. Its parameters cell carries the execution's values
+(:mod:`dsmlib.book.parameters_cell`), and it stands first, so that the cell under the title,
+the provenance the runner showed, runs next: :func:`announce_rerun` replaces what it shows
+with the truth of this run (a *hand run*, its profile, every value it runs with, those that
+differ from the profile marked, and where its results will go: the book's
+``results/custom/``, whatever the working directory, never ``results/<profile>/``), and
+refuses, in one line, a name papermill injected that the chapter does not declare (papermill
+itself only warns, then runs the defaults).
 
-``results_dir`` keeps the notebook's own default (``"results"``, under the kernel's working
-directory): the runner's absolute path names the machine that executed it.
+It reads the kernel's namespace, as the notebook's own ``Parameters.from_namespace`` does:
+at that cell it holds the parameters cell's names, papermill's and IPython's own, nothing else.
 """
 from __future__ import annotations
 
-import ast
+import html
 import json
-from typing import Any
+from typing import Any, Mapping
 
-__all__ = ["carry_parameters", "executed_values"]
+from .profiles import (CHAPTERS, PROFILES, RUNNER_PARAMETERS, NotebookSpec, hand_run_root,
+                       load_specs, parameters_class)
+from .provenance_html import parameters_html
+from .results import SEAL, changed_values, custom_results_path, run_values
 
-PARAMETERS_TAG, INJECTED_TAG = "parameters", "injected-parameters"
-#: What the first line of a carried parameters cell says.
-HEADER = ("# The values this execution ran with (profile {profile!r}); "
-          "`papermill THIS.ipynb OUT.ipynb -p NAME VALUE` changes one.")
+__all__ = ["UnknownParameter", "undeclared", "announce_rerun", "rerun_html"]
 
+class UnknownParameter(ValueError):
+    """A parameter papermill injected that the notebook's parameters cell does not declare."""
 
-def _source(cell: dict[str, Any]) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
-def _literal(value: Any) -> str:
-    """``value`` as Python source that reads back as the same value and type."""
-    text = json.dumps(value, ensure_ascii=False) if isinstance(value, str) else repr(value)
-    if ast.literal_eval(text) != value or type(ast.literal_eval(text)) is not type(value):
-        raise ValueError(f"cannot write the parameter value {value!r} as a Python literal")
-    return text
+    def _render_traceback_(self) -> list[str]:
+        # IPython prints this instead of a traceback: the error is one line in the notebook
+        return [f"{type(self).__name__}: {self}"]
 
 
-def _rewritten(src: str, values: dict[str, Any]) -> str:
-    """``src`` (a parameters cell) with each assignment of a name in ``values`` given that
-    value; comments, layout and unchanged literals are kept."""
-    lines = src.splitlines(keepends=True)
-    edits = []
-    for stmt in ast.parse(src).body:
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id in values):
-            continue
-        new = values[stmt.targets[0].id]
-        try:
-            old = ast.literal_eval(stmt.value)
-            if old == new and type(old) is type(new):
-                continue
-            if isinstance(old, tuple) and list(old) == new:   # JSON made the tuple a list
-                continue
-        except ValueError:
-            pass
-        v = stmt.value
-        edits.append((v.lineno - 1, v.col_offset, v.end_lineno - 1, v.end_col_offset,
-                      _literal(new)))
-    for l0, c0, l1, c1, text in sorted(edits, reverse=True):   # from the end: offsets hold
-        lines[l0:l1 + 1] = [lines[l0][:c0] + text + lines[l1][c1:]]
-    return "".join(lines)
+def _literal(value: Any) -> bool:
+    """Whether ``value`` is one papermill could have injected (a JSON-like literal)."""
+    try:
+        return json.loads(json.dumps(value)) == value or isinstance(value, tuple)
+    except (TypeError, ValueError):
+        return False
 
 
-def executed_values(nb: dict[str, Any]) -> dict[str, Any]:
-    """Every value a decorated execution ran with (its provenance's parameters, ``profile``
-    included), with the static site's explorers (``live_widgets = False``)."""
-    prov = (nb.get("metadata", {}).get("dsmlib") or {}).get("provenance") or {}
-    if "parameters" not in prov or "profile" not in prov:
-        raise ValueError("the notebook has no dsmlib provenance: it was not executed by "
-                         "`python -m dsmlib execute`")
-    return {**prov["parameters"], "profile": prov["profile"], "live_widgets": False}
+def undeclared(namespace: Mapping[str, Any], declared: set[str],
+               hidden: set[str] = frozenset()) -> list[str]:
+    """The names in ``namespace`` holding a literal that are not ``declared`` (IPython's own,
+    ``hidden``, and ``_``-names aside): what papermill injected beyond the parameters cell."""
+    return sorted(n for n, v in namespace.items()
+                  if not n.startswith("_") and n not in declared and n not in hidden
+                  and n != SEAL and _literal(v))
 
 
-def carry_parameters(nb: dict[str, Any], values: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write ``values`` (default :func:`executed_values`) into ``nb``'s parameters cell, under
-    a first line saying so, and drop the cell papermill injected. Modifies and returns ``nb``.
-    A name the parameters cell does not assign is a ValueError (it would be lost)."""
-    values = executed_values(nb) if values is None else values
-    cells = nb["cells"]
-    at = next((i for i, c in enumerate(cells)
-               if PARAMETERS_TAG in c.get("metadata", {}).get("tags", [])), None)
-    if at is None:
-        raise ValueError("the notebook has no cell tagged 'parameters'")
-    src = _source(cells[at])
-    body = "".join(line for line in src.splitlines(keepends=True)
-                   if not line.startswith("# The values this execution ran with"))
-    declared = {t.id for s in ast.parse(body).body if isinstance(s, ast.Assign)
-                for t in s.targets if isinstance(t, ast.Name)}
-    lost = sorted(set(values) - declared)
-    if lost:
-        raise ValueError(f"parameter(s) {lost} are not assigned in the parameters cell")
-    header = HEADER.format(profile=values.get("profile"))
-    cells[at]["source"] = header + "\n" + _rewritten(body, values)
-    cells[:] = [c for c in cells
-                if INJECTED_TAG not in c.get("metadata", {}).get("tags", [])]
-    return nb
+def _ipython_hidden() -> set[str]:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return set()
+    ip = get_ipython()
+    return set(getattr(ip, "user_ns_hidden", {}) or {}) if ip is not None else set()
+
+
+def rerun_html(values: dict[str, Any], set_by: dict[str, str], results: str,
+               changed: dict[str, Any] | None) -> str:
+    """What a hand run shows under the title (HTML)."""
+    profile = values["profile"]
+    what = (f"with {len(changed)} value{'s' if len(changed) != 1 else ''} changed from the "
+            f"profile's ({', '.join(f'<code>{html.escape(k)}</code>' for k in changed)})"
+            if changed else "with exactly the profile's values" if changed is not None
+            else "(what differs from the profile cannot be said here: no book's "
+                 "<code>notebooks/profiles.yml</code> was found)")
+    return (f"<div class='provenance hand-run'><strong>Hand run.</strong> Re-executed outside "
+            f"the book's runner (by papermill or in Jupyter), under the "
+            f"<code>{html.escape(profile)}</code> profile {what}: not the book's execution of "
+            f"this chapter. Its results go to <code>{html.escape(results)}</code>; "
+            f"<code>results/{html.escape(profile)}/</code> and the book's chapter are left as "
+            f"they were.\n{parameters_html(values, set_by)}</div>\n")
+
+
+def announce_rerun(notebook: str, namespace: Mapping[str, Any]):
+    """What the provenance cell of notebook ``notebook`` shows when a person re-runs it: that
+    it is a hand run, with the values it runs with (read from ``namespace``, the kernel's
+    ``globals()``), as an HTML display; a name papermill injected that its parameters cell
+    does not declare is refused. None under the runner's seal (the runner never executes this
+    cell)."""
+    if namespace.get(SEAL):
+        return None
+    root = hand_run_root()
+    try:
+        spec = load_specs(root / "notebooks").get(notebook)
+    except (OSError, ValueError):
+        spec = None
+    cls = parameters_class(spec or NotebookSpec(      # a book without it: the package's own
+        notebook, notebook, root, {p: {} for p in PROFILES}, module=f"{CHAPTERS}.{notebook}"))
+    declared = set(RUNNER_PARAMETERS) | set(cls.names())
+    unknown = undeclared(namespace, declared, _ipython_hidden())
+    if unknown:
+        raise UnknownParameter(
+            f"unknown parameter(s) {unknown}: this notebook's parameters are "
+            f"{', '.join(sorted(declared))} (papermill -p NAME VALUE)")
+    mine = cls.from_namespace(namespace)
+    profile = str(namespace.get("profile"))
+    values = run_values(mine, profile)
+    changed = changed_values(root, mine, profile)
+    set_by = {k: f"profile {profile}" for k in (spec.profiles.get(profile) or {} if spec else {})}
+    set_by |= {k: "this hand run" for k in changed or {}}
+    from IPython.display import HTML
+    return HTML(rerun_html(values, set_by, str(custom_results_path(root, notebook, values)),
+                           changed))

@@ -20,18 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..foundation.results import (RUN_ONLY, SEAL, atomic_write_text, notebook_parameters,
-                                  same_parameters)
-from .declarations import check_chapter, declare_in_cell
+from ..foundation.files import atomic_write_text
+from ..foundation.parameters import ChapterParameters
 from .kernel import KernelWatch, QuietKernelManager, kernel_threads, quiet_seal
-from .profiles import RUNNER_PARAMETERS, check_profile, load_specs, resolve, select
-from .provenance import code_key, decorate, is_fresh, provenance
-from .rerun import carry_parameters
-from .store import (book_lock, clear_stage, custom_paths, executed_path, failed_path,
+from .parameters_cell import carry_parameters, declare_in_cell
+from .profiles import DEFAULT_PROFILE, load_specs, resolve, select
+from .provenance import code_key, provenance
+from .provenance_html import decorate
+from .results import SEAL, run_values, same_parameters
+from .store import (book_lock, clear_stage, custom_paths, executed_path, failed_path, is_fresh,
                     keep_failed, publish, results_mismatch, results_path, stage_dir)
 
-__all__ = ["NotebookFailed", "NotebookRefused", "RunInterrupted", "find_root", "source_notebook",
-           "declared_parameters", "plan", "check_ranges", "execute"]
+__all__ = ["NotebookFailed", "NotebookRefused", "RunInterrupted", "source_notebook", "Run",
+           "plan", "execute", "run_notebook"]
 
 CELL_TIMEOUT_S = 1800
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -55,15 +56,6 @@ class RunInterrupted(KeyboardInterrupt):
         self.failed = failed
 
 
-def find_root(start: str | Path | None = None) -> Path:
-    """The book root: the nearest directory (upwards) holding ``_config.yml`` and ``notebooks/``."""
-    here = Path(start or Path.cwd()).resolve()
-    for d in [here, *here.parents]:
-        if (d / "_config.yml").exists() and (d / "notebooks").is_dir():
-            return d
-    raise ValueError(f"no book root (a directory with _config.yml and notebooks/) above {here}")
-
-
 def source_notebook(spec, root: Path) -> Path:
     """The MyST source converted to ``_build/sources/<name>.ipynb`` (what papermill reads),
     its parameters cell holding the chapter's parameters (:func:`declare_in_cell`)."""
@@ -73,74 +65,61 @@ def source_notebook(spec, root: Path) -> Path:
     nb = jupytext.read(spec.source)
     for cell in nb.cells:     # the chapter's own parameters, declared once in its module
         if "parameters" in cell.metadata.get("tags", []):
-            cell.source = declare_in_cell(spec.name, cell.source)
+            cell.source = declare_in_cell(spec, cell.source)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     jupytext.write(nb, path)
     return path
 
 
-def declared_parameters(source_ipynb: Path) -> dict[str, Any]:
-    """Names and defaults of the notebook's ``parameters`` cell."""
-    import papermill
-    info = papermill.inspect_notebook(str(source_ipynb))
-    return {k: v.get("default") for k, v in info.items()}
-
-
-def notebook_defaults(source_ipynb: Path) -> dict[str, Any]:
-    """The values of the notebook's ``parameters`` cell (its literals), read the same way the
-    kernel reads them (:func:`dsmlib.foundation.results.notebook_parameters`)."""
-    import nbformat
-    nb = nbformat.read(source_ipynb, as_version=4)
-    cells = [c.source for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
-    return {k: v for k, v in notebook_parameters({}, cells).items() if k not in RUN_ONLY}
-
-
 @dataclass
 class Run:
-    """One planned execution: what papermill gets, what it is keyed by, where it lands."""
+    """One planned execution: the chapter's parameters, what it is keyed by, where it lands."""
     spec: Any
     src: Path
-    inject: dict[str, Any]          # what papermill injects (overrides and runner parameters)
-    params: dict[str, Any]          # every value the chapter runs with
-    set_by: dict[str, str]          # name -> "profile <p>" or "command line", for overrides
+    parameters: ChapterParameters   # the one road's answer (dsmlib.book.profiles.resolve)
+    set_by: dict[str, str]          # name -> "profile <p>", "command line" or "--profile"
     key: str
     custom: bool
     out: Path
     results: Path
+    profile: str = DEFAULT_PROFILE
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every value the chapter runs with, the profile first (:func:`run_values`)."""
+        return run_values(self.parameters, self.profile)
+
+    def inject(self) -> dict[str, Any]:
+        """What papermill injects over the notebook's parameters cell: every value, live
+        widgets off."""
+        return {**self.values, "live_widgets": False}
 
 
 def plan(root: Path, spec, profile: str, overrides: dict[str, Any]) -> Run:
-    """Resolve a notebook's parameters under ``profile`` plus ``overrides`` (names checked),
-    its content key, and whether the run is exactly the profile's (else it is *custom*)."""
-    src = source_notebook(spec, root)
-    declared = declared_parameters(src)
-    defaults = notebook_defaults(src)
-    prof = resolve(spec, profile, {}, declared)
-    mine = resolve(spec, profile, overrides, declared)
-    params = {**defaults, **mine, "profile": profile}
-    custom = not same_parameters(params, {**defaults, **prof, "profile": profile})
-    set_by = {k: f"profile {profile}" for k in prof if prof[k] != defaults.get(k)}
+    """A notebook's run under ``profile`` plus ``overrides``: its parameters
+    (:func:`dsmlib.book.profiles.resolve`), its content key, and whether the run is exactly
+    the profile's (else it is *custom*)."""
+    parameters = resolve(spec, profile, overrides)
+    profiles = resolve(spec, profile)
+    defaults = type(parameters)()
+    values, profiles_values = run_values(parameters, profile), run_values(profiles, profile)
+    custom = not same_parameters(values, profiles_values)
+    set_by = {k: f"profile {profile}" for k in spec.profiles[profile]
+              if getattr(profiles, k) != getattr(defaults, k)}
     set_by |= {k: "command line" for k in overrides}
-    if profile != defaults.get("profile"):
+    if profile != DEFAULT_PROFILE:
         set_by["profile"] = "--profile"
-    key = code_key(root, spec.source, params, profile)
-    out, res = (custom_paths(root, spec.name, params) if custom else
+    src = source_notebook(spec, root)
+    key = code_key(root, spec.source, values, profile)
+    out, res = (custom_paths(root, spec.name, values) if custom else
                 (executed_path(root, profile, spec.name), results_path(root, profile, spec.name)))
-    inject = {**mine, "profile": profile, "results_dir": str(root / "results"),
-              "live_widgets": False}
-    return Run(spec, src, inject, params, set_by, key, custom, out, res)
+    return Run(spec, src, parameters, set_by, key, custom, out, res, profile)
 
 
-def check_ranges(name: str, params: dict[str, Any]) -> None:
-    """Every chapter's values, types and ranges, checked by its own ``Parameters`` before any
-    kernel starts (:func:`dsmlib.book.declarations.check_chapter`)."""
-    check_chapter(name, params)
-
-
-def is_up_to_date(run: Run, profile: str) -> bool:
+def is_up_to_date(run: Run) -> bool:
     return is_fresh(run.out, run.key) and not results_mismatch(
-        run.results, run.key, run.params, profile, custom=run.custom)
+        run.results, run.key, run.values, run.profile, custom=run.custom)
 
 
 def ensure_dir(path: Path) -> Path:
@@ -173,25 +152,16 @@ def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick
     per two cores); notebooks marked ``gpu: true`` never run two at once. Each kernel gets
     ``threads`` threads (default: the cores divided among the jobs).
     """
-    check_profile(profile)
     if timeout < 1:
         raise ValueError(f"timeout must be >= 1 second, got {timeout}")
     overrides = dict(overrides or {})
-    owned = [k for k in overrides if k in RUNNER_PARAMETERS or k == SEAL]
-    if owned:
-        raise ValueError(f"parameter(s) {owned} are set by the runner and cannot be overridden: "
-                         "profile comes from --profile, results go to results/<profile>/ under "
-                         "the book root (use --root for another root), and live widgets are off "
-                         "in executed notebooks")
     specs = load_specs(root / "notebooks")
     chosen = select(specs, names)
     with book_lock(root, "execute"):
-        runs = [plan(root, spec, profile, overrides) for spec in chosen]  # validate all first
-        for run in runs:
-            check_ranges(run.spec.name, run.params)
+        runs = [plan(root, spec, profile, overrides) for spec in chosen]  # check all first
         todo = []
         for run in runs:
-            if not force and is_up_to_date(run, profile):
+            if not force and is_up_to_date(run):
                 print(f"[dsmlib] {run.spec.name}: up to date (profile {profile}), not "
                       "re-executed", file=sys.stderr, flush=True)
                 continue
@@ -204,7 +174,7 @@ def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick
         def one(run: Run) -> Path:
             with gpu_lock if run.spec.gpu else contextlib.nullcontext(), \
                     watch.running(run.spec.name):
-                return run_notebook(root, run, profile, timeout, progress and jobs == 1, stop,
+                return run_notebook(root, run, timeout, progress and jobs == 1, stop,
                                     watch.manager_class(run.spec.name))
 
         with kernel_threads(threads), quiet_seal():
@@ -233,7 +203,7 @@ def _shown(path: Path | None, root: Path) -> str:
     return "nowhere: the kernel wrote nothing" if path is None else str(path.relative_to(root))
 
 
-def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: bool,
+def run_notebook(root: Path, run: Run, timeout: int, progress: bool,
                  stop: threading.Event | None = None,
                  manager: type = QuietKernelManager) -> Path:
     """Execute one notebook into the staging folder, decorate it with its provenance, and
@@ -248,7 +218,8 @@ def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: boo
     name = run.spec.name
     stage = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=ensure_dir(stage_dir(root))))
     partial, staged_results = stage / f"{name}.ipynb", stage / f"{name}.json"
-    seal = {"profile": profile, "parameters": run.params, "key": run.key, "custom": run.custom,
+    profile = run.profile
+    seal = {"profile": profile, "parameters": run.values, "key": run.key, "custom": run.custom,
             "stage": str(staged_results)}
     where = run.out.relative_to(root)
     print(f"[dsmlib] executing {name} (profile {profile}"
@@ -258,7 +229,7 @@ def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: boo
     try:
         try:
             papermill.execute_notebook(
-                str(run.src), str(partial), parameters={**run.inject, SEAL: seal},
+                str(run.src), str(partial), parameters={**run.inject(), SEAL: seal},
                 kernel_name="python3", execution_timeout=timeout, progress_bar=progress,
                 cwd=str(root), log_output=False, kernel_manager_class=manager)
         except PapermillExecutionError as err:
@@ -293,9 +264,9 @@ def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: boo
             raise NotebookFailed(f"notebook {name!r} finished after the run was interrupted: "
                                  f"not published (it is at {_shown(failed, root)})")
         nb = json.loads(partial.read_text())
-        decorate(nb, provenance(root, profile, run.params, time.perf_counter() - start,
-                                run.set_by), run.key, run.spec.gpu_notice)
-        carry_parameters(nb)        # a plain papermill re-run keeps this run's values
+        decorate(nb, provenance(root, profile, run.values, time.perf_counter() - start,
+                                run.set_by), run.key, run.spec.gpu_notice, name)
+        carry_parameters(nb, run.parameters, profile)   # a papermill re-run keeps them
         if run.custom:
             notice_results(nb, run.results.relative_to(root))
         atomic_write_text(partial, json.dumps(nb, indent=1, ensure_ascii=False))
@@ -305,7 +276,7 @@ def run_notebook(root: Path, run: Run, profile: str, timeout: int, progress: boo
         clear_stage(stage)
     if run.custom:
         print(f"[dsmlib] {name}: parameters differ from profile {profile!r} "
-              f"({', '.join(f'{k}={run.params[k]!r}' for k in run.set_by if run.set_by[k] == 'command line')}): "
+              f"({', '.join(f'{k}={run.values[k]!r}' for k in run.set_by if run.set_by[k] == 'command line')}): "
               f"executed notebook {where}, results {run.results.relative_to(root)}",
               file=sys.stderr, flush=True)
     return run.out

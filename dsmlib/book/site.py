@@ -6,44 +6,23 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from ..foundation.results import atomic_write_text
-from .pages import copy_assets, write_generated_pages
+from ..foundation.files import atomic_write_text
+from .assets import copy_assets
+from .pages import write_generated_pages
 from .profiles import check_profile, load_specs
-from .reference_section import with_reference_sections
-from .provenance import kernel_code
-from .references import Reference, load_references
-from .runner import plan
-from .staleness import stale_reason
+from .references.freshness import current_references
+from .references.section import with_reference_sections
+from .references.stored import Reference
 from .store import book_lock, executed_path, stage_site_copy
 
-__all__ = ["SHOWN_PROFILES", "current_references", "site_chapter", "build"]
+__all__ = ["SHOWN_PROFILES", "site_chapter", "build"]
 
 #: Reference profiles whose executions a GPU chapter's page shows in full (figures and
 #: verdicts; a stale one under a notice saying so); every reference's verdicts are in the
 #: ledger.
 SHOWN_PROFILES = ("gpu", "paper")
-
-
-def current_references(root: Path, profile: str, specs: dict) -> list[Reference]:
-    """The committed references of the book's chapters (other than ``profile``'s), each
-    checked against its notebook and marked fresh or stale against the current code; a stale
-    one says what changed since (:func:`dsmlib.book.staleness.stale_reason`)."""
-    plans: dict[tuple[str, str], Any] = {}
-
-    def planned(prof: str, name: str) -> Any:
-        if (prof, name) not in plans:
-            plans[prof, name] = plan(root, specs[name], prof, {})
-        return plans[prof, name]
-    refs = load_references(root, specs, lambda prof, name: planned(prof, name).key,
-                           exclude=profile)
-    return [r if r.fresh else replace(r, reason=stale_reason(
-        root, r.commit, kernel_code(specs[r.name].source), specs[r.name].source,
-        r.provenance.get("parameters") or {}, planned(r.profile, r.name).params))
-        for r in refs]
 
 
 def site_chapter(root: Path, spec, profile: str, refs: list[Reference]) -> str:

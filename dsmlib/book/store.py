@@ -22,10 +22,11 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..foundation.results import atomic_write_text, parameters_hash, same_parameters
+from ..foundation.files import atomic_write_text
+from .results import custom_results_path, parameters_hash, same_parameters
 
 __all__ = ["BookBusy", "executed_path", "results_path", "custom_paths", "failed_path",
-           "stage_dir", "book_lock", "results_mismatch", "publish", "stage_site_copy",
+           "stage_dir", "book_lock", "results_mismatch", "is_fresh", "publish", "stage_site_copy",
            "keep_failed", "clear_stage"]
 
 
@@ -41,11 +42,10 @@ def results_path(root: Path, profile: str, name: str) -> Path:
     return root / "results" / profile / f"{name}.json"
 
 
-def custom_paths(root: Path, name: str, params: dict[str, Any]) -> tuple[Path, Path]:
-    """(executed notebook, results) of a run whose parameters are not a profile's."""
-    h = parameters_hash(params)
-    return (root / "book" / "chapters" / "custom" / f"{name}-{h}.ipynb",
-            root / "results" / "custom" / f"{name}-{h}.json")
+def custom_paths(root: Path, name: str, values: dict[str, Any]) -> tuple[Path, Path]:
+    """(executed notebook, results) of a run whose values are not a profile's."""
+    return (root / "book" / "chapters" / "custom" / f"{name}-{parameters_hash(values)}.ipynb",
+            custom_results_path(root, name, values))
 
 
 def failed_path(root: Path, name: str) -> Path:
@@ -106,6 +106,20 @@ def results_mismatch(results: Path, key: str, params: dict[str, Any], profile: s
     if run.get("key") != key:
         return "its content key differs from the executed chapter's (another run wrote it)"
     return ""
+
+
+def is_fresh(executed: Path, key: str) -> bool:
+    """Whether the executed chapter ``executed`` exists, ran to the end and was made from the
+    same content key ``key`` (:func:`dsmlib.book.provenance.code_key`): then ``execute`` does
+    not run it again."""
+    if not executed.exists():
+        return False
+    try:
+        meta = json.loads(executed.read_text()).get("metadata", {})
+    except (OSError, ValueError):
+        return False
+    return meta.get("dsmlib", {}).get("key") == key and not meta.get("papermill", {}).get(
+        "exception")
 
 
 def publish(staged: Path, dest: Path) -> Path:

@@ -20,8 +20,6 @@ import numpy as np
 import plotly.io as pio
 from plotly.io._base_renderers import MimetypeRenderer, PlotlyRenderer
 
-from ..foundation.results import check_parameters
-
 __all__ = ["RENDERER", "BookRenderer", "book_template", "setup", "slim", "figure_html"]
 
 RENDERER = "dsm_book"
@@ -82,11 +80,8 @@ def book_template() -> Any:
 
 
 def setup() -> None:
-    """Prepare a chapter's kernel, the first thing every chapter calls: refuse a parameter
-    papermill injected that the notebook does not declare
-    (:func:`dsmlib.foundation.results.check_parameters`), then make :data:`RENDERER` plotly's
-    default renderer and use the book's template."""
-    check_parameters()
+    """Prepare a chapter's kernel, the first thing every chapter calls: make :data:`RENDERER`
+    plotly's default renderer and use the book's template."""
     pio.renderers[RENDERER] = BookRenderer()
     pio.renderers.default = RENDERER
     pio.templates[RENDERER] = book_template()

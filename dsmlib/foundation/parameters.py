@@ -6,10 +6,12 @@ profile's value, made with :func:`param` (default and a one-line help). Everythi
 derived from it:
 
 - ``notebooks/profiles.yml`` only overrides fields;
-- the runner writes the notebook's ``parameters`` cell from the fields (what papermill
-  injects over and what a re-run carries), and checks every chapter's values with
-  ``Parameters.from_dict`` before any kernel starts;
-- the notebook receives them in one line, ``P = chapter.Parameters.from_namespace(globals())``.
+- the book resolves a chapter's parameters under a profile and ``-p`` overrides with
+  ``Parameters.from_dict`` (:func:`dsmlib.book.profiles.resolve`), before any kernel starts,
+  and writes the notebook's ``parameters`` cell from an object's :meth:`~ChapterParameters.cell_lines`
+  (what papermill injects over, and what a re-run carries);
+- the notebook receives them in one line, ``P = chapter.Parameters.from_namespace(globals())``,
+  and hands its claims to the book with ``P`` (:func:`dsmlib.book.results.write_results`).
 
 Construction checks: :meth:`ChapterParameters.check` checks every field's type against its
 annotation, and a chapter adds its ranges by overriding it (calling ``super().check()``
@@ -24,7 +26,7 @@ from typing import Any, ClassVar, Mapping
 
 from .checks import check_int, check_nonnegative, check_positive, check_probability, check_type
 
-__all__ = ["param", "ChapterParameters"]
+__all__ = ["param", "ChapterParameters", "literal"]
 
 
 def param(default: Any, help: str = "") -> Any:
@@ -119,14 +121,14 @@ class ChapterParameters:
 
     # -------------------------------------------------------------- the notebook's cell
 
-    @classmethod
-    def cell_lines(cls) -> list[str]:
-        """``name = default  # help`` for every field, lists written as lists: the lines the
-        runner writes into the notebook's ``parameters`` cell."""
+    def cell_lines(self) -> list[str]:
+        """``name = value  # help`` for every field, with this object's values (lists written
+        as lists): the lines the book writes into the notebook's ``parameters`` cell, the
+        defaults' (``Parameters().cell_lines()``) in the source, an execution's in the
+        executed notebook."""
         out = []
-        for f in dataclasses.fields(cls):
-            value = f.default
-            text = f"{f.name} = {_literal(value)}"
+        for f in dataclasses.fields(self):
+            text = f"{f.name} = {literal(getattr(self, f.name))}"
             help_ = f.metadata.get("help", "")
             if "=" in help_:      # papermill would not parse the line, nor declare the name
                 raise ValueError(f"the help of parameter {f.name!r} must not hold '='")
@@ -134,10 +136,11 @@ class ChapterParameters:
         return out
 
 
-def _literal(value: Any) -> str:
-    if isinstance(value, tuple):
-        return "[" + ", ".join(_literal(v) for v in value) + "]"
+def literal(value: Any) -> str:
+    """``value`` as the Python source a reader would write: lists for tuples, ``1_000_000``
+    for large integers, strings quoted."""
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000:
         return f"{value:_}"        # 1_000_000, as a reader writes it
     return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else repr(value)
-

@@ -4,7 +4,10 @@ run's identity: :meth:`RunConfig.key` hashes every field (a student's includes i
 so a run directory, a checkpoint and a result always belong to exactly one configuration.
 
 Execution options that do not change what is computed (device, progress bars, threads,
-determinism) are deliberately not fields.
+determinism) are deliberately not fields. How long to train and the subsample ``G`` is
+measured on have no default: every configuration states them (Section 5's come from its
+chapter's parameters, :mod:`dsmlib.chapters.sec5_grid`). The other defaults are that
+chapter's, but for ``n_train_eval``, whose None (every training image) the chapter narrows.
 """
 from __future__ import annotations
 
@@ -44,7 +47,7 @@ MAX_TEMPERATURE = 1e3   # Hinton et al. use 1-20; beyond this the softmax is fla
 RECIPE = 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunConfig:
     """Everything that determines a run's numbers.
 
@@ -73,7 +76,7 @@ class RunConfig:
     noise: str = Noise.NONE.value
     level: float = 0.0
     seed: int = 0
-    epochs: int = 200
+    epochs: int
     passes: int = 1
     batch_size: int = 64
     lr: float = 0.1
@@ -83,7 +86,7 @@ class RunConfig:
     image_size: int | None = None
     train_limit: int | None = None
     precision: str = "auto"
-    n_gradnorm: int = 256
+    n_gradnorm: int
     gradnorm_probes: int = 2
     n_train_eval: int | None = None
     stream: int = 0

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -32,6 +31,7 @@ import torch
 from torch import nn
 
 from ..foundation.checks import check_int
+from ..foundation.files import atomic_write
 from ..foundation.rng import resolve_device
 from .datasets import DataSplit, load_dataset
 from .checkpoints import is_packed, pack_members, unpack
@@ -71,14 +71,8 @@ def run_dir(config: RunConfig, root: str | Path) -> Path:
     return Path(root) / config.key()
 
 
-def _atomic_write(path: Path, write) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def _write_json(path: Path, obj: Any) -> None:
-    _atomic_write(path, lambda p: p.write_text(json.dumps(obj, indent=1)))
+    atomic_write(path, lambda p: p.write_text(json.dumps(obj, indent=1)))
 
 
 def run_status(config: RunConfig, root: str | Path) -> tuple[str, int]:
@@ -181,14 +175,14 @@ def epoch_saver(configs: Sequence[RunConfig], dirs: Sequence[Path], precision: s
             _write_json(d / METRICS, {"config": config.to_dict(), "history": history})
             if epoch == config.epochs:   # final weights first: done.json means all is there
                 weights = member_state(state, k, k_all)
-                _atomic_write(d / FINAL, lambda p: torch.save(weights, p))
+                atomic_write(d / FINAL, lambda p: torch.save(weights, p))
                 _write_json(d / DONE, {"config": config.to_dict(), "history": history,
                                        "precision": precision, "device": str(dev)})
                 continue
             ck = dict(config=config.to_dict(), precision=precision, device_type=dev.type,
                       epoch=epoch, history=history,
                       state=packed[k])
-            _atomic_write(d / CHECKPOINT, lambda p: torch.save(ck, p))
+            atomic_write(d / CHECKPOINT, lambda p: torch.save(ck, p))
     return save
 
 

@@ -9,12 +9,12 @@ import textwrap
 import pytest
 
 from dsmlib.book.cli import main
-from helpers import ROOT, copy_book
+from helpers import ROOT, book_env, chapter_module, copy_book
 
 
 def run_cli(*args, root=ROOT):
     return subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), *args],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=book_env(root))
 
 
 def test_unknown_profile_lists_valid_ones(capsys):
@@ -51,10 +51,12 @@ def test_build_before_execute_is_a_clear_error(tmp_path):
 
 
 def one_notebook(tmp_path, name: str, code: str):
-    """A copy of the book whose only chapter is ``name``: a parameters cell, then ``code``."""
+    """A copy of the book whose only chapter is ``name`` (its module declares no parameter):
+    a parameters cell, then ``code``."""
     root = copy_book(tmp_path)
     (root / "notebooks" / "profiles.yml").write_text(
-        f"notebooks:\n  {name}:\n    title: {name}\n    profiles: {{}}\n")
+        f"chapters: test_chapters\nnotebooks:\n  {name}:\n    title: {name}\n    profiles: {{}}\n")
+    chapter_module(root, name)
     (root / "notebooks" / f"{name}.md").write_text(textwrap.dedent("""\
         ---
         jupytext:
@@ -66,7 +68,6 @@ def one_notebook(tmp_path, name: str, code: str):
         ```{code-cell} ipython3
         :tags: [parameters]
         profile = "quick"
-        results_dir = "results"
         live_widgets = True
         ```
 
@@ -130,24 +131,26 @@ def test_a_cell_past_the_timeout_is_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_run_finishing_after_an_interrupt_is_not_published(tmp_path):
+def test_a_run_finishing_after_an_interrupt_is_not_published(tmp_path, monkeypatch):
     """Once the reader has interrupted (``stop`` set), a notebook that still finishes is kept
     with the failed ones, and neither its chapter nor its results are written."""
     import threading
     from dsmlib.book.profiles import load_specs
     from dsmlib.book.runner import NotebookFailed, plan, run_notebook
     root = one_notebook(tmp_path, "fine", """\
-        from dsmlib.foundation.results import write_results
-        write_results([], notebook="fine", profile=profile, results_dir=results_dir)
+        from dsmlib.book.results import write_results
+        from test_chapters.fine import Parameters
+        write_results([], Parameters(), profile=profile)
         """)
+    monkeypatch.syspath_prepend(str(root))          # its chapter module (the kernel's cwd)
     run = plan(root, load_specs(root / "notebooks")["fine"], "smoke", {})
     stop = threading.Event()
     stop.set()
     with pytest.raises(NotebookFailed, match="finished after the run was interrupted"):
-        run_notebook(root, run, "smoke", 600, False, stop)
+        run_notebook(root, run, 600, False, stop)
     assert not run.out.exists() and not run.results.exists()
     assert (root / "book" / "chapters" / "failed" / "fine.ipynb").exists()
-    assert run_notebook(root, run, "smoke", 600, False) == run.out     # not stopped: published
+    assert run_notebook(root, run, 600, False) == run.out     # not stopped: published
     assert run.results.exists()
 
 
@@ -178,17 +181,21 @@ def test_bad_values_are_one_line_before_any_kernel_starts(capsys, name, value, m
 
 
 def test_a_value_equal_only_across_types_is_a_custom_run():
-    """256.0 is not the profile's 256 (nor 1 its True): such a run goes to results/custom/ and
-    never replaces the profile's results."""
+    """4 is not the profile's 4.0 (a number parameter admits an integer): such a run goes to
+    results/custom/ and never replaces the profile's results. An integer parameter refuses
+    256.0, and a boolean 1."""
     from dsmlib.book.profiles import load_specs
     from dsmlib.book.runner import plan
     spec = load_specs(ROOT / "notebooks")["sec5_distillation"]
-    assert not plan(ROOT, spec, "smoke", {"train_limit": 256}).custom
-    run = plan(ROOT, spec, "smoke", {"train_limit": 256.0})
+    assert not plan(ROOT, spec, "smoke", {"temperature": 4.0, "train_limit": 256}).custom
+    run = plan(ROOT, spec, "smoke", {"temperature": 4})
     assert run.custom and "custom" in run.results.parts
+    for name, value in (("train_limit", 256.0), ("augment", 1)):
+        with pytest.raises(ValueError, match=f"parameter '{name}' of sec5_distillation must be"):
+            plan(ROOT, spec, "smoke", {name: value})
 
 
-@pytest.mark.parametrize("name", ["results_dir", "profile", "live_widgets"])
+@pytest.mark.parametrize("name", ["profile", "live_widgets"])
 def test_runner_owned_parameters_are_refused(capsys, name):
     assert main(["--root", str(ROOT), "execute", "ols", "--profile", "smoke",
                  "-p", name, "x"]) == 2
@@ -211,9 +218,10 @@ def test_one_version_source():
     assert attr == "dsmlib.__version__" and dsmlib.__version__
 
 
-def test_lab_prepares_the_chapter_with_results_where_the_runner_puts_them(tmp_path):
+def test_lab_prepares_the_chapter_with_the_runners_parameters(tmp_path):
     """`python -m dsmlib lab ols` opens _build/lab/ols.ipynb: the profile's parameters
-    injected, live widgets on, the kernel in the book root and results under results/."""
+    injected (every value, as the runner resolves them), live widgets on, the kernel in the
+    book root (results go under its results/custom/)."""
     import json
     root = copy_book(tmp_path)
     proc = run_cli("lab", "ols", "--profile", "smoke", "-p", "eta", "0.005", "--prepare-only",
@@ -224,11 +232,12 @@ def test_lab_prepares_the_chapter_with_results_where_the_runner_puts_them(tmp_pa
     nb = json.loads(nb_path.read_text())
     injected = next(c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", []))
     src = "".join(injected["source"])
-    assert f"results_dir = {str(root / 'results')!r}" in src.replace('"', "'")
     assert "live_widgets = True" in src and "steps = 20000" in src and "eta = 0.005" in src
+    assert 'profile = "smoke"' in src and "seed = 0" in src            # every value
     assert f"os.chdir({str(root)!r})" in "".join(nb["cells"][0]["source"])
-    assert run_cli("lab", "ols", "-p", "results_dir", "x", "--prepare-only",
-                   root=root).returncode == 2
+    for name in ("live_widgets", "profile"):
+        assert run_cli("lab", "ols", "-p", name, "x", "--prepare-only",
+                       root=root).returncode == 2
 
 
 def test_a_busy_book_is_a_clear_error(tmp_path, capsys):
@@ -280,15 +289,17 @@ def test_only_the_grid_command_imports_torch_and_its_help_is_the_grid_modules(tm
     from dsmlib.book.grid import add_grid_parser
     root = copy_book(tmp_path)
     (root / "notebooks" / "profiles.yml").write_text(
-        "notebooks:\n  tiny:\n    title: Tiny\n    profiles:\n      smoke: {x: 2}\n")
+        "chapters: test_chapters\nnotebooks:\n  tiny:\n    title: Tiny\n    profiles:\n"
+        "      smoke: {x: 2}\n")
     (root / "notebooks" / "tiny.md").write_text(
         "---\njupytext:\n  text_representation: {extension: .md, format_name: myst}\n---\n"
         "# Tiny\n\n```{code-cell} ipython3\n:tags: [parameters]\nprofile = \"quick\"\n"
-        "results_dir = \"results\"\nlive_widgets = True\nx = 1\n```\n")
+        "live_widgets = True\n```\n")
+    chapter_module(root, "tiny", 'x: int = param(1, "x")')
     code = ("import sys; from dsmlib.book.cli import main; main(['--root', sys.argv[1], 'list']);"
             " print('torch imported:', 'torch' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, env=book_env(root))
     assert proc.returncode == 0 and "tiny: Tiny" in proc.stdout, proc.stderr[-2000:]
     assert proc.stdout.rstrip().endswith("torch imported: False"), proc.stdout[-2000:]
     ap = argparse.ArgumentParser(prog="python -m dsmlib")

@@ -1,6 +1,6 @@
 """Each chapter's parameters are declared once, in its module's Parameters (issue 32, part 3):
-the runner writes them into the notebook's parameters cell, checks every chapter with them
-before any kernel starts, and the book layer names no chapter."""
+the book writes them into the notebook's parameters cell, resolves and checks every chapter
+with them before any kernel starts (dsmlib.book.profiles.resolve), and names no chapter."""
 from __future__ import annotations
 
 import ast
@@ -10,14 +10,18 @@ from pathlib import Path
 import pytest
 
 from dsmlib.book import runner
-from dsmlib.book.declarations import (chapter_parameters, chapters_with_runs, check_chapter,
-                                      declare_in_cell)
 from dsmlib.book.grid import grid_chapter
-from dsmlib.book.profiles import PROFILES, RUNNER_PARAMETERS, load_specs
+from dsmlib.book.parameters_cell import declare_in_cell
+from dsmlib.book.profiles import (PROFILES, RUNNER_PARAMETERS, chapters_with_runs, load_specs,
+                                  parameters_class, resolve)
 from dsmlib.foundation.parameters import ChapterParameters
 from helpers import ROOT, copy_book
 
 SPECS = load_specs(ROOT / "notebooks")
+
+
+def chapter_parameters(name: str) -> type[ChapterParameters]:
+    return parameters_class(SPECS[name])
 # per chapter, a value of the right type that its ranges refuse
 OUT_OF_RANGE = {"ols": ("steps", 0), "prop1_noise": ("n_samples", 1),
                 "prop2_convergence": ("n_paths", 0), "prop3_regularizer": ("n_draws", 0),
@@ -58,7 +62,7 @@ def test_a_notebooks_own_cell_declares_only_the_runners_names(name):
     src = parameters_cell(name)
     assigned = [t.id for s in ast.parse(src).body if isinstance(s, ast.Assign) for t in s.targets]
     assert sorted(assigned) == sorted(RUNNER_PARAMETERS), (name, assigned)
-    written = declare_in_cell(name, src)
+    written = declare_in_cell(SPECS[name], src)
     names = [t.id for s in ast.parse(written).body if isinstance(s, ast.Assign)
              for t in s.targets]
     assert names == [*assigned, *chapter_parameters(name).names()]
@@ -67,9 +71,11 @@ def test_a_notebooks_own_cell_declares_only_the_runners_names(name):
 def test_a_parameter_declared_in_two_places_is_refused():
     src = parameters_cell("ols") + "\nsteps = 5   # a second declaration\n"
     with pytest.raises(ValueError, match=r"parameter\(s\) \['steps'\] of ols are declared twice"):
-        declare_in_cell("ols", src)
+        declare_in_cell(SPECS["ols"], src)
     # a notebook without a chapter module (the tests' one-cell books) keeps its own cell
-    assert declare_in_cell("no_such_chapter", "x = 1") == "x = 1"
+    mine = dataclasses.replace(SPECS["ols"], name="no_such_chapter",
+                               module="dsmlib.chapters.no_such_chapter")
+    assert declare_in_cell(mine, "x = 1") == "x = 1"
 
 
 @pytest.fixture(scope="module")
@@ -87,13 +93,16 @@ def test_a_value_out_of_range_is_refused_before_any_kernel_starts(name, book, mo
         runner.execute(book, [name], profile="smoke", overrides={param: bad}, progress=False,
                        force=True)
     assert "\n" not in str(err.value)
-    # the chapter's own check says so too, with its type check first
+    # the one road says so too, with its type check first
     with pytest.raises(ValueError, match=rf"parameter '{param}' of {name} must be an integer"):
-        check_chapter(name, {param: "many"})
+        resolve(SPECS[name], "smoke", {param: "many"})
 
 
 def book_modules() -> list[Path]:
-    return sorted((ROOT / "dsmlib" / "book").glob("*.py"))
+    """The book layer's modules, its packages' too, but for the live widgets (one module per
+    chapter, named after it)."""
+    book = ROOT / "dsmlib" / "book"
+    return sorted(p for p in book.rglob("*.py") if "widgets" not in p.relative_to(book).parts)
 
 
 def code_strings(path: Path) -> list[str]:
@@ -111,7 +120,7 @@ def code_strings(path: Path) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("path", book_modules(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", book_modules(), ids=lambda p: p.stem)
 def test_the_book_layer_names_no_chapter(path):
     """dsmlib/book/*.py finds chapters through their declarations (the live widgets, one
     module per chapter under dsmlib/book/widgets/, are the chapters' own)."""

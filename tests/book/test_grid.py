@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from dsmlib.book.cli import main
-from dsmlib.book.grid import (GridJob, balance, collect, group_cost, launch, profile_grid,
-                              profile_parameters, status)
-from dsmlib.chapters.sec5_grid import Parameters, grid_runs
+from dsmlib.book.grid import GridJob, balance, collect, group_cost, launch, profile_grid, status
+from dsmlib.chapters.sec5_distillation import Parameters
+from dsmlib.chapters.sec5_grid import grid_runs
 from dsmlib.models.runs import run_many
 from helpers import ROOT
 
@@ -56,9 +56,9 @@ def test_debug_cluster_status_and_collect(tmp_path):
         launch(runs, tmp_path, cluster="debug", nonsense=1)
 
 
-def test_profile_parameters_follow_the_notebook():
-    smoke = profile_parameters(ROOT, "smoke")
-    quick = profile_parameters(ROOT, "quick")
+def test_the_grids_parameters_follow_the_notebook():
+    smoke, _ = profile_grid(ROOT, "smoke")
+    quick, _ = profile_grid(ROOT, "quick")
     assert smoke.teacher_epochs < quick.teacher_epochs and quick.datasets == ("digits",)
     assert quick.image_size is None and smoke.cluster == "debug"
     grid, runs_dir = profile_grid(ROOT, "paper")

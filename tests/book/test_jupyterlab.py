@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import ROOT, chromium_launcher
+from helpers import chromium_launcher, copy_book
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -33,16 +33,11 @@ def lab(tmp_path_factory):
             pytest.fail("Chromium is required under CI=true")
         pytest.skip("Chromium not installed")
     pytest.importorskip("jupyterlab")
-    import papermill
-    from dsmlib.book.profiles import load_specs
-    from dsmlib.book.runner import source_notebook
-    tmp = tmp_path_factory.mktemp("lab")
-    # the source as the runner converts it: its parameters cell holds the chapter's parameters
-    src = source_notebook(load_specs(ROOT / "notebooks")["ols"], ROOT)
-    papermill.execute_notebook(str(src), str(tmp / "ols_live.ipynb"),
-                               prepare_only=True, parameters=dict(
-                                   profile="smoke", results_dir=str(tmp / "results"),
-                                   live_widgets=True, steps=20_000, explorer_steps=5_000))
+    from dsmlib.book.lab import prepare_lab
+    # `python -m dsmlib lab ols --profile smoke` on a copy of the book (its hand run's
+    # results go to the copy's results/custom/)
+    tmp = copy_book(tmp_path_factory.mktemp("lab"))
+    prepared = prepare_lab(tmp, "ols", "smoke", {})
     port = _free_port()
     log = open(tmp / "lab.log", "w")
     proc = subprocess.Popen(
@@ -58,7 +53,7 @@ def lab(tmp_path_factory):
                 break
             except OSError:
                 time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/lab/tree/ols_live.ipynb"
+        yield f"http://127.0.0.1:{port}/lab/tree/{prepared.relative_to(tmp).as_posix()}"
     finally:
         proc.terminate()
         proc.wait(20)

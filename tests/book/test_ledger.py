@@ -1,4 +1,4 @@
-"""Tests of dsmlib.book.ledger and dsmlib.foundation.results: results files round-trip into the
+"""Tests of dsmlib.book.ledger and dsmlib.book.results: results files round-trip into the
 ledger, the errata, the summary and the coverage statement."""
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 
 from dsmlib.book import ledger
 from dsmlib.foundation import claims as C
-from dsmlib.foundation.results import load_results, write_results
+from dsmlib.book.results import load_results, write_results
+from helpers import chapter_parameters, write_profile_results
 
 
 def _claims():
@@ -22,8 +23,8 @@ def _claims():
 
 
 def test_results_round_trip_and_ledger(tmp_path):
-    path = write_results(_claims()[:2], notebook="ols", profile="smoke", results_dir=tmp_path)
-    write_results(_claims()[2:], notebook="prop1_noise", profile="smoke", results_dir=tmp_path)
+    path = write_profile_results(_claims()[:2], "ols", "smoke", tmp_path)
+    write_profile_results(_claims()[2:], "prop1_noise", "smoke", tmp_path)
     assert path == tmp_path / "smoke" / "ols.json"
     doc = json.loads(path.read_text())
     assert doc["notebook"] == "ols" and doc["profile"] == "smoke"
@@ -46,14 +47,16 @@ def test_results_round_trip_and_ledger(tmp_path):
 
 def test_results_files_are_checked(tmp_path):
     c = C.measure("same", "s", paper=1, measured=1.0, se=0.0, band=(0, 2), scope="assumptions")
+    n = chapter_parameters("n")
     with pytest.raises(ValueError, match="unique"):
-        write_results([c, c], notebook="n", profile="smoke", results_dir=tmp_path)
+        write_results([c, c], n, profile="smoke", root=tmp_path)
     with pytest.raises(ValueError, match="scope"):
         write_results([C.measure("x", "s", paper=1, measured=1.0, se=0.0, band=(0, 2))],
-                      notebook="n", profile="smoke", results_dir=tmp_path)
+                      n, profile="smoke", root=tmp_path)
     refuted = C.measure("y", "s", paper=1, measured=5.0, se=0.0, band=(0, 2), scope="setting")
     with pytest.raises(ValueError, match="condition"):
-        write_results([refuted], notebook="n", profile="smoke", results_dir=tmp_path)
+        write_results([refuted], n, profile="smoke", root=tmp_path)
+    assert not (tmp_path / "results").exists()                # nothing written
     bad = tmp_path / "smoke" / "bad.json"
     bad.parent.mkdir(parents=True, exist_ok=True)
     bad.write_text(json.dumps({"notebook": "bad", "profile": "smoke",
@@ -160,46 +163,33 @@ def test_smoke_builds_list_no_errata_and_say_they_test_machinery():
     assert ledger.machinery_notice("quick") == "" and ledger.machinery_notice("paper") == ""
 
 
-def test_results_record_their_run_and_custom_paths(tmp_path):
-    """Outside a kernel, write_results writes to <profile>/ as before, recording the run;
-    custom paths are keyed by the parameters (run-only names ignored)."""
-    from dsmlib.foundation.results import custom_results_path, parameters_hash
-    path = write_results(_claims()[:1], notebook="ols", profile="smoke", results_dir=tmp_path,
-                         parameters={"eta": 0.01, "results_dir": "/x"})
+def test_results_record_their_run_and_custom_paths(tmp_path, capsys):
+    """Without the runner's seal (a hand run, library code), write_results writes to the book's
+    results/custom/, keyed by the values, never to results/<profile>/, and says where; with
+    it, to the runner's staging file, with its content key. Both record the run."""
+    from dsmlib.book.results import custom_results_path, parameters_hash, run_values
+    params = chapter_parameters("ols", eta=0.01, sizes=(1, 2))
+    values = run_values(params, "smoke")
+    assert values == {"profile": "smoke", "eta": 0.01, "sizes": [1, 2]}     # as JSON holds it
+    path = write_results(_claims()[:1], params, profile="smoke", root=tmp_path)
+    assert path == custom_results_path(tmp_path, "ols", values)
+    assert path.parent == tmp_path / "results" / "custom"
+    assert not (tmp_path / "results" / "smoke").exists()
     run = json.loads(path.read_text())["run"]
-    assert run["profile"] == "smoke" and run["parameters"] == {"eta": 0.01}
+    assert run["profile"] == "smoke" and run["parameters"] == values and run["custom"]
+    assert run["changed"] is None                        # no book at tmp_path to compare with
     assert run["key"] is None and {"python", "numpy", "torch"} <= set(run["environment"])
-    assert parameters_hash({"eta": 0.01, "results_dir": "a", "live_widgets": True}) == \
-        parameters_hash({"eta": 0.01}) != parameters_hash({"eta": 0.005})
+    assert f"written to {path.resolve()}" in capsys.readouterr().out
+    stage = tmp_path / "stage" / "ols.json"
+    stage.parent.mkdir()
+    seal = {"profile": "smoke", "parameters": values, "key": "abc", "stage": str(stage)}
+    assert write_results(_claims()[:1], params, profile="smoke", seal=seal) == stage
+    run = json.loads(stage.read_text())["run"]
+    assert run["key"] == "abc" and not run["custom"] and "changed" not in run
+    # a seal for other values, or another profile, is not this run's: custom again
+    for other in ({**seal, "parameters": {**values, "eta": 0.02}}, {**seal, "profile": "quick"}):
+        assert write_results(_claims()[:1], params, profile="smoke", seal=other,
+                             root=tmp_path) == path
     assert parameters_hash({"b": [1, 2], "a": 1}) == parameters_hash({"a": 1, "b": (1, 2)})
-    assert custom_results_path(tmp_path, "ols", {"eta": 0.005}).parent == tmp_path / "custom"
+    assert parameters_hash({"eta": 0.01}) != parameters_hash({"eta": 0.005})
     assert not list(tmp_path.glob("**/.*.tmp"))          # the atomic write left no temp file
-
-
-def test_notebook_parameters_read_from_executed_cells():
-    from dsmlib.foundation.results import notebook_parameters
-    history = ["", 'profile = "quick"\nresults_dir = "results"\neta = 0.01\nsteps = 1_000',
-               "# Parameters\neta = 0.005\n", "eta = 99  # not a parameters cell",
-               "device = 'cpu'\nresults_dir = 'r'\n"]
-    got = notebook_parameters({"device": "cuda"}, history)
-    assert got == {"profile": "quick", "results_dir": "r", "eta": 0.005, "steps": 1000,
-                   "device": "cpu"}
-
-
-def test_injected_parameters_and_the_one_line_refusal_of_an_undeclared_one():
-    """What papermill's -p changed over the parameters cell (the runner's own names left out),
-    and a name the parameters cell does not declare refused as one line (issue 33)."""
-    import pytest
-    from dsmlib.foundation.results import (SEAL, UnknownParameter, check_parameters,
-                                           injected_parameters)
-    cell = 'profile = "paper"\nresults_dir = "results"\nlive_widgets = False\nseed = 0\nn = 5'
-    history = ["", cell, f'# Parameters\nseed = 1\nresults_dir = "/x"\n{SEAL} = {{}}\n', "1"]
-    assert injected_parameters({}, history) == {"seed": 1}
-    check_parameters(history)                                  # declared names: fine
-    check_parameters(["# Parameters\nanything = 1\n"])         # no parameters cell: unchecked
-    with pytest.raises(UnknownParameter) as err:
-        check_parameters(history + ["# Parameters\nbatch_sise = 4\nseed = 2\n"])
-    assert str(err.value) == ("unknown parameter(s) ['batch_sise']: this notebook's parameters "
-                              "are n, profile, seed (papermill -p NAME VALUE)")
-    assert err.value._render_traceback_() == [f"UnknownParameter: {err.value}"]
-    assert isinstance(err.value, ValueError)

@@ -18,22 +18,62 @@ def test_specs_follow_profiles_yml():
         profiles.select(specs, ["nope"])
 
 
-def test_resolve_checks_every_name_against_the_parameters_cell():
-    spec = profiles.NotebookSpec("nb", "NB", ROOT / "notebooks" / "ols.md",
-                                 {p: {} for p in profiles.PROFILES} | {"smoke": {"steps": 10}})
-    declared = {"steps": 100, "seed": 0} | {k: None for k in profiles.RUNNER_PARAMETERS}
-    assert profiles.resolve(spec, "smoke", {"seed": 3}, declared) == {"steps": 10, "seed": 3}
+def demo_spec(**smoke) -> profiles.NotebookSpec:
+    """A chapter whose parameters are tests/foundation's Demo-like ols ones (a real module)."""
+    return profiles.NotebookSpec("ols", "OLS", ROOT / "notebooks" / "ols.md",
+                                 {p: {} for p in profiles.PROFILES} | {"smoke": smoke},
+                                 module="dsmlib.chapters.ols")
+
+
+def test_resolve_is_defaults_then_profile_then_overrides_checked_once():
+    from dsmlib.chapters.ols import Parameters
+    spec = demo_spec(steps=10, seed=4)
+    got = profiles.resolve(spec, "smoke", {"seed": 3})
+    assert isinstance(got, Parameters)
+    assert (got.steps, got.seed, got.eta) == (10, 3, Parameters().eta)   # -p over the profile
+    assert profiles.resolve(spec, "quick") == Parameters()                # the declaration
     with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['stpes'\]") as err:
-        profiles.resolve(spec, "smoke", {"stpes": 1}, declared)
-    assert str(err.value).endswith("valid parameters: seed, steps")   # not the runner's
-    with pytest.raises(ValueError, match="must declare"):
-        profiles.resolve(spec, "smoke", {}, {"steps": 1, "seed": 0})
+        profiles.resolve(spec, "smoke", {"stpes": 1})
+    assert "profile" not in str(err.value).split("valid parameters:")[1]  # not the runner's
     with pytest.raises(ValueError, match="unknown profile 'turbo'"):
-        profiles.resolve(spec, "turbo", {}, declared)
+        profiles.resolve(spec, "turbo")
+    for name in profiles.RUNNER_PARAMETERS:                                # -p or profiles.yml
+        with pytest.raises(ValueError, match=rf"\['{name}'\] are set by the runner"):
+            profiles.resolve(spec, "smoke", {name: "x"})
+        with pytest.raises(ValueError, match=rf"\['{name}'\] are set by the runner"):
+            profiles.resolve(demo_spec(**{name: "x"}), "smoke")
+    # the annotation is the one type check, for profiles.yml as for -p
+    with pytest.raises(ValueError, match="parameter 'steps' of ols must be an integer, got 7.5"):
+        profiles.resolve(demo_spec(steps=7.5), "smoke")
     assert profiles.parse_value("[1, 2]") == [1, 2]
     assert profiles.parse_value("0.001") == 0.001 and profiles.parse_value("false") is False
     with pytest.raises(ValueError, match="cannot parse"):
         profiles.parse_value("[1, 2")
+
+
+def test_a_notebook_without_a_chapter_module_has_no_parameters(tmp_path):
+    spec = profiles.NotebookSpec("tiny", "Tiny", tmp_path / "tiny.md",
+                                 {p: {} for p in profiles.PROFILES}, module="dsmlib.chapters.tiny")
+    none = profiles.resolve(spec, "smoke")
+    assert none.as_dict() == {} and none.notebook == "tiny"
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['x'\] for tiny"):
+        profiles.resolve(spec, "smoke", {"x": 1})
+    lost = profiles.NotebookSpec("tiny", "Tiny", tmp_path / "tiny.md", spec.profiles,
+                                 module="no_such_package.tiny")
+    with pytest.raises(ValueError, match="no_such_package, cannot be imported"):
+        profiles.resolve(lost, "smoke")
+
+
+def test_the_book_root_of_a_hand_run(tmp_path, monkeypatch):
+    """Inside a book, its root; outside any, the book this dsmlib is installed from (issue 46:
+    a hand run from another folder wrote its results under that folder)."""
+    from helpers import copy_book
+    book = copy_book(tmp_path / "copy")
+    (book / "notebooks" / "deep").mkdir()
+    monkeypatch.chdir(book / "notebooks" / "deep")
+    assert profiles.hand_run_root() == book.resolve()
+    monkeypatch.chdir(tmp_path)
+    assert profiles.hand_run_root() == ROOT.resolve()
 
 
 def test_unknown_profile_in_yml_is_rejected(tmp_path):
@@ -46,35 +86,11 @@ def test_unknown_profile_in_yml_is_rejected(tmp_path):
         profiles.load_specs(tmp_path)
 
 
-@pytest.mark.parametrize("default, good, bad, words", [
-    (8, [56, 0], [7.5, True, "8", None], "an integer"),
-    (0.1, [1, 0.5], ["0.1", False, [0.1]], "a number"),
-    (True, [False], [1, "yes"], "true or false"),
-    ("cpu", ["auto"], [1, ["cpu"]], "a string"),
-    ([0, 1, 2], [[3], [], (4, 5)], ["abc", 3, [1.0], [True]], "a list of integers"),
-    ([1.0, 4.0], [[1, 2.5], []], [4.0, ["a"]], "a list of numbers"),
-    ([0.01, 1.0, 4], [[0.1, 2, 8], [1, 1.0, 2]], [[0.1, 2.0], [0.1, 2.0, 4.5], 5],
-     "a list of 3 values typed like the default"),
-    (None, [1, "x", [2.5]], [], "")])
-def test_values_must_have_their_defaults_type(default, good, bad, words):
-    for v in good:
-        profiles.check_type("nb", "x", v, default)
-    for v in bad:
-        with pytest.raises(ValueError, match=rf"parameter 'x' of nb must be {words}"):
-            profiles.check_type("nb", "x", v, default)
-
-
-def test_every_profiles_values_have_their_defaults_types():
+def test_every_profiles_values_pass_their_declaration():
     """What profiles.yml sets passes the check it is held to (resolve runs it)."""
-    from dsmlib.book.runner import declared_parameters, source_notebook
     for spec in profiles.load_specs(ROOT / "notebooks").values():
-        declared = declared_parameters(source_notebook(spec, ROOT))
         for prof in profiles.PROFILES:
-            profiles.resolve(spec, prof, {}, declared)
-    spec = profiles.load_specs(ROOT / "notebooks")["ols"]
-    with pytest.raises(ValueError, match="parameter 'steps' of ols must be an integer"):
-        profiles.resolve(spec, "smoke", {"steps": 1e3},
-                         declared_parameters(source_notebook(spec, ROOT)))
+            profiles.resolve(spec, prof)
 
 
 def test_parse_value_reads_exponents_and_names_the_parameter():
@@ -103,10 +119,11 @@ def test_section5_students_train_as_long_as_their_teachers_in_every_profile():
 
 def test_papermill_reads_every_name_of_every_parameters_cell():
     """A parameters line papermill cannot parse (a comment holding '=' did, in ols.md) is not
-    declared: `-p` would refuse it and papermill would not inject it, while the notebook still
-    runs on its default. Every literal of every parameters cell must be declared."""
-    from dsmlib.book.runner import declared_parameters, notebook_defaults, source_notebook
+    declared: papermill would neither list nor inject it, while the notebook still runs on its
+    default. papermill must see the book's names and every one of the chapter's."""
+    import papermill
+    from dsmlib.book.runner import source_notebook
     for spec in profiles.load_specs(ROOT / "notebooks").values():
-        src = source_notebook(spec, ROOT)
-        missing = set(notebook_defaults(src)) - set(declared_parameters(src))
-        assert not missing, (spec.name, sorted(missing))
+        seen = set(papermill.inspect_notebook(str(source_notebook(spec, ROOT))))
+        want = set(profiles.RUNNER_PARAMETERS) | set(profiles.parameters_class(spec).names())
+        assert seen == want, (spec.name, sorted(seen ^ want))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,8 +20,8 @@ import pytest
 from dsmlib.book.pages import checked_results
 from dsmlib.book.profiles import load_specs
 from dsmlib.book.provenance import OUTSIDE_KERNEL, code_key
-from dsmlib.foundation.results import parameters_hash
-from helpers import copy_book
+from dsmlib.book.results import parameters_hash
+from helpers import book_env, chapter_module, copy_book
 
 pytestmark = pytest.mark.slow
 
@@ -35,19 +36,19 @@ TINY = textwrap.dedent("""\
     ```{code-cell} ipython3
     :tags: [parameters]
     profile = "quick"
-    results_dir = "results"
     live_widgets = True
-    x = 1.0
     ```
 
     ```{code-cell} ipython3
     import time
     from pathlib import Path
+    from dsmlib.book.results import write_results
     from dsmlib.foundation import claims as C
-    from dsmlib.foundation.results import write_results
-    claims = [C.measure("tiny.x", "x is one", paper=1.0, measured=float(x), se=0.01,
+    from test_chapters.tiny import Parameters
+    P = Parameters.from_namespace(globals())
+    claims = [C.measure("tiny.x", "x is one", paper=1.0, measured=float(P.x), se=0.01,
                         band=(0.9, 1.1), scope="setting", condition="x near one")]
-    write_results(claims, notebook="tiny", profile=profile, results_dir=results_dir)
+    write_results(claims, P, profile=profile)
     ```
 
     ```{code-cell} ipython3
@@ -64,8 +65,10 @@ TINY = textwrap.dedent("""\
 def tiny_book(dest: Path) -> Path:
     root = copy_book(dest)
     (root / "notebooks" / "profiles.yml").write_text(
-        "notebooks:\n  tiny:\n    title: Tiny\n    profiles:\n      smoke: {x: 1.01}\n")
+        "chapters: test_chapters\nnotebooks:\n  tiny:\n    title: Tiny\n    profiles:\n"
+        "      smoke: {x: 1.01}\n")
     (root / "notebooks" / "tiny.md").write_text(TINY)
+    chapter_module(root, "tiny", 'x: float = param(1.0, "the value measured")')
     return root
 
 
@@ -94,7 +97,8 @@ def tiny_smoke(executed_tiny, tmp_path) -> Path:
 
 def cli(root: Path, *args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), *args,
-                           "--no-progress"], capture_output=True, text=True, timeout=600, **kw)
+                           "--no-progress"], capture_output=True, text=True, timeout=600,
+                          env=book_env(root), **kw)
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -102,14 +106,31 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return {str(p): p.read_bytes() for p in files}
 
 
+def papermill(tiny: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """A plain papermill run by hand of the tiny book's executed chapter."""
+    return subprocess.run([sys.executable, "-m", "papermill",
+                           str(tiny / "book/chapters/smoke/tiny.ipynb"), *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env=book_env(tiny))
+
+
+def shown(nb: dict, tag: str) -> str:
+    """The text/html the cells tagged ``tag`` show."""
+    return "".join("".join(o.get("data", {}).get("text/html", "")) for c in nb["cells"]
+                   if tag in c["metadata"].get("tags", []) for o in c.get("outputs", []))
+
+
 def test_hand_papermill_run_leaves_profile_results_alone(tiny_smoke, executed_tiny):
+    """A plain papermill re-run, from a folder inside the book: it runs the execution's profile
+    with the one change, says at the top of its notebook that it is a hand run, with its own
+    values (issue 46: it still said "Executed under the smoke profile in 16 s", with the
+    execution's values), and writes its results to the book's results/custom/ (issue 46: to
+    results/custom/ under the working directory), leaving results/smoke/ alone."""
     tiny = tiny_smoke                                   # executed under smoke
     _, proc = executed_tiny                             # tiny's first execution
     assert "without encryption" not in proc.stderr       # the kernel's TCP warning is gone
     before = snapshot(tiny)
-    proc = subprocess.run([sys.executable, "-m", "papermill", "book/chapters/smoke/tiny.ipynb",
-                           "out.ipynb", "-p", "x", "2.0"], cwd=tiny, capture_output=True,
-                          text=True, timeout=600)
+    proc = papermill(tiny, str(tiny / "out.ipynb"), "-p", "x", "2.0", cwd=tiny / "notebooks")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert snapshot(tiny) == before
     # the hand run ran with the execution's profile ("smoke", carried in its parameters cell)
@@ -118,13 +139,37 @@ def test_hand_papermill_run_leaves_profile_results_alone(tiny_smoke, executed_ti
     doc = json.loads(expected.read_text())
     assert doc["profile"] == "smoke" and doc["run"]["custom"]
     assert doc["run"]["parameters"] == {"profile": "smoke", "x": 2.0}
-    assert doc["run"]["injected"] == {"x": 2.0}
+    assert doc["run"]["changed"] == {"x": 2.0}           # the smoke profile's x is 1.01
     assert doc["run"]["key"] is None and doc["claims"][0]["measured"] == 2.0
-    out = (tiny / "out.ipynb").read_text()
-    assert str(expected) in out                         # it says where, in the notebook
+    assert not (tiny / "notebooks" / "results").exists()
+    nb = json.loads((tiny / "out.ipynb").read_text())
+    top = shown(nb, "dsmlib-provenance")
+    assert "Hand run." in top and "Executed under the" not in top
+    assert "under the <code>smoke</code> profile with 1 value changed" in top
+    assert re.search(r"<tr class='override'><td><code>x</code></td><td><code>2.0</code></td>"
+                     r"<td><strong>this hand run</strong>", top), top
+    assert str(expected) in top                          # where its results go, at the top
+    first = [c["metadata"].get("tags", []) for c in nb["cells"]][:2]
+    assert "parameters" in first[0] and "injected-parameters" in first[1]
     proc = cli(tiny, "execute", "--profile", "smoke")
     assert proc.returncode == 0 and "up to date" in proc.stderr, proc.stderr[-3000:]
     assert len(checked_results(tiny, "smoke", load_specs(tiny / "notebooks"))) == 1
+
+
+def test_a_hand_run_refuses_an_undeclared_parameter_in_one_line(tiny_smoke, tmp_path):
+    """papermill only warns about ``-p y 4``; the cell under the title refuses it, in one line,
+    before any work, and no results are written."""
+    tiny = tiny_smoke
+    proc = papermill(tiny, str(tmp_path / "out.ipynb"), "-p", "y", "4", cwd=tiny)
+    assert proc.returncode != 0
+    nb = json.loads((tmp_path / "out.ipynb").read_text())
+    [err] = [o for c in nb["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert err["ename"] == "UnknownParameter"
+    assert err["traceback"] == [f"UnknownParameter: {err['evalue']}"]        # one line
+    assert err["evalue"] == ("unknown parameter(s) ['y']: this notebook's parameters are "
+                             "live_widgets, profile, x (papermill -p NAME VALUE)")
+    assert proc.stderr.rstrip().splitlines()[-1] == f"UnknownParameter: {err['evalue']}"
+    assert not (tiny / "results" / "custom").exists()
 
 
 def test_override_runs_are_custom_and_say_where(tiny_smoke):
@@ -156,7 +201,7 @@ def test_failed_and_killed_executions_keep_the_good_chapter(tiny_smoke):
     p = subprocess.Popen([sys.executable, "-m", "dsmlib", "--root", str(tiny), "execute",
                           "--profile", "smoke", "--force", "--no-progress"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
+                         start_new_session=True, env=book_env(tiny))
     try:
         deadline = time.time() + 300
         while not list((tiny / "_build" / "stage").glob("*/tiny.json")):   # results written
@@ -175,7 +220,7 @@ def test_two_concurrent_executes_one_runs_the_other_is_told(tiny):
     (tiny / "SLEEP").touch()
     first = subprocess.Popen([sys.executable, "-m", "dsmlib", "--root", str(tiny), "execute",
                               "--profile", "smoke", "--no-progress"], stderr=subprocess.PIPE,
-                             text=True)
+                             text=True, env=book_env(tiny))
     try:
         deadline = time.time() + 300
         while not list((tiny / "_build" / "stage").glob("*/tiny.ipynb")):
@@ -232,7 +277,8 @@ def test_changed_parameters_re_execute(tiny_smoke):
     proc = cli(tiny, "execute", "--profile", "smoke")
     assert "up to date" in proc.stderr and "executing" not in proc.stderr
     (tiny / "notebooks" / "profiles.yml").write_text(
-        "notebooks:\n  tiny:\n    title: Tiny\n    profiles:\n      smoke: {x: 1.02}\n")
+        "chapters: test_chapters\nnotebooks:\n  tiny:\n    title: Tiny\n    profiles:\n"
+        "      smoke: {x: 1.02}\n")
     proc = cli(tiny, "execute", "--profile", "smoke")
     assert proc.returncode == 0 and "executing tiny" in proc.stderr, proc.stderr[-3000:]
     doc = json.loads((tiny / "results/smoke/tiny.json").read_text())
@@ -277,9 +323,8 @@ def test_code_key_follows_the_kernels_import_closure_only(tmp_path):
 def test_same_parameters_compares_types_as_the_content_key_does():
     """256.0 is not 256 and 1 is not True: a run given the one is not the profile's run of the
     other (its content key differs too), so it cannot pass for it."""
-    from dsmlib.foundation.results import same_parameters
-    base = {"train_limit": 256, "augment": True, "sigma2s": [1.0, 4.0], "results_dir": "a"}
-    assert same_parameters(base, {**base, "results_dir": "b"})            # run-only: ignored
+    from dsmlib.book.results import same_parameters
+    base = {"train_limit": 256, "augment": True, "sigma2s": [1.0, 4.0]}
     assert same_parameters(base, {**base, "sigma2s": (1.0, 4.0)})         # tuples are lists
     assert same_parameters(base, dict(reversed(list(base.items()))))      # order ignored
     for name, other in (("train_limit", 256.0), ("augment", 1), ("sigma2s", [1, 4])):
@@ -296,7 +341,7 @@ def _interruptible(tiny: Path):
     # (a fresh-clone `make test` launched with `&` from a script failed both Ctrl-C tests so)
     p = subprocess.Popen([sys.executable, "-m", "dsmlib", "--root", str(tiny), "execute",
                           "--profile", "smoke", "--force", "--no-progress"],
-                         stderr=subprocess.PIPE, text=True,
+                         stderr=subprocess.PIPE, text=True, env=book_env(tiny),
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True).start()

@@ -1,4 +1,4 @@
-"""Reference executions (dsmlib.book.references, reference_run, reference_section, scales):
+"""Reference executions (dsmlib.book.references: stored, run, section, scales, freshness):
 stored with their provenance, checked against their notebooks, marked fresh or stale, shown
 in the ledger, the errata and a GPU chapter's page; a book without any is unchanged."""
 from __future__ import annotations
@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from dsmlib.book import ledger, reference_run, references as R
+from dsmlib.book import ledger
 from dsmlib.book.pages import references_markdown
-from dsmlib.book.reference_section import SECTION_TAG, with_reference_sections
-from dsmlib.book.scales import differing_claims, stale_differ_text
+from dsmlib.book.provenance import dirty_files
+from dsmlib.book.references import run as reference_run, stored as R
+from dsmlib.book.references.scales import differing_claims, stale_differ_text
+from dsmlib.book.references.section import SECTION_TAG, with_reference_sections
 from dsmlib.book.store import executed_path, results_path
 from dsmlib.foundation import claims as C
 from helpers import copy_book
@@ -328,11 +330,11 @@ def _git_book(tmp_path: Path) -> Path:
 
 def test_reference_refuses_a_dirty_tree_with_a_one_line_error(tmp_path):
     root = _git_book(tmp_path)
-    assert reference_run.dirty_files(root) == []
+    assert dirty_files(root) == []
     (root / "reference" / "paper").mkdir(parents=True, exist_ok=True)
     (root / "reference" / "paper" / "x.json").write_text("{}")   # references never count
     (root / "_config.yml").write_text((root / "_config.yml").read_text() + "\n# edit\n")
-    assert reference_run.dirty_files(root) == ["_config.yml"]
+    assert dirty_files(root) == ["_config.yml"]
     proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), "reference",
                            "ols", "--profile", "smoke", "--no-progress"],
                           capture_output=True, text=True, timeout=120)
@@ -377,7 +379,7 @@ def test_reference_runs_resume_chapter_by_chapter(tmp_path, monkeypatch):
                                          progress=False) == stored
     spec = root / "notebooks" / "profiles.yml"
     spec.write_text(spec.read_text().replace("explorer_steps: 5000", "explorer_steps: 4000", 1))
-    from dsmlib.book.site import current_references
+    from dsmlib.book.references.freshness import current_references
     from dsmlib.book.profiles import load_specs
     refs = current_references(root, "quick", load_specs(root / "notebooks"))
     assert [(r.name, r.profile, r.fresh) for r in refs if r.profile == "smoke"] == [

@@ -1,7 +1,9 @@
 """Tests of dsmlib.chapters.prop2_convergence (small, seeded runs).
 
 Pinned values come from seeded float64 runs on the CPU; they may move by 1e-3 of their own
-standard error (another CPU's SIMD path, ``tests/pins.py``), not by a changed statistic."""
+standard error (another CPU's kernels; measured moves: 1.6e-6 SE between an Intel Xeon and AMD
+EPYCs, 2.5e-9 SE under ``tests/reduced_simd.py``'s configurations, ``tests/pins.py``), not by a
+changed statistic."""
 from __future__ import annotations
 
 import numpy as np
@@ -203,9 +205,22 @@ def test_claims(claims):
     assert additive.details[0]["exact"] is not None
     assert "C = maxₖ" in strong.note and "Lack of fit" in weak.note
     assert [c.verdict for c in claims] == ["confirmed", "confirmed", "inconclusive", "inconclusive"]
-    pins = [2.9406979126437927, 2.4934901045213995, 1.5564104014700855, 38.083201376542156]
+    pins = [2.9406979126437927, 2.4934901045213995, 1.5564104014700855]
     for c, pinned in zip(claims, pins):
         assert c.measured == near(pinned, interval_se(c.interval)), (c.id, c.measured)
+    # The weak claim's headline is its tanh-MLP case, whose energy coefficients dip below 0 at
+    # the two smaller steps (unbiased estimates of a difference this small): the fitted rate,
+    # 38, has an SE of 2.3e9, so a pin within 1e-3 of it would allow 2.3e6 and catch nothing
+    # (issue 44). What it means is checked instead: an interval that covers every rate, hence
+    # undecided, and the headline is that case's. The least-squares case, whose SE is 2.39,
+    # carries the pin (its Intel-AMD spread: 1.6e-6 SE, tests/pins.py).
+    ls, mlp = weak.details
+    assert weak.measured == mlp["measured"] and weak.interval == mlp["interval"]
+    assert mlp["interval"][0] < -1e6 and mlp["interval"][1] > 1e6
+    assert mlp["verdict"] == ls["verdict"] == "inconclusive"
+    assert ls["measured"] == near(2.1850175635391107, interval_se(ls["interval"]))
+    assert ls["interval"] == near([-3.9641323813596108, 8.334167508437833],
+                                  interval_se(ls["interval"]))
     # Confirmed: the case nearest a band edge; undecided: the case reaching furthest beyond.
     assert "deciding case: tanh MLP, SGD + label noise" in strong.quantity
     assert "deciding case: tanh MLP, label noise only" in ctrl.quantity
@@ -229,11 +244,8 @@ def test_quick_and_paper_references_are_fine_enough():
     step eta / refine with refine >= 8, so that the "SDE" is not merely Euler-Maruyama at eta / 2
     (whose error against eta would itself fall like eta^2 on additive noise)."""
     from dsmlib.book import profiles
-    from dsmlib.book.runner import declared_parameters, source_notebook
     from helpers import ROOT
     spec = profiles.load_specs(ROOT / "notebooks")["prop2_convergence"]
-    declared = declared_parameters(source_notebook(spec, ROOT))
     for prof in ("quick", "paper"):
-        params = profiles.resolve(spec, prof, {}, declared)
-        refine = params.get("refine", profiles.default_value(declared["refine"]))
+        refine = profiles.resolve(spec, prof).refine
         assert refine >= 8, (prof, refine)

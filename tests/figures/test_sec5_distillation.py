@@ -25,7 +25,7 @@ COLUMNS = ["digits, full data", "svhn, full data"]
 
 
 def results(**change):
-    grid = sg.Parameters.from_dict({**PARAMS, **change})
+    grid = distill.Parameters.from_dict({**PARAMS, **change})
     recs = []
     for c in sg.grid_runs(grid):
         lvl = (c.level if c.noise == "gaussian" else 0 if c.noise == "hinton" else

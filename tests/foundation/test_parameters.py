@@ -79,10 +79,10 @@ def test_from_namespace_takes_the_fields_it_finds_and_defaults_the_rest():
         Demo.from_namespace({"eta": -1.0})
 
 
-def test_cell_lines_read_back_as_the_defaults():
-    """The parameters cell the runner writes declares every field with its default, in order
+def test_cell_lines_read_back_as_the_values():
+    """The parameters cell the book writes declares every field with its value, in order
     (papermill reads these lines; a comment holding '=' would hide the name from it)."""
-    lines = Demo.cell_lines()
+    lines = Demo().cell_lines()
     values = {}
     for line in lines:
         stmt = ast.parse(line).body[0]
@@ -91,9 +91,12 @@ def test_cell_lines_read_back_as_the_defaults():
     assert {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()} == \
         Demo().as_dict()
     assert lines[1].startswith("steps = 1_000_000") and lines[5].startswith('device = "cpu"')
+    assert Demo(steps=20, seeds=(1, 2)).cell_lines()[1:3] == [
+        f"{'steps = 20':<26} # {Demo.__dataclass_fields__['steps'].metadata['help']}",
+        f"{'seeds = [1, 2]':<26} # {Demo.__dataclass_fields__['seeds'].metadata['help']}"]
 
     @dataclass(frozen=True)
     class Bad(ChapterParameters):
         n: int = param(3, "n = 3 draws")
     with pytest.raises(ValueError, match="help of parameter 'n' must not hold '='"):
-        Bad.cell_lines()
+        Bad().cell_lines()

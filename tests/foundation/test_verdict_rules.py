@@ -18,8 +18,9 @@ from scipy import stats as st
 
 from dsmlib.foundation import claims as C
 from dsmlib.foundation.power import RESOLUTION, resolvable, units_to_decide
-from dsmlib.foundation.results import write_results
+from dsmlib.book.results import write_results
 from dsmlib.foundation.stats import LogLogFit, lowest_fitting_poly, poly_fit
+from helpers import chapter_parameters
 
 ALPHA = 1e-4
 FAMILY = 1 - C.CONFIDENCE
@@ -51,7 +52,7 @@ def test_results_refuse_a_claim_without_a_known_kind(tmp_path):
     c = C.measure("a", "s", paper=1.0, measured=1.0, se=0.01, band=(0.9, 1.1), scope="setting")
     c.kind = "obvious"
     with pytest.raises(ValueError, match="kind must be one of"):
-        write_results([c], notebook="n", profile="smoke", results_dir=tmp_path)
+        write_results([c], chapter_parameters("n"), profile="smoke", root=tmp_path)
 
 
 # ------------------------------------------------------------------------------ p-values

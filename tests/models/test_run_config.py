@@ -52,7 +52,7 @@ def test_noise_levels_out_of_range(noise, level, match):
 
 def test_student_must_match_teacher():
     with pytest.raises(ValueError, match="must match its teacher's depth"):
-        RunConfig(depth=14, role="student", teacher=tiny())
+        RunConfig(depth=14, role="student", teacher=tiny(), epochs=2, n_gradnorm=4)
 
 
 def test_integral_floats_are_stored_as_integers():

@@ -1,5 +1,5 @@
-"""Reference executions (book layer): chapters executed once, under a profile, where the
-hardware is, and committed with their provenance, so that any build can show them.
+"""The committed reference executions (book layer): chapters executed once, under a profile,
+where the hardware is, and committed with their provenance, so that any build can show them.
 
 ``reference/<profile>/<name>.ipynb`` is the executed notebook (its ``metadata["dsmlib"]``
 holds the content key and the provenance: device, versions, wall time, commit) and
@@ -11,7 +11,8 @@ commit it was measured at, never mixed in as current).
 
 Stored notebooks are slimmed to stay small (:data:`MAX_BYTES`, the site's budget per page):
 a figure keeps its plotly JSON (which Jupyter draws) and drops the static site's HTML copy,
-which :func:`site_outputs` rebuilds from the JSON when a page shows the reference.
+which :func:`dsmlib.book.references.section.site_outputs` rebuilds from the JSON when a page
+shows the reference.
 """
 from __future__ import annotations
 
@@ -20,12 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ..figures.render import figure_html
-from ..foundation.results import atomic_write_text
-from .store import executed_path, results_mismatch, results_path
+from ...foundation.files import atomic_write_text
+from ..store import executed_path, results_mismatch, results_path
 
 __all__ = ["REFERENCE_DIR", "MAX_BYTES", "PLOTLY_JSON", "Reference", "reference_paths",
-           "reference_meta", "slim_notebook", "site_outputs", "store_reference", "load_references",
+           "reference_meta", "slim_notebook", "store_reference", "load_references",
            "references_by_chapter", "device_label"]
 
 REFERENCE_DIR = "reference"
@@ -86,21 +86,6 @@ def slim_notebook(nb: dict[str, Any]) -> dict[str, Any]:
     return nb
 
 
-def site_outputs(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A reference cell's outputs as the static site shows them: each figure's HTML rebuilt
-    from its plotly JSON (:func:`dsmlib.figures.render.figure_html`), glue records dropped
-    (their names belong to the page's own run)."""
-    shown = []
-    for out in outputs:
-        data = dict(out.get("data") or {})
-        if any(k.startswith("application/papermill.record") for k in data):
-            continue
-        if PLOTLY_JSON in data and "text/html" not in data:
-            data["text/html"] = figure_html(data[PLOTLY_JSON])
-        shown.append({**out, "data": data} if "data" in out else out)
-    return shown
-
-
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
@@ -146,7 +131,7 @@ def load_references(root: Path, names: Iterable[str], current_key: Callable[[str
     profile name), except profile ``exclude`` (the one being built).
 
     ``current_key(profile, name)`` is the content key the current code gives (the runner's
-    :func:`dsmlib.book.runner.plan`). A reference whose results do not belong to its
+    :func:`dsmlib.book.runner.plan`; :func:`dsmlib.book.references.freshness.current_references`). A reference whose results do not belong to its
     notebook (another profile, other parameters or another key) is a ValueError naming both
     files: it would show numbers its page did not produce.
     """

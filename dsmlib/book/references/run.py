@@ -1,5 +1,5 @@
 """``python -m dsmlib reference``: execute chapters under a profile and store them as committed
-reference executions (book layer; the store is :mod:`dsmlib.book.references`).
+reference executions (book layer; the store is :mod:`dsmlib.book.references.stored`).
 
 Resumable notebook by notebook: a chapter whose stored reference already has the current
 content key is skipped, and each chapter is stored as soon as it finishes, so an interrupted
@@ -8,31 +8,19 @@ the working tree must be clean (the ``reference/`` folder aside) unless ``allow_
 """
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
-from .profiles import check_profile, load_specs, select
-from .references import reference_meta, reference_paths, store_reference
-from .runner import execute, plan
-from .store import book_lock
+from ..profiles import load_specs, select
+from ..provenance import dirty_files
+from ..runner import execute, plan
+from ..store import book_lock
+from .stored import reference_meta, reference_paths, store_reference
 
-__all__ = ["dirty_files", "needs_gpu", "make_references"]
+__all__ = ["needs_gpu", "make_references"]
 
 #: Profiles whose GPU chapters are too large for a CPU.
 GPU_PROFILES = ("paper", "gpu")
-
-
-def dirty_files(root: Path) -> list[str]:
-    """Tracked files that differ from the commit, outside ``reference/`` ([] if not a git
-    checkout: nothing to compare against)."""
-    try:
-        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
-                              ".", ":(exclude)reference"], cwd=root, text=True,
-                             capture_output=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return []
-    return [line[3:] for line in out.splitlines() if line.strip()]
 
 
 def needs_gpu(spec, profile: str) -> bool:
@@ -67,15 +55,14 @@ def make_references(root: Path, names: list[str] | None = None, *, profile: str,
     chapters whose reference is up to date.
     """
     from tqdm.auto import tqdm
-    check_profile(profile)
+    chosen = select(load_specs(root / "notebooks"), names)
+    keys = {s.name: plan(root, s, profile, {}).key for s in chosen}   # every value checked
     dirty = dirty_files(root)
     if dirty and not allow_dirty:
         shown = ", ".join(dirty[:4]) + (f" and {len(dirty) - 4} more" if len(dirty) > 4 else "")
         raise ValueError(f"the working tree has uncommitted changes ({shown}): a reference "
                          "must name the commit that made it; commit them first, or pass "
                          "--allow-dirty (its provenance then says -dirty)")
-    specs = load_specs(root / "notebooks")
-    chosen = select(specs, names)
     gpu_only = [s.name for s in chosen if needs_gpu(s, profile) and not allow_cpu]
     if gpu_only and names and names != ["all"]:
         raise ValueError(f"{', '.join(gpu_only)} under profile {profile!r} needs a GPU and "
@@ -90,8 +77,7 @@ def make_references(root: Path, names: list[str] | None = None, *, profile: str,
     for spec in bar:
         bar.set_postfix_str(spec.name)
         nb_path, _ = reference_paths(root, profile, spec.name)
-        if not force and stored_key(root, profile, spec.name) == plan(root, spec, profile,
-                                                                      {}).key:
+        if not force and stored_key(root, profile, spec.name) == keys[spec.name]:
             print(f"[dsmlib] {spec.name}: reference up to date ({nb_path.relative_to(root)})",
                   file=sys.stderr, flush=True)
             stored.append(nb_path)

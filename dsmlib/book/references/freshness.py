@@ -1,17 +1,42 @@
-"""Why a reference is stale, in a reader's words (book layer): what changed since the commit it
-was executed at, among the things its content key covers (the notebook, its parameters and
-the ``dsmlib`` code its kernel imports, :func:`dsmlib.book.provenance.code_key`), and whether
+"""Fresh or stale (book layer): a committed reference is *fresh* when its content key is the one
+the current code and profile give (:func:`dsmlib.book.provenance.code_key`, through the
+runner's :func:`dsmlib.book.runner.plan`), else *stale*; a stale one says why, in a reader's
+words: what changed since the commit it was executed at, among the things its content key
+covers (the notebook, its parameters and the ``dsmlib`` code its kernel imports), and whether
 that is code the run went through to compute its numbers or only code that draws them."""
 from __future__ import annotations
 
 import html
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..foundation.results import same_parameters
+from ..provenance import kernel_code
+from ..results import same_parameters
+from ..runner import plan
+from .stored import Reference, load_references
 
-__all__ = ["changed_files", "stale_reason"]
+__all__ = ["current_references", "changed_files", "stale_reason"]
+
+
+def current_references(root: Path, profile: str, specs: dict) -> list[Reference]:
+    """The committed references of the book's chapters (other than ``profile``'s), each
+    checked against its notebook and marked fresh or stale against the current code; a stale
+    one says what changed since (:func:`stale_reason`)."""
+    plans: dict[tuple[str, str], Any] = {}
+
+    def planned(prof: str, name: str) -> Any:
+        if (prof, name) not in plans:
+            plans[prof, name] = plan(root, specs[name], prof, {})
+        return plans[prof, name]
+    refs = load_references(root, specs, lambda prof, name: planned(prof, name).key,
+                           exclude=profile)
+    return [r if r.fresh else replace(r, reason=stale_reason(
+        root, r.commit, kernel_code(specs[r.name].source), specs[r.name].source,
+        r.provenance.get("parameters") or {}, planned(r.profile, r.name).values))
+        for r in refs]
+
 
 #: Shown by name at most; the rest are counted.
 SHOWN = 8

@@ -18,21 +18,33 @@ import copy
 import html
 from typing import Any
 
-from ..figures.tables import reference_scale, with_scale
-from .provenance import provenance_line
-from .references import Reference, site_outputs
+from ...figures.render import figure_html
+from ...figures.tables import reference_scale, with_scale
+from ..cells import cell_source, cell_tags
+from ..provenance_html import provenance_line
+from .stored import PLOTLY_JSON, Reference
 
-__all__ = ["SECTION_TAG", "reference_cells", "with_reference_sections"]
+__all__ = ["SECTION_TAG", "site_outputs", "reference_cells", "with_reference_sections"]
 
 SECTION_TAG = "dsmlib-reference"
 #: The heading before which reference sections go (else at the end of the page).
 BEFORE_HEADING = "## Reader guide"
-SKIP_TAGS = {"parameters", "injected-parameters", "remove-cell"}
+SKIP_TAGS = {"parameters", "injected-parameters", "remove-cell", "dsmlib-provenance"}
 
 
-def _source(cell: dict[str, Any]) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
+def site_outputs(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A reference cell's outputs as the static site shows them: each figure's HTML rebuilt
+    from its plotly JSON (:func:`dsmlib.figures.render.figure_html`), glue records dropped
+    (their names belong to the page's own run)."""
+    shown = []
+    for out in outputs:
+        data = dict(out.get("data") or {})
+        if any(k.startswith("application/papermill.record") for k in data):
+            continue
+        if PLOTLY_JSON in data and "text/html" not in data:
+            data["text/html"] = figure_html(data[PLOTLY_JSON])
+        shown.append({**out, "data": data} if "data" in out else out)
+    return shown
 
 
 def _shown(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -103,9 +115,9 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
                  f"<div class='provenance'>{provenance_line(ref.provenance)}</div>\n", 0, p)]
     heading, labelled = "", ""
     for i, cell in enumerate(ref_nb.get("cells", []), start=1):
-        tags = set(cell.get("metadata", {}).get("tags", []))
+        tags = set(cell_tags(cell))
         if cell["cell_type"] == "markdown":
-            src = _source(cell).lstrip()
+            src = cell_source(cell).lstrip()
             if src.startswith(BEFORE_HEADING):
                 break
             if src.startswith("## "):
@@ -137,7 +149,7 @@ def with_reference_sections(nb: dict[str, Any],
         return nb
     cells = nb["cells"]
     at = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
-               and _source(c).lstrip().startswith(BEFORE_HEADING)), len(cells))
+               and cell_source(c).lstrip().startswith(BEFORE_HEADING)), len(cells))
     extra = [c for ref_nb, ref in shown for c in reference_cells(ref_nb, ref)]
     cells[at:at] = extra
     return nb

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from dsmlib.book.staleness import changed_files, stale_reason
+from dsmlib.book.references.freshness import changed_files, stale_reason
 
 
 def repo(tmp_path: Path) -> tuple[Path, str]:
@@ -54,7 +54,7 @@ def test_without_the_commit_it_says_it_cannot_tell(tmp_path):
 
 def test_a_dirty_commit_is_explained_where_it_is_shown():
     """"97a6286ad896-dirty" cannot be checked out: the provenance line says what -dirty means."""
-    from dsmlib.book.provenance import provenance_line
+    from dsmlib.book.provenance_html import provenance_line
     p = {"profile": "gpu", "wall_s": 238.0, "commit": "97a6286ad896-dirty",
          "hardware": {"cpu": "x", "cpu_count": 16, "gpu": "NVIDIA H100"},
          "versions": {"python": "3.12", "numpy": "2", "torch": "2.11"}}
@@ -64,8 +64,8 @@ def test_a_dirty_commit_is_explained_where_it_is_shown():
 
 
 def test_the_stale_notice_on_the_page_says_what_changed():
-    from dsmlib.book.reference_section import reference_cells
-    from dsmlib.book.references import Reference
+    from dsmlib.book.references.section import reference_cells
+    from dsmlib.book.references.stored import Reference
     prov = {"profile": "gpu", "wall_s": 1.0, "commit": "abc",
             "hardware": {"cpu": "x", "cpu_count": 2, "gpu": None},
             "versions": {"python": "3", "numpy": "2", "torch": "2"}}

@@ -1,5 +1,5 @@
 """Verdicts at every scale (book layer): the ledger's and the errata's view of the committed
-reference executions (:mod:`dsmlib.book.references`) beside the profile being built.
+reference executions (:mod:`dsmlib.book.references.stored`) beside the profile being built.
 
 For each chapter with references, one table: every claim's verdict and interval under the
 built profile, then under each reference profile, with a mark (≠) where a reference's verdict
@@ -13,9 +13,9 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
-from ..figures.tables import BADGES, data_table, fmt_interval, fmt_number
-from ..foundation.results import same_parameters
-from .references import Reference
+from ...figures.tables import BADGES, data_table, fmt_interval, fmt_number
+from ..results import same_parameters
+from .stored import Reference
 
 __all__ = ["same_as_built", "reference_caption", "differing_claims", "stale_differ_text",
            "scales_html",
