@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 IDS = {"fig1.noise_lowers_gradnorm_sigma2", "fig1.noise_lowers_gradnorm_p",
        "fig1.gradnorm_below_control_over_epochs", "fig1.student_below_teacher",
        "fig1.noisy_beats_teacher", "fig1.noisy_beats_noiseless", "fig1.some_student_beats_teacher",
-       "fig1.validation_selection_beats_average", "fig2.train_loss_to_zero",
+       "fig1.validation_selection_near_best", "fig2.train_loss_to_zero",
        "fig2.swap_flatter_and_better"}
 SETTINGS = ("digits, 256 images", "digits, 64 images")
 
