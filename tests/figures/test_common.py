@@ -140,3 +140,10 @@ def test_renderer_emits_data_for_the_site_loader_and_slims_it():
         assert pio.renderers.default == common.RENDERER
     finally:
         pio.renderers.default, pio.templates.default = before
+
+
+def test_bullets_are_a_markdown_list():
+    """Read-outs computed from an execution appear as a list, not as printed code."""
+    from dsmlib.figures.common import bullets
+    md = bullets(["one *a*", "two"])
+    assert md.data == "- one *a*\n- two" and type(md).__name__ == "Markdown"
