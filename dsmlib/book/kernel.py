@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from concurrent.futures import Future, wait
 from typing import Iterator, Sequence
 
@@ -125,25 +126,41 @@ class KernelWatch:
             except OSError:
                 pass            # it ended meanwhile
 
-    def interrupt(self, futures: Sequence[Future]) -> None:
+    def interrupt(self, futures: Sequence[Future], grace: float | None = None) -> None:
         """After a first Ctrl-C: say so at once, interrupt the running cells (again every
         second: a kernel between two cells ignores it) until every run has ended; a second
-        Ctrl-C kills the kernels, waits at most ``ABORT_WAIT_S`` for their runs to keep what
-        they had, and returns."""
+        Ctrl-C, or ``grace`` seconds (``STOP_GRACE_S``) without every run ending, kills the
+        kernels, waits at most ``ABORT_WAIT_S`` for their runs to keep what they had, and
+        returns.
+
+        The grace bounds a lost reply: an interrupt that lands after a cell's code but before
+        ipykernel sends its reply is swallowed by the kernel ("KeyboardInterrupt caught in
+        kernel"), no reply ever comes, and the run would wait for it forever."""
+        grace = STOP_GRACE_S if grace is None else grace
         names = self.names()
         print(f"[dsmlib] waiting for {', '.join(names) or 'the running notebooks'} to stop; "
               "Ctrl-C again to abort", file=sys.stderr, flush=True)
         for f in futures:
             f.cancel()
+        deadline = time.monotonic() + grace
         try:
             self.signal(signal.SIGINT)
-            while wait(futures, timeout=1.0).not_done:
+            while wait(futures, timeout=min(1.0, grace)).not_done:
+                if time.monotonic() > deadline:
+                    print(f"[dsmlib] still running {grace:g} s after Ctrl-C: killing the "
+                          "kernels", file=sys.stderr, flush=True)
+                    break
                 self.signal(signal.SIGINT)
+            else:
+                return
         except KeyboardInterrupt:
             print("[dsmlib] aborting: killing the kernels", file=sys.stderr, flush=True)
-            self.signal(signal.SIGKILL)
-            wait(futures, timeout=ABORT_WAIT_S)
+        self.signal(signal.SIGKILL)
+        wait(futures, timeout=ABORT_WAIT_S)
 
+
+#: How long a first Ctrl-C waits for the running cells to stop before it kills their kernels.
+STOP_GRACE_S = 60.0
 
 #: After an abort, how long the runs get to keep their partial notebooks (a killed kernel is
 #: noticed within about a second).

@@ -55,6 +55,7 @@ TINY = textwrap.dedent("""\
     import signal
     if Path("STUBBORN").exists():        # a cell that ignores Ctrl-C until it ends
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    Path("SLEEPING").touch()             # the interrupt can land inside this cell now
     while Path("SLEEP").exists():
         time.sleep(0.1)
     assert not Path("FAIL").exists(), "asked to fail"
@@ -204,7 +205,8 @@ def test_failed_and_killed_executions_keep_the_good_chapter(tiny_smoke):
                          start_new_session=True, env=book_env(tiny))
     try:
         deadline = time.time() + 300
-        while not list((tiny / "_build" / "stage").glob("*/tiny.json")):   # results written
+        while not (list((tiny / "_build" / "stage").glob("*/tiny.json"))
+               and (tiny / "SLEEPING").exists()):   # results written
             assert time.time() < deadline and p.poll() is None
             time.sleep(0.2)
     finally:
@@ -333,7 +335,9 @@ def test_same_parameters_compares_types_as_the_content_key_does():
 
 def _interruptible(tiny: Path):
     """An ``execute`` of the tiny book stuck in its SLEEP cell (its results already staged),
-    and a list that fills with its stderr lines."""
+    and a list that fills with its stderr lines. It waits for the cell itself to run: an
+    interrupt that lands while the kernel sends the previous cell's reply is swallowed there
+    (that case is bounded by ``STOP_GRACE_S``, tested in ``test_a_first_ctrl_c_...``)."""
     import threading
     (tiny / "SLEEP").touch()
     # Ctrl-C's default disposition, as in a terminal: a shell without job control starts its
@@ -346,7 +350,8 @@ def _interruptible(tiny: Path):
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True).start()
     deadline = time.time() + 300
-    while not list((tiny / "_build" / "stage").glob("*/tiny.json")):
+    while not (list((tiny / "_build" / "stage").glob("*/tiny.json"))
+               and (tiny / "SLEEPING").exists()):
         assert time.time() < deadline and p.poll() is None, "".join(lines)
         time.sleep(0.2)
     return p, lines
@@ -373,6 +378,7 @@ def test_ctrl_c_says_it_waits_stops_the_cell_and_names_the_partial_notebook(tiny
         assert p.wait(120) == 130, "".join(lines)
     finally:
         (tiny / "SLEEP").unlink()
+        (tiny / "SLEEPING").unlink()
         if p.poll() is None:
             p.kill()
     last = [line for line in lines if line.strip()][-1]
@@ -396,7 +402,33 @@ def test_a_second_ctrl_c_aborts_a_notebook_that_does_not_stop(tiny):
         assert p.wait(120) == 130, "".join(lines)
     finally:
         (tiny / "SLEEP").unlink()
+        (tiny / "SLEEPING").unlink()
         if p.poll() is None:
             p.kill()
     assert any("aborting: killing the kernels" in line for line in lines)
     assert "book/chapters/failed/tiny.ipynb" in lines[-1], "".join(lines)
+
+
+def test_a_first_ctrl_c_kills_kernels_that_do_not_stop_within_its_grace(capsys):
+    """A run whose kernel swallowed the interrupt (it landed while the kernel sent a cell's
+    reply, so no reply ever comes) would wait forever: after the grace the kernels are
+    killed and ``interrupt`` returns, with a line that says so. A run that ends in time is
+    left alone."""
+    from concurrent.futures import Future
+    from dsmlib.book.kernel import KernelWatch
+    watch = KernelWatch()
+    sent: list[int] = []
+    watch.signal = sent.append                          # type: ignore[method-assign]
+    stuck = Future()
+    stuck.set_running_or_notify_cancel()                # running: cancel() cannot stop it
+    start = time.monotonic()
+    watch.interrupt([stuck], grace=0.5)
+    assert 0.5 <= time.monotonic() - start < 0.5 + 1 + 15 + 5
+    assert sent[0] == signal.SIGINT and sent[-1] == signal.SIGKILL
+    assert "still running 0.5 s after Ctrl-C: killing the kernels" in capsys.readouterr().err
+    done = Future()
+    done.set_running_or_notify_cancel()
+    done.set_result(None)
+    sent.clear()
+    watch.interrupt([done], grace=0.5)
+    assert signal.SIGKILL not in sent and "killing" not in capsys.readouterr().err
