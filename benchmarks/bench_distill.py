@@ -1,26 +1,7 @@
 """Benchmark: Section 5's training, through the library's own ``train`` / ``train_group``.
 
-Measured figures (one JSON object per line, ``{"name", "ours_s", "baseline_s", "ratio", ...}``,
-ours and the baseline timed in the same run; ``ratio`` = baseline / ours):
-
-- CPU (2 cores, this project's machines, torch 2.14, one thread): lockstep students (K = 4,
-  ResNet-8, 8x8 digits) train an epoch 1.4-1.5x faster than the same students one after
-  another (``make bench ARGS=--only=distill``, 2026-11-26: 1.43 and 1.48 in two runs).
-- GPU (``--gpu --quick``: 4,096 random CIFAR-shaped images, 3 epochs), one NVIDIA H100 80 GB,
-  torch 2.11, 2026-11-26 (raw rows: ``benchmarks/gpu_runs/2026-11-26_h100/``), against the
-  goals of issue 14 (ResNet-56, batch 64, bf16):
-
-  | measure | graph step | eager | goal |
-  |---|---|---|---|
-  | teacher, ``train`` | 13,390 images/s | 1,349-2,362 | >= 12,000 |
-  | lockstep K = 7 / K = 11 | 41,085 / 48,554 student-images/s | 7,887 / 11,434 | >= 40,000 |
-  | G, per epoch | 0.060 s (CIFAR-10 epoch: 2.0 %; bench's: 19.7 %) | 0.11-0.20 s | <= 10 % |
-  | Figure 1 grid, one seed (training) | 2.32 GPU-hours | 9.5-13.1 | <= 3 |
-  | GPU busy (set-up + 2 epochs) | 0.35 | 0.125 | |
-
-  The eager rate moved between the two machines (2,362 and 1,349 images/s) while the
-  ``DataLoader`` baseline held (2,263 and 2,310). Evaluation runs eager and costs 15 % of a
-  bench epoch on the graph path; the ``compiled`` rows did not fit the call's time.
+What it measured on CPU and GPU is recorded beside the raw rows, in
+``benchmarks/gpu_runs/2026-11-26_h100/README.md``.
 
 Rows:
 

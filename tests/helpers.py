@@ -265,8 +265,8 @@ def files_using(root: Path, fixture: str) -> set[str]:
 
 #: The file whose tests first ask for the session's smoke book (they build it).
 BOOK_BUILDER = "tests/book/test_book.py"
-#: Seconds each file that reads the book took in a `make test` on 2 cores (2026-11-27, AMD
-#: EPYC; the explorers' file: 43 s alone, idle): they are handed out longest first, so that
+#: Seconds each file that reads the book takes in a `make test` on 2 cores (the explorers'
+#: file: alone, idle): they are handed out longest first, so that
 #: two long ones do not end the run alone.
 READER_SECONDS = {"tests/book/test_browser.py": 197, "tests/book/test_gpu_check.py": 81,
                   "tests/book/test_browser_explorers.py": 43, "tests/book/test_references.py": 34,
@@ -337,7 +337,7 @@ def chromium_launcher(chromium: str, folder: Path) -> str:
     """An executable for playwright that starts ``chromium`` at the niceness of the tests.
 
     Run as root, Chromium raises its own priority: under ``nice -n 15`` its threads ran at
-    nice -8, 0 and 5 (measured 2026-11-27), ahead of the work the tests were niced below.
+    nice -8, 0 and 5, ahead of the work the tests were niced below.
     ``setpriv`` takes CAP_SYS_NICE out of its bounding and inheritable sets, so it cannot
     (``chromium`` itself where setpriv is missing or the tests do not run as root)."""
     import os

@@ -62,7 +62,9 @@ def _direction_case(num: PanelResult, den: PanelResult, band, quantity: str) -> 
 
 def sweep_claims(eta_runs: list[PanelResult], batch_runs: list[PanelResult]) -> list[Claim]:
     """η and B against the exact covariance: the direction (``tr C`` grows with η, shrinks
-    with B) and Eq. 30's rate (``tr C / η`` and ``tr C · B`` constant within 10 %)."""
+    with B) and Eq. 30's rate (``tr C / η`` and ``tr C · B`` constant within 10 %). Identities:
+    the exact covariance of the recursion decides each, and the simulation checks the code
+    against it."""
     out = []
     for runs, x_of, name, sym in ((sorted(eta_runs, key=lambda r: r.eta), lambda r: r.eta,
                                    "eta", "η"),
@@ -87,7 +89,7 @@ def sweep_claims(eta_runs: list[PanelResult], batch_runs: list[PanelResult]) -> 
                 "ols.cov_vs_eta", "The cloud's covariance grows with the learning rate η "
                 "(Sec. 1: it 'is controlled by … the learning rate').", direction,
                 scope="setting", note=f"{setting}. Every ratio of consecutive traces above 1 "
-                "confirms it.", condition="Holds at every stable η."))
+                "confirms it.", condition="Holds at every stable η.", kind="identity"))
             out.append(every_case(
                 "ols.cov_vs_eta_rate", "The cloud's covariance is proportional to η (Eq. 30, "
                 "$\\frac{\\eta\\sigma^2}{B}\\bar\\Sigma_N$): $\\operatorname{tr}C/\\eta$ is the "
@@ -95,13 +97,14 @@ def sweep_claims(eta_runs: list[PanelResult], batch_runs: list[PanelResult]) -> 
                 note=f"{setting}. The exact covariance solves (P − ηR) vec C = η vec Q: linear "
                      "in η only to first order, so tr C / η grows with η.",
                 condition="Holds to first order in η; at a sizeable fraction of the stability "
-                          "limit the O(η²) terms of the exact recursion add to it."))
+                          "limit the O(η²) terms of the exact recursion add to it.",
+                kind="identity"))
         else:
             out.append(every_case(
                 "ols.cov_vs_batch", "The cloud's covariance shrinks as the batch size B grows "
                 "(Sec. 1: it 'is controlled by … the batch size').", direction,
                 scope="setting", note=f"{setting}. Every ratio of consecutive traces below 1 "
-                "confirms it.", condition="Holds at every B."))
+                "confirms it.", condition="Holds at every B.", kind="identity"))
             out.append(every_case(
                 "ols.cov_vs_batch_rate", "The cloud's covariance is proportional to 1/B (Eq. 30): "
                 "$\\operatorname{tr}C\\cdot B$ is the same at every B.", rate,
@@ -110,7 +113,7 @@ def sweep_claims(eta_runs: list[PanelResult], batch_runs: list[PanelResult]) -> 
                      "(N − B)/(N − 1) from the subsets and O(η) terms whose weight grows as B "
                      "shrinks.",
                 condition="Holds to first order in η with minibatches drawn with replacement; "
-                          "for B-subsets multiply by (N − B)/(N − 1)."))
+                          "for B-subsets multiply by (N − B)/(N − 1).", kind="identity"))
     return out
 
 

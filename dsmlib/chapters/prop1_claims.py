@@ -148,7 +148,7 @@ def prop1_claims(results: list[NoiseSamples],
             {_subset_label(r, k): _cov_case(r, "star", r.predicted["cov_star_paper"])
              for k, r in paper_batches.items()},
             note=factor_note + " At these settings the factor is within the band.",
-            scope="reading",
+            scope="reading", kind="identity",
             condition="Holds while $(N-b)/(N-1)$ stays within the band; for a $b$-subset "
                       "multiply by $(N-b)/(N-1)$."))
     if norep:

@@ -361,7 +361,7 @@ def remark2_claims(comps: list[StabilityComparison]) -> list[Claim]:
         note="Close to an identity here: exactly $\\mathbb{E}\\|\\Delta f\\|^2/s^2 = G + "
              "s^2\\sum_j a_j$ for this network, so the measurement re-checks that the end points "
              "have the lower G; the advantage fades as $s$ grows. 'paper' is "
-             "$G_{\\mathrm{end}} / G_{\\mathrm{start}}$ (mean over runs).", kind="identity")]
+             "$G_{\\mathrm{end}} / G_{\\mathrm{start}}$ (mean over runs).", kind="empirical")]
 
 
 @dataclass(frozen=True)

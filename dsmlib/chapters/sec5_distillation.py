@@ -29,8 +29,9 @@ from ..models.run_config import Noise
 from .sec5_grid import (CONTROL, HINTON, KINDS, Setting, curve_runs, grid_levels, grid_runs,
                         students_of, teacher_config)
 
-__all__ = ["Parameters", "Cell", "DistillResults", "METRICS", "diverged", "summarise",
-           "selected_levels", "selected_test_acc", "shrinkage", "shrinkage_rows"]
+__all__ = ["Parameters", "Cell", "DistillResults", "METRICS", "ACCURACIES", "correct_flags",
+           "diverged", "divergence_rows", "summarise", "selected_levels", "selected_test_acc",
+           "selected_correct", "selection", "shrinkage", "shrinkage_rows"]
 
 
 # The parameters that say where runs live and how unfinished ones are trained: no number depends
@@ -58,19 +59,21 @@ class Parameters(ChapterParameters):
     sigma2s: tuple[float, ...] = param([1.0, 4.0, 16.0], "Gaussian noise levels (variance per "
                                                          "logit), full data")
     ps: tuple[float, ...] = param([0.1, 0.3, 0.5], "symmetric-swap probabilities")
-    seeds: tuple[int, ...] = param([0, 1, 2, 3, 4], "one teacher and its students per seed; "
-                                                    "seeds are the unit")
+    seeds: tuple[int, ...] = param([0, 1, 2, 3], "one teacher and its students per seed; "
+                                                 "seeds are the unit")
     passes: int = param(1, "passes over the training images per epoch (full setting)")
-    headroom_size: int | None = param(150, "training images of the headroom setting (0: full "
-                                           "data only)")
-    headroom_passes: int = param(2, "its passes over those images per epoch (and the curve's)")
+    headroom_size: int | None = param(50, "training images of the headroom setting (0: full "
+                                          "data only)")
+    headroom_passes: int = param(43, "its passes over those images per epoch")
+    headroom_batch_size: int | None = param(32, "its minibatch size (None: batch_size)")
     headroom_sigma2s: tuple[float, ...] | None = param([0.25, 1.0, 4.0], "its Gaussian levels "
                                                                          "(None: sigma2s)")
-    headroom_seeds: tuple[int, ...] | None = param(list(range(12)), "its seeds (None: seeds)")
+    headroom_seeds: tuple[int, ...] | None = param(list(range(10)), "its seeds (None: seeds)")
     temperature: float = param(4.0, "the Hinton student's (the paper's noiseless baseline)")
-    curve_sizes: tuple[int, ...] = param([100, 200, 300], "extra teacher sizes for the "
-                                                          "accuracy-vs-size curve")
-    curve_seeds: tuple[int, ...] = param([0, 1, 2], "and their seeds")
+    curve_sizes: tuple[int, ...] = param([40, 64, 100], "extra teacher sizes for the "
+                                                        "accuracy-vs-size curve (trained as many "
+                                                        "steps as the headroom setting's)")
+    curve_seeds: tuple[int, ...] = param([0, 1], "and their seeds")
     batch_size: int = param(64, "minibatch size")
     lr: float = param(0.1, "learning rate")
     augment: bool = param(True, "random crops (and flips where the data set allows them)")
@@ -128,7 +131,9 @@ class Parameters(ChapterParameters):
         check_positive("temperature (of the Hinton student)", self.temperature)
         check_int("passes", self.passes, minimum=1)
         check_int("headroom_passes", self.headroom_passes, minimum=1)
-        smallest = max(self.batch_size, self.n_gradnorm)   # a batch, and G's subsample
+        if self.headroom_batch_size is not None:
+            check_int("headroom_batch_size", self.headroom_batch_size, minimum=1)
+        smallest = max(self.headroom_batch, self.n_gradnorm)   # a batch, and G's subsample
         for n in self.curve_sizes:
             check_int("curve_sizes (training images)", n, minimum=smallest)
         if self.headroom_size:
@@ -155,12 +160,23 @@ class Parameters(ChapterParameters):
         out = []
         for d in self.datasets:
             out.append(Setting(d, self.train_limit, self.sigma2s, self.seeds, False,
-                               self.passes))
+                               self.passes, self.batch_size))
             if self.headroom_size:
                 out.append(Setting(d, self.headroom_size, self.headroom_sigma2s or self.sigma2s,
                                    self.headroom_seeds or self.seeds, True,
-                                   self.headroom_passes))
+                                   self.headroom_passes, self.headroom_batch))
         return out
+
+    @property
+    def headroom_batch(self) -> int:
+        """The headroom setting's (and the curve's) minibatch size."""
+        return self.batch_size if self.headroom_batch_size is None else self.headroom_batch_size
+
+    def curve_passes(self, n: int) -> int:
+        """Passes per epoch of a curve teacher on ``n`` images: as many SGD steps as a teacher
+        of the headroom setting takes, so that every point of the curve is trained as long."""
+        per_pass = max(1, (self.headroom_size or n) // self.headroom_batch)
+        return max(1, round(self.headroom_passes * per_pass / max(1, n // self.headroom_batch)))
 
     @property
     def epochs_of_students(self) -> int:
@@ -178,6 +194,9 @@ class Cell:
     seeds: np.ndarray
     final: dict[str, np.ndarray] = field(default_factory=dict)
     curves: dict[str, np.ndarray] = field(default_factory=dict)
+    test_correct: np.ndarray | None = None
+    """Per seed and test image, 1 where the final model classified it right (seeds x images;
+    fractional for a diverged run counted at chance); None where the runs did not record it."""
 
     @property
     def name(self) -> str:
@@ -199,6 +218,13 @@ class DistillResults:
     diverged: dict[str, dict[int, list[str]]] = field(default_factory=dict)
     """Per setting, the seeds left out of every cell because a run of theirs diverged, with the
     labels of the runs that did (:func:`diverged`)."""
+    divergence: list[dict[str, Any]] = field(default_factory=list)
+    """Per setting and arm (teacher, or student kind and level): its runs and how many
+    diverged (:func:`divergence_rows`)."""
+    all_seeds: DistillResults | None = None
+    """Where runs diverged: the same grid over *every* seed, a diverged run counted at its
+    measured test and validation accuracy, or at chance where that is not finite (its G and
+    losses stay non-finite: only the accuracy claims read it). None when no run diverged."""
 
     @property
     def settings(self) -> list[str]:
@@ -246,13 +272,36 @@ METRICS = ("train_loss", "val_loss", "val_acc", "test_acc", "train_acc", "gradno
            "eval_s", "gradnorm_s")
 
 
+ACCURACIES = ("test_acc", "val_acc")   # what a diverged run is counted at in all_seeds
+
+
+def correct_flags(row: dict[str, Any]) -> np.ndarray | None:
+    """The per-image correctness a run recorded on the test set (``test_correct``, a string of
+    0s and 1s), as floats; None if it recorded none."""
+    text = row.get("test_correct")
+    return None if not text else np.frombuffer(text.encode(), dtype=np.uint8) - ord("0")
+
+
 def _cell(setting: str, role: str, kind: str, level: float, seeds: Sequence[int],
-          hist: list[list[dict[str, Any]]]) -> Cell:
+          hist: list[list[dict[str, Any]]], chance: float | None = None,
+          bad: Sequence[bool] = ()) -> Cell:
+    """A cell over ``seeds`` from their runs' histories; with ``chance``, the runs flagged in
+    ``bad`` (diverged) count at their measured accuracies, or at ``chance`` where those are not
+    finite."""
     cell = Cell(setting, role, kind, level, np.array(seeds))
     for m in METRICS:
         curves = np.array([[np.nan if row.get(m) is None else row[m] for row in h] for h in hist],
                           dtype=float)
         cell.curves[m], cell.final[m] = curves, curves[:, -1]
+    flags = [correct_flags(h[-1]) for h in hist]
+    for j in (j for j, b in enumerate(bad) if b and chance is not None):
+        if flags[j] is not None and not np.isfinite(cell.final["test_acc"][j]):
+            flags[j] = np.full(flags[j].shape, chance)
+        for m in ACCURACIES:
+            if not np.isfinite(cell.final[m][j]):
+                cell.final[m][j] = chance
+    if flags and all(f is not None for f in flags) and len({f.size for f in flags}) == 1:
+        cell.test_correct = np.stack(flags).astype(float)
     return cell
 
 
@@ -264,6 +313,47 @@ def diverged(history: Sequence[dict[str, Any]]) -> bool:
                for m in ("train_loss", "gradnorm", "test_acc"))
 
 
+def _arm(config: RunConfig) -> str:
+    """How the divergence table names a run's arm: ``teacher``, or the student's cell name."""
+    if config.role == "teacher":
+        return "teacher"
+    return Cell("", "student", config.noise, config.level, np.array([])).name
+
+
+def divergence_rows(grid: Parameters, by_key: dict[str, RunRecord]) -> list[dict[str, Any]]:
+    """Per setting and arm (the teacher, each student kind and level): its runs, one per seed,
+    and how many of them diverged (:func:`diverged`), with the seeds that did. A diverged run
+    is a result: these are the arms' divergence rates."""
+    rows = []
+    for s in grid.settings:
+        arms: dict[str, list[tuple[int, bool]]] = {}
+        for seed in s.seeds:
+            t = teacher_config(grid, s, seed)
+            for c in [t, *students_of(grid, s, t)]:
+                arms.setdefault(_arm(c), []).append((seed, diverged(by_key[c.key()].history)))
+        rows += [dict(setting=s.name, arm=arm, runs=len(v), diverged=sum(b for _, b in v),
+                      seeds=[seed for seed, b in v if b]) for arm, v in arms.items()]
+    return rows
+
+
+def _setting_cells(grid: Parameters, s: Setting, seeds: Sequence[int],
+                   by_key: dict[str, RunRecord], *, counted: bool = False) -> list[Cell]:
+    """The cells of setting ``s`` over ``seeds``: its teachers, then each student kind and
+    level. ``counted``: diverged runs count at their measured accuracy, or at chance."""
+    teachers = [teacher_config(grid, s, seed) for seed in seeds]
+    chance = 1.0 / teachers[0].num_classes if counted else None
+    groups = [("teacher", Noise.NONE, 0.0, teachers)] + [
+        ("student", kind, level, [c for t in teachers for c in students_of(grid, s, t)
+                                  if (c.noise, c.level) == (kind, level)])
+        for kind, level in grid_levels(grid, s)]
+    cells = []
+    for role, kind, level, configs in groups:
+        hist = [by_key[c.key()].history for c in configs]
+        cells.append(_cell(s.name, role, kind, level, seeds, hist, chance,
+                           [diverged(h) for h in hist]))
+    return cells
+
+
 def summarise(grid: Parameters, records: Sequence[RunRecord]) -> DistillResults:
     """Arrange finished records by cell and seed (every run of the grid must be finished), and
     the teachers' test accuracy by training-set size
@@ -271,13 +361,14 @@ def summarise(grid: Parameters, records: Sequence[RunRecord]) -> DistillResults:
 
     A seed with a diverged run (:func:`diverged`) is left out of its setting's cells, all of
     them, since its teacher and students are compared with each other; the seeds left out and
-    their diverged runs are in ``DistillResults.diverged``. Fewer than two seeds left in a
-    setting is an error: no interval over seeds exists."""
+    their diverged runs are in ``DistillResults.diverged``, each arm's divergence rate in
+    ``divergence``, and the reading that keeps every seed in ``all_seeds``. Fewer than two
+    seeds left in a setting is an error: no interval over seeds exists."""
     by_key = {r.config.key(): r for r in records}
     missing = [c.label() for c in grid_runs(grid) if c.key() not in by_key or not by_key[c.key()].done]
     if missing:
         raise ValueError(f"{len(missing)} run(s) of the grid are not finished, e.g. {missing[:3]}")
-    cells, dropped = [], {}
+    cells, every, dropped = [], [], {}
     for s in grid.settings:
         bad: dict[int, list[str]] = {}
         for seed in s.seeds:
@@ -291,25 +382,25 @@ def summarise(grid: Parameters, records: Sequence[RunRecord]) -> DistillResults:
         if len(seeds) < 2:
             raise ValueError(f"setting {s.name!r}: runs of {len(bad)} of its {len(s.seeds)} seeds "
                              f"diverged ({sorted(bad)}), fewer than 2 seeds are left")
-        teachers = [teacher_config(grid, s, seed) for seed in seeds]
-        groups = [("teacher", Noise.NONE, 0.0, teachers)] + [
-            ("student", kind, level, [c for t in teachers for c in students_of(grid, s, t)
-                                      if (c.noise, c.level) == (kind, level)])
-            for kind, level in grid_levels(grid, s)]
-        for role, kind, level, configs in groups:
-            cells.append(_cell(s.name, role, kind, level, seeds,
-                               [by_key[c.key()].history for c in configs]))
-    return DistillResults(grid, cells, curve=_curve(grid, by_key), diverged=dropped)
+        cells += _setting_cells(grid, s, seeds, by_key)
+        every += _setting_cells(grid, s, list(s.seeds), by_key, counted=True)
+    curve = _curve(grid, by_key, dropped)
+    all_seeds = DistillResults(grid, every, curve=curve) if dropped else None
+    return DistillResults(grid, cells, curve=curve, diverged=dropped,
+                          divergence=divergence_rows(grid, by_key), all_seeds=all_seeds)
 
 
-def _curve(grid: Parameters, by_key: dict[str, RunRecord]) -> list[dict[str, Any]]:
+def _curve(grid: Parameters, by_key: dict[str, RunRecord],
+           dropped: dict[str, dict[int, list[str]]]) -> list[dict[str, Any]]:
     """Per data set and training-set size, the teachers' final test accuracy over their seeds
-    (the settings' teachers over the grid's seeds, the curve's over the curve's seeds)."""
+    (the settings' teachers over the seeds judged, ``dropped`` left out; the curve's teachers
+    over the curve's seeds)."""
     rows = []
     for d in grid.datasets:
         configs: dict[int | None, list[RunConfig]] = {}
         for c in [t for s in grid.settings if s.dataset == d
-                  for t in (teacher_config(grid, s, seed) for seed in s.seeds)] + \
+                  for t in (teacher_config(grid, s, seed) for seed in s.seeds
+                            if seed not in dropped.get(s.name, {}))] + \
                 [c for c in curve_runs(grid) if c.dataset == d]:
             configs.setdefault(c.train_limit, []).append(c)
         for limit, cs in configs.items():
@@ -334,14 +425,29 @@ def selected_levels(res: DistillResults, setting: str) -> dict[str, Cell]:
     return out
 
 
-def selected_test_acc(res: DistillResults, setting: str) -> np.ndarray:
-    """Per seed, the test accuracy of the noisy student (any kind, any level) with the best
-    validation accuracy of that seed; ties are averaged (random tie-breaking, in expectation)."""
+def selection(res: DistillResults, setting: str) -> tuple[list[Cell], np.ndarray]:
+    """The noisy students (any kind, any level) and, per seed, the weight validation gives each:
+    1 for the best validation accuracy of that seed, ties sharing it equally (random
+    tie-breaking, in expectation); seeds x cells."""
     cells = [c for k in KINDS for c in res.noisy(setting, k)]
     val = np.stack([c.final["val_acc"] for c in cells], axis=1)        # (S, cells)
-    test = np.stack([c.final["test_acc"] for c in cells], axis=1)
-    best = val == val.max(axis=1, keepdims=True)
-    return (test * best).sum(axis=1) / best.sum(axis=1)
+    best = (val == val.max(axis=1, keepdims=True)).astype(float)
+    return cells, best / best.sum(axis=1, keepdims=True)
+
+
+def selected_test_acc(res: DistillResults, setting: str) -> np.ndarray:
+    """Per seed, the test accuracy of the validation-selected noisy student (:func:`selection`)."""
+    cells, w = selection(res, setting)
+    return (np.stack([c.final["test_acc"] for c in cells], axis=1) * w).sum(axis=1)
+
+
+def selected_correct(res: DistillResults, setting: str) -> np.ndarray | None:
+    """Per seed and test image, the validation-selected noisy student's correctness
+    (:func:`selection`; seeds x images), None where the runs recorded none."""
+    cells, w = selection(res, setting)
+    if any(c.test_correct is None for c in cells):
+        return None
+    return np.einsum("sc,csi->si", w, np.stack([c.test_correct for c in cells]))
 
 
 def shrinkage(p: float, n_classes: int) -> float:

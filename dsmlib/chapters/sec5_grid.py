@@ -14,9 +14,8 @@ from typing import Any
 from ..models.run_config import RunConfig, student_of as _student_of_config
 from ..models.run_config import Noise
 
-__all__ = ["KINDS", "CONTROL", "HINTON", "Setting",
-           "scope_note", "teacher_config", "grid_levels", "students_of", "curve_runs",
-           "grid_runs"]
+__all__ = ["KINDS", "CONTROL", "HINTON", "Setting", "teacher_config", "grid_levels",
+           "students_of", "curve_runs", "grid_runs"]
 
 KINDS = {Noise.GAUSSIAN: "σ²", Noise.SYMMETRIC: "p"}   # the paper's noise kinds, and their level
 CONTROL = Noise.CONTROL   # the swap's control: no noise, target E[y~] = M_p y (Eq. 24)
@@ -26,14 +25,15 @@ HINTON = Noise.HINTON     # the paper's noiseless student: softened cross-entrop
 @dataclass(frozen=True)
 class Setting:
     """A data set and the training images its runs use (``train_limit``; None: all of them),
-    with its Gaussian noise levels, its seeds and its passes over the images per epoch.
-    ``headroom``: the data-limited setting, else the full one."""
+    with its Gaussian noise levels, its seeds, its passes over the images per epoch and its
+    minibatch size. ``headroom``: the data-limited setting, else the full one."""
     dataset: str
     train_limit: int | None
     sigma2s: tuple[float, ...]
     seeds: tuple[int, ...]
     headroom: bool
     passes: int = 1
+    batch_size: int = 64
 
     @property
     def name(self) -> str:
@@ -48,31 +48,15 @@ class Setting:
 
 def _shared(grid: Any) -> dict[str, Any]:
     """The values every run of the grid takes from the chapter's parameters as they are
-    (train_limit and passes are the setting's)."""
+    (train_limit, passes and batch_size are the setting's)."""
     return {f.name: getattr(grid, f.name) for f in fields(RunConfig)
-            if f.name in grid.names() and f.name not in ("train_limit", "passes")}
-
-
-def scope_note(grid: Any) -> str:
-    """What the verdicts describe: the settings, model and budget actually measured."""
-    sizes = f"{grid.image_size}x{grid.image_size} pixels" if grid.image_size else "native size"
-    passes = {s.passes for s in grid.settings}
-    each = "" if passes == {1} else " of " + "/".join(str(s.passes) for s in grid.settings) + \
-        " passes"
-    settings = "; ".join(f"{s.name} ({len(s.seeds)} seeds)" for s in grid.settings)
-    text = (f"Measured on {settings} ({sizes}) with ResNet-{grid.depth}, teachers "
-            f"{grid.teacher_epochs} and students {grid.epochs_of_students} epochs{each}; the "
-            "students' quadratic loss is per logit (2/L times Eq. 13's gradient).")
-    if "digits" in grid.datasets:
-        text += " The digits verdicts describe digits, not CIFAR or SVHN."
-    return text + (" Every departure from the paper's Section 5 is listed on the page, under "
-                   "'What this chapter does not measure'.")
+            if f.name in grid.names() and f.name not in ("train_limit", "passes", "batch_size")}
 
 
 def teacher_config(grid: Any, setting: Setting, seed: int) -> RunConfig:
     return RunConfig(dataset=setting.dataset, seed=seed, epochs=grid.teacher_epochs,
                      train_limit=setting.train_limit, passes=setting.passes,
-                     **_shared(grid))
+                     batch_size=setting.batch_size, **_shared(grid))
 
 
 def grid_levels(grid: Any, setting: Setting) -> list[tuple[str, float]]:
@@ -90,11 +74,13 @@ def students_of(grid: Any, setting: Setting, teacher: RunConfig) -> list[RunConf
 
 def curve_runs(grid: Any) -> list[RunConfig]:
     """The extra teachers of the accuracy-against-size curve (:func:`teacher_curve`): per data
-    set, one per curve size and curve seed (with the headroom setting's passes), except those
-    the grid trains anyway."""
+    set, one per curve size and curve seed (with the headroom setting's batch size, and passes
+    that make as many SGD steps as a headroom teacher takes), except those the grid trains
+    anyway."""
     have = {(s.dataset, s.train_limit) for s in grid.settings}
     return [RunConfig(dataset=d, seed=s, epochs=grid.teacher_epochs, train_limit=n,
-                      passes=grid.headroom_passes, **_shared(grid))
+                      passes=grid.curve_passes(n), batch_size=grid.headroom_batch,
+                      **_shared(grid))
             for d in grid.datasets for n in grid.curve_sizes if (d, n) not in have
             for s in grid.curve_seeds]
 

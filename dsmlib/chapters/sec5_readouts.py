@@ -24,15 +24,17 @@ TARGET_ACCURACY = (0.85, 0.93)
 
 def teacher_curve(res: DistillResults) -> list[dict[str, Any]]:
     """The teachers' test accuracy against the training-set size, per data set: the mean over
-    seeds with its Student-t interval at the ledger's level (one seed: no interval), the mean
+    seeds with its Student-t interval at the ledger's level, cut to [0, 1] (one seed: no
+    interval), the mean
     training accuracy (a teacher that fits its images is data-limited, not step-limited), and
     whether the mean lies in :data:`TARGET_ACCURACY`."""
     out = []
     for r in res.curve:
         acc = r["test_acc"]
         mean = float(acc.mean())
-        iv = (interval(mean, float(acc.std(ddof=1) / math.sqrt(acc.size)), dof=acc.size - 1)
-              if acc.size > 1 else [math.nan, math.nan])
+        iv = ([max(0.0, v) if i == 0 else min(1.0, v) for i, v in enumerate(
+                  interval(mean, float(acc.std(ddof=1) / math.sqrt(acc.size)), dof=acc.size - 1))]
+              if acc.size > 1 else [math.nan, math.nan])    # cut to the possible [0, 1]
         out.append(dict(dataset=r["dataset"], n_train=r["n_train"], train_limit=r["train_limit"],
                         seeds=r["seeds"], mean=mean, interval=iv, setting=r["setting"],
                         train_acc=float(r["train_acc"].mean()),
@@ -118,7 +120,13 @@ def accuracy_headroom(res: DistillResults, claims: Sequence[Any]) -> list[str]:
     lines = []
     for s in res.settings:
         acc = float(res.teacher(s).final["test_acc"].mean())
-        row = next(x for x in claim.details if x["case"] == s)
+        row = next((x for x in claim.details if x["case"] == s), None)
+        if row is None:
+            fit = 100 * float(res.teacher(s).final["train_acc"].min())
+            lines.append(f"{s}: the teachers reach {100 * acc:.2f} % test accuracy on average; "
+                         f"its accuracy cases are not judged, since not every teacher fits its "
+                         f"training images (the lowest reaches {fit:.1f} %).")
+            continue
         lo, hi = row["interval"]
         half, room = (hi - lo) / 2, 1.0 - acc
         verdict_text = ("so even a student that closed the whole gap would stay unconfirmed at "
@@ -142,28 +150,20 @@ def setting_of(case: str, settings: Sequence[str]) -> str:
     raise ValueError(f"case {case!r} names none of the settings {list(settings)}")
 
 
-def _planning_band(d: dict[str, Any]) -> Any:
-    """The band edge a case's verdict would be reached at with many seeds: for a gain judged
-    against its smallest useful size ``delta`` (:func:`dsmlib.foundation.claims.gain_verdict`),
-    0 (confirmation) when the measured gain reaches ``delta``, else ``delta`` (refutation)."""
-    if d.get("delta") is None:
-        return d["band"]
-    return (0.0, None) if d["measured"] >= d["delta"] else (d["delta"], None)
-
-
 def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *, power: float = POWER,
                     every: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Every undecided case of ``claims``, and every case of the claims in ``every`` (decided or
     not): its measured value, the half-width of its interval and the seeds that would decide it
-    with probability ``power``, were the measured value and the seeds' spread the truth
-    (:func:`dsmlib.foundation.power.units_to_decide`; None: more than ``MAX_UNITS``, or a value
-    on the band's edge), and the verdict they would reach (``towards``: for a gain with a
-    smallest useful size ``delta``, confirmed if the value reaches ``delta``, else refuted;
-    otherwise confirmed if the value lies in the band, else refuted). A value within the claim's
-    resolution of a band edge (:func:`dsmlib.foundation.power.resolvable`) is a rounding
-    residue: ``resolved`` is False and neither seeds nor a verdict are projected. The plan is
-    made at the family-wise level of a claim over ``k`` cases: Bonferroni's ``1 - alpha/k`` per
-    case, which Holm's rule never needs to exceed. A planning figure, not evidence."""
+    against its own band with probability ``power``, were the measured value and the seeds'
+    spread the truth (:func:`dsmlib.foundation.power.units_to_decide`; None: more than
+    ``MAX_UNITS``, or a value on the band's edge; a case whose test images' own error
+    (``se_images``) keeps it undecided at any number of seeds gets None too), and the verdict
+    they would reach (``towards``: confirmed if the value lies in the band, else refuted). A
+    value within the claim's resolution of a band edge
+    (:func:`dsmlib.foundation.power.resolvable`) is a rounding residue: ``resolved`` is False and
+    neither seeds nor a verdict are projected. The plan is made at the family-wise level of a
+    claim over ``k`` cases: Bonferroni's ``1 - alpha/k`` per case, which Holm's rule never needs
+    to exceed. A planning figure, not evidence."""
     rows = []
     for c in claims:
         if c.verdict != "inconclusive" and c.id not in every:
@@ -174,16 +174,16 @@ def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *, power: float 
                 continue
             n = res.n_seeds(setting_of(d["case"], res.settings))
             lo, hi = d["interval"]
-            band = _planning_band(d)
-            resolved = resolvable(d["measured"], band)
-            q = quantile(n - 1, joint_level(max(k, 1)))
+            resolved = resolvable(d["measured"], d["band"])
+            dof = d.get("dof", n - 1)
+            q = quantile(dof, joint_level(max(k, 1)))
             plan = [d["measured"] - q * d["se"], d["measured"] + q * d["se"]]
+            floor = min(d.get("se_images") or 0.0, d["se"])
             rows.append(dict(claim=c.id, case=d["case"], measured=d["measured"],
                              half_width=(hi - lo) / 2, verdict=d["verdict"],
                              delta=d.get("delta"), resolved=resolved,
-                             towards=verdict([d["measured"]] * 2,
-                                             d["band"] if d.get("delta") is None
-                                             else (d["delta"], None)) if resolved else None,
-                             seeds=units_to_decide(d["measured"], d["se"], plan, band,
-                                                   n, power=power)))
+                             towards=verdict([d["measured"]] * 2, d["band"]) if resolved else None,
+                             seeds=units_to_decide(d["measured"], d["se"], plan, d["band"], n,
+                                                   power=power, floor_se=floor, dof=dof)
+                             if d["se"] > 0 else None))
     return rows

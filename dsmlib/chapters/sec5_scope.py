@@ -6,7 +6,37 @@ from __future__ import annotations
 from ..models.datasets import SPECS
 from .sec5_distillation import DistillResults
 
-__all__ = ["not_measured", "departures"]
+__all__ = ["scope_note", "steps_per_run", "not_measured", "departures"]
+
+
+def steps_per_run(res: DistillResults, setting: str) -> int:
+    """The SGD steps a teacher of ``setting`` takes (its students take as many per epoch):
+    epochs x passes x the whole batches in a pass over its training images."""
+    s = res.setting(setting)
+    n = next(r["n_train"] for r in res.curve
+             if r["dataset"] == s.dataset and r["train_limit"] == s.train_limit)
+    return res.grid.teacher_epochs * s.passes * (n // s.batch_size)
+
+
+def scope_note(res: DistillResults) -> str:
+    """What the verdicts describe: the settings, model and budget actually measured, and the
+    seeds actually judged (a seed with a diverged run is left out, :attr:`DistillResults.diverged`)."""
+    g = res.grid
+    sizes = f"{g.image_size}x{g.image_size} pixels" if g.image_size else "native size"
+    parts = []
+    for s in g.settings:
+        judged = res.n_seeds(s.name)
+        seeds = (f"{judged} seeds" if judged == len(s.seeds) else
+                 f"{judged} of {len(s.seeds)} seeds judged, the others left out for a diverged run")
+        parts.append(f"{s.name} ({seeds}; {steps_per_run(res, s.name):,} SGD steps per run, "
+                     f"batch {s.batch_size})")
+    text = (f"Measured on {'; '.join(parts)} ({sizes}) with ResNet-{g.depth}, teachers "
+            f"{g.teacher_epochs} and students {g.epochs_of_students} epochs; the students' "
+            "quadratic loss is per logit (2/L times Eq. 13's gradient).")
+    if "digits" in g.datasets:
+        text += " The digits verdicts describe digits, not CIFAR or SVHN."
+    return text + (" Every departure from the paper's Section 5 is listed on the page, under "
+                   "'What this chapter does not measure'.")
 
 
 def not_measured(res: DistillResults) -> list[str]:
@@ -30,15 +60,16 @@ def departures(res: DistillResults) -> list[str]:
     if set(g.datasets) != paper_sets:
         size = f"{g.image_size}×{g.image_size}" if g.image_size else "their native size"
         out.append(f"Data: {', '.join(g.datasets)} at {size}, not SVHN, CIFAR-10 and CIFAR-100: "
-                   "the book downloads nothing and runs on a CPU in minutes. Digits has no "
-                   "official test set; a fixed 20 % held-out split stands in for it.")
+                   "the book downloads nothing at run time. Digits has no official test set; a "
+                   "fixed held-out split stands in for it.")
     if g.depth != 56:
         out.append(f"Network: ResNet-{g.depth}, not ResNet-56 (the CPU budget; the gpu and paper "
                    "profiles run ResNet-56).")
     passes = {s.passes for s in g.settings}
     if g.teacher_epochs != 200 or g.epochs_of_students != 200 or passes != {1}:
         each = ("" if passes == {1} else f" of {g.passes} passes each" if len(passes) == 1
-                else " of " + " and ".join(f"{s.passes} passes ({s.name})" for s in g.settings))
+                else " of " + " and ".join(f"{s.passes} pass{'' if s.passes == 1 else 'es'} "
+                                           f"({s.name})" for s in g.settings))
         out.append(f"Length: teachers {g.teacher_epochs} and students {g.epochs_of_students} "
                    f"epochs{each}, not 200 of one pass (the budget), with the paper's "
                    "learning-rate drops at half and three quarters of them. An epoch of several "
@@ -52,9 +83,12 @@ def departures(res: DistillResults) -> list[str]:
         out.append("Students train a different number of epochs than their teachers (set by "
                    "hand: student_epochs); the paper trains both the same.")
     if g.headroom_size:
+        head = next(s for s in g.settings if s.headroom)
         out.append(f"A headroom setting the paper does not have: teachers and students on "
-                   f"{g.headroom_size} training images, because the teachers on all the digits "
-                   "sit near 100 % and leave their students nothing to gain. Self-distillation "
+                   f"{g.headroom_size} training images (batch {head.batch_size}, "
+                   f"{steps_per_run(res, head.name):,} SGD steps per run, so that every teacher "
+                   "fits its training images), because the teachers on all the digits sit near "
+                   "100 % and leave their students nothing to gain. Self-distillation "
                    "acts as a regulariser (Mobahi et al. 2020), which has the most to give where "
                    "data are scarce; Furlanello et al. (2018) report students of their teacher's "
                    "architecture beating it.")
@@ -73,8 +107,7 @@ def departures(res: DistillResults) -> list[str]:
             f"{2 * g.lr / n:g} for L = {n}" for n in sorted({SPECS[d].num_classes
                                                             for d in g.datasets}))
         + ") with a weight decay L/2 times larger; σ² and p are unchanged. The paper gives no "
-        "normalisation, and ½‖·‖² at η = 0.1 undid the teacher in a trial on digits (test "
-        "accuracy 99 % → 86 %).",
+        "normalisation, and ½‖·‖² at η = 0.1 undid the teacher in a trial on digits.",
         f"The paper's noiseless student (Hinton et al.) is run at temperature T = "
         f"{g.temperature:g}, soft targets alone, times T² (the paper gives neither T nor a "
         "hard-label term); the book's own noiseless student, squared error on the logits, is "
@@ -84,15 +117,13 @@ def departures(res: DistillResults) -> list[str]:
         "with the paper's E[ỹ].",
         "Batches: the students of one teacher share one batch stream of their own (not their "
         "teacher's): common random numbers for every paired comparison between students, and "
-        "what lets them train in lockstep. With a stream per student (own_streams), 42 of the "
-        "headroom setting's 45 cases kept their verdict under quick, the three others at their "
-        "band's edge; the steps between noise levels were judged with intervals 1.9 times "
-        "wider.",
+        "what lets them train in lockstep; `-p own_streams true` gives every student a stream "
+        "of its own, to check what the sharing changes.",
         f"G(θ) is measured on {g.n_gradnorm} training images with {g.gradnorm_probes} random "
         "probes per image (unbiased; its error is part of the seeds' spread), in evaluation "
         "mode; the paper does not say how it measures G.",
         "Seeds: the paper shows single runs without intervals; the book's unit is a seed ("
-        + ", ".join(f"{len(s.seeds)} for {s.name}" for s in g.settings)
+        + ", ".join(f"{res.n_seeds(s.name)} judged for {s.name}" for s in g.settings)
         + " here), and every interval is at 99 %.",
         "\"Flatter\" (Figure 2) is read as a lower G(θ), the runs record no other curvature; the "
         "paper's results on the full training set without a validation split are not run.",

@@ -20,7 +20,7 @@ from ..foundation.claims import quantile
 from .render import RENDERER, setup
 
 __all__ = ["RENDERER", "COLORS", "setup", "ellipse_xy", "square_axes",
-           "square_layout", "state_explorer", "error_bars", "show_source"]
+           "square_layout", "state_explorer", "error_bars", "show_source", "bullets"]
 
 
 COLORS = {"noisy": "#1f77b4", "clean": "#ff7f0e", "empirical": "#2ca02c", "exact": "#111111",
@@ -144,3 +144,10 @@ def show_source(*objects: Any) -> Any:
         code = textwrap.dedent(inspect.getsource(obj)).rstrip()
         parts.append(f"`{name}`:\n\n```python\n{code}\n```")
     return Markdown("\n\n".join(parts))
+
+
+def bullets(lines: Sequence[str]) -> Any:
+    """Sentences as a Markdown list: how a page shows read-outs computed from its execution
+    (printed text would appear as a grey code block)."""
+    from IPython.display import Markdown
+    return Markdown("\n".join(f"- {line}" for line in lines))

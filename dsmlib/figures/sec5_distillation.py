@@ -31,7 +31,7 @@ from .tables import BADGES, data_table, fmt_interval, fmt_number
 
 __all__ = ["KIND_COLORS", "CONTROL_NAME", "curve_figure", "figure1", "gradnorm_epochs",
            "figure2", "shrinkage_table", "noise_table", "settings_table", "delta_table",
-           "seeds_table"]
+           "error_table", "divergence_table", "readings_table", "seeds_table"]
 
 KIND_COLORS = {Noise.GAUSSIAN: "#1f77b4", Noise.SYMMETRIC: "#d62728", Noise.NONE: "#2ca02c",
                "teacher": "#555555", CONTROL: "#ff9896", HINTON: "#9467bd"}
@@ -257,39 +257,109 @@ def settings_table(rows: Sequence[dict[str, Any]], settings: Sequence[str]) -> A
     return HTML(data_table(head, body, table_class="cases by-setting cards"))
 
 
-def delta_table(rows: Sequence[dict[str, Any]]) -> Any:
-    """Every accuracy case's gain with its interval, δ, and its verdicts at δ/2, δ and 2δ
-    (:func:`dsmlib.chapters.sec5_gains.delta_rows`), in points of accuracy."""
-    from IPython.display import HTML
+def _case_cell(claim: str, case: str) -> str:
+    """A table's first cell: the case, with its claim's id above it in small type."""
+    return (f"<span class='claim-id'><code>{html.escape(claim)}</code></span><br>"
+            f"{html.escape(case)}")
 
-    def pts(x: float) -> str:
-        return fmt_number(100 * x)
+
+def _points(x: float) -> str:
+    return fmt_number(100 * x)
+
+
+def delta_table(rows: Sequence[dict[str, Any]]) -> Any:
+    """Every accuracy case's value (a gain, or the validation-selected student's shortfall)
+    with its interval, δ, and its verdicts at δ/2, δ and 2δ, each its claim re-judged by the
+    same rule (:func:`dsmlib.chapters.sec5_claims.delta_table_rows`), in points of accuracy.
+    Four columns, so that the verdicts fit a 1,280 px page."""
+    from IPython.display import HTML
     table = data_table(
-        ["Claim", "Case", "Gain (points)", "99 % interval", "δ (points)", "At δ/2", "At δ",
-         "At 2δ"],
-        [[f"<code>{html.escape(r['claim'])}</code>", html.escape(r["case"]), pts(r["measured"]),
-          fmt_interval([100 * v for v in r["interval"]]), pts(r["delta"]), BADGES[r["half"]],
-          BADGES[r["at"]], BADGES[r["double"]]] for r in rows],
+        ["Case", "Value (points), 99 % interval", "δ (points)", "At δ/2 · δ · 2δ"],
+        [[_case_cell(r["claim"], r["case"]),
+          f"{'shortfall ' if r.get('sense') == 'shortfall' else ''}{_points(r['measured'])}"
+          f"<br><span class='interval'>{fmt_interval([100 * v for v in r['interval']])}</span>",
+          _points(r["delta"]),
+          " · ".join(BADGES[r[k]] for k in ("half", "at", "double"))] for r in rows],
         row_classes=[f"v-{r['at']}" for r in rows], table_class="cases delta-verdicts cards")
     return HTML(table)
 
 
-def seeds_table(rows: Sequence[dict[str, Any]], seeds: int) -> Any:
-    """The cases and the seeds that would decide them
-    (:func:`dsmlib.chapters.sec5_readouts.seeds_to_decide`): one card per case on a phone."""
+def error_table(claims: Sequence[Any]) -> Any:
+    """Where each accuracy case's error comes from: the standard error over seeds (what more
+    seeds shrink) and over the test images (what only more test images shrink), in points, and
+    the population its interval speaks for."""
+    from IPython.display import HTML
+    rows = [(c.id, d) for c in claims for d in c.details if d.get("delta") is not None]
+    table = data_table(
+        ["Case", "SE from the seeds", "SE from the test images", "Speaks for"],
+        [[_case_cell(cid, d["case"]), _points(d["se_seeds"]),
+          "—" if d.get("se_images") is None else _points(d["se_images"]),
+          html.escape(d["population"].split(":")[0])] for cid, d in rows],
+        table_class="cases error-sources cards")
+    return HTML(table)
+
+
+def divergence_table(rows: Sequence[dict[str, Any]]) -> Any:
+    """Each arm's runs and how many diverged (:attr:`DistillResults.divergence`), with a 99 %
+    Clopper-Pearson interval of its divergence rate; arms with none are summed in one line."""
+    from IPython.display import HTML
+    from scipy.stats import beta
+    bad = [r for r in rows if r["diverged"]]
+    if not bad:
+        n = sum(r["runs"] for r in rows)
+        return HTML(f"<p>No run diverged: 0 of {n:,} runs.</p>")
+
+    def cp(k: int, n: int) -> str:
+        lo = 0.0 if k == 0 else beta.ppf(0.005, k, n - k + 1)
+        hi = 1.0 if k == n else beta.ppf(0.995, k + 1, n - k)
+        return f"[{100 * lo:.0f}, {100 * hi:.0f}] %"
+    table = data_table(
+        ["Setting", "Arm", "Diverged", "Rate, 99 % interval", "Seeds"],
+        [[html.escape(r["setting"]), html.escape(r["arm"]), f"{r['diverged']} of {r['runs']}",
+          cp(r["diverged"], r["runs"]), ", ".join(map(str, r["seeds"]))] for r in bad],
+        table_class="cases divergence cards")
+    calm = sum(r["runs"] for r in rows if not r["diverged"])
+    return HTML(f"{table}<p>Every other arm: none of its {calm:,} runs diverged.</p>")
+
+
+def readings_table(rows: Sequence[dict[str, Any]]) -> Any:
+    """Each accuracy claim over the seeds judged and over every seed (a diverged run counted at
+    its measured accuracy, or at chance) (:func:`dsmlib.chapters.sec5_claims.accuracy_readings`)."""
     from IPython.display import HTML
     if not rows:
-        return HTML(f"<p>Every case is decided with these {seeds} seeds.</p>")
+        return HTML("<p>No run diverged: every seed is judged, and there is no second reading.</p>")
     table = data_table(
-        ["Claim", "Case", "Measured", "± (its interval)", "Now", "Seeds to decide",
-         "It would be"],
-        [[f"<code>{html.escape(r['claim'])}</code>", html.escape(r["case"]),
-          fmt_number(r["measured"]), fmt_number(r["half_width"]), BADGES[r["verdict"]],
-          ("none: no effect" if not r.get("resolved", True) else
-           f"{r['seeds']:,}" if r["seeds"] is not None else f"over {MAX_UNITS:,}"),
-          (BADGES[r["towards"]] if r.get("resolved", True) else
-           f"not projected: the value is within the resolution ({RESOLUTION:g}) of the band's "
-           "edge, a rounding residue rather than an effect")] for r in rows],
+        ["Claim", "Seeds judged", "Every seed"],
+        [[f"<code>{html.escape(r['claim'])}</code>",
+          f"{BADGES[r['kept']]}<br><span class='interval'>{_points(r['kept_measured'])} "
+          f"{fmt_interval([100 * v for v in r['kept_interval']])}</span>",
+          f"{BADGES[r['every']]}<br><span class='interval'>{_points(r['every_measured'])} "
+          f"{fmt_interval([100 * v for v in r['every_interval']])}</span>"] for r in rows],
+        row_classes=[f"v-{r['kept']}" for r in rows], table_class="cases readings cards")
+    return HTML(table)
+
+
+def seeds_table(rows: Sequence[dict[str, Any]], seeds: str) -> Any:
+    """The cases and the seeds that would decide them
+    (:func:`dsmlib.chapters.sec5_readouts.seeds_to_decide`): one card per case on a phone;
+    four columns, so that the projection fits a 1,280 px page."""
+    from IPython.display import HTML
+    if not rows:
+        return HTML(f"<p>Every case is decided with these seeds ({html.escape(seeds)}).</p>")
+
+    def plan(r: dict[str, Any]) -> str:
+        if not r.get("resolved", True):
+            return (f"none: the value is within the resolution ({RESOLUTION:g}) of the band's "
+                    "edge, a rounding residue rather than an effect")
+        if r["seeds"] is None:
+            return ("not by seeds alone: no spread measured, or the test images' own error "
+                    f"keeps it undecided beyond {MAX_UNITS:,} seeds")
+        return f"{r['seeds']:,} seeds → {BADGES[r['towards']]}"
+    table = data_table(
+        ["Case", "Value ± half-width", "Now", "Seeds to decide → verdict"],
+        [[_case_cell(r["claim"], r["case"]),
+          f"{fmt_number(r['measured'])} ± {fmt_number(r['half_width'])}",
+          BADGES[r["verdict"]], plan(r)] for r in rows],
         row_classes=[f"v-{r['towards'] or 'inconclusive'}" for r in rows],
         table_class="cases seeds-to-decide cards")
-    return HTML(f"<p>This run has {seeds} seeds.</p>{table}")
+    return HTML(f"<p>This run has {html.escape(seeds)} seeds.</p>{table}")

@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 from .checks import check_choice, check_real
 from .decision import (CONFIDENCE, FAMILY_RULE, P_FLOOR, VERDICTS, bonferroni_verdicts,  # noqa: F401
-                       combine_all, decision_p, family_p, gain_verdict, holm_adjusted,
+                       combine_all, decision_p, family_p, holm_adjusted,
                        holm_verdicts, interval, interval_p, joint_level, p_towards, parse_band,
                        quantile, verdict)
 from .stats import LACK_OF_FIT_ALPHA, LogLogFit, loglog_fit
@@ -64,6 +64,7 @@ class Case:
     caveat: str = ""            # why the interval cannot be trusted (then: inconclusive)
     p_value: float | None = None  # the smallest alpha whose 1 - alpha interval decides (see towards)
     towards: str | None = None    # the verdict a small enough alpha reaches; None: none can
+    bounds: list[float] | None = None  # the quantity's possible range, where the interval is cut to it
 
 
 @dataclass
@@ -88,11 +89,13 @@ class Claim:
     condition: str = ""            # for refutations: what would make the statement hold
     kind: str = "empirical"        # one of KINDS: "identity" or "empirical"
     p_value: float | None = None   # the smallest alpha at which the claim's verdict is reached
+    bounds: list[float] | None = None  # the quantity's possible range (see :func:`case`)
 
 
 def case(*, paper: float, measured: float, se: float, band: Sequence[float | None],
          quantity: str = "", source: str = "paper", dof: float = math.inf,
-         exact: float | None = None, level: float = CONFIDENCE, caveat: str = "") -> Case:
+         exact: float | None = None, level: float = CONFIDENCE, caveat: str = "",
+         bounds: Sequence[float] | None = None) -> Case:
     """A measurement from an estimate and its standard error.
 
     The interval is ``measured +- t * se`` at ``level`` (the ledger's :data:`CONFIDENCE`
@@ -101,7 +104,9 @@ def case(*, paper: float, measured: float, se: float, band: Sequence[float | Non
     paper's value within which the claim counts as confirmed. A non-empty ``caveat`` says why
     the interval cannot be trusted (e.g. heavy tails); the verdict is then ``inconclusive``
     by rule, whatever the interval says. The p-value (:func:`decision_p`) does not depend on
-    ``level``.
+    ``level``. ``bounds``: the range the quantity can take (an accuracy lies in [0, 1], a
+    difference of two in [-1, 1]); the interval is cut to it, which never loses coverage, and
+    leaves the verdict as it is while the band's edges lie inside the range.
     """
     measured = check_real("measured", measured)
     se = check_real("se", se)
@@ -109,13 +114,19 @@ def case(*, paper: float, measured: float, se: float, band: Sequence[float | Non
         raise ValueError(f"se must be >= 0, got {se}")
     check_choice("source", source, ["paper", "book"])
     iv = interval(measured, se, dof=dof, level=level)
+    if bounds is not None:
+        lo, hi = (float(b) for b in bounds)
+        if not lo <= measured <= hi:
+            raise ValueError(f"measured must lie in bounds {[lo, hi]}, got {measured}")
+        iv = [max(iv[0], lo), min(iv[1], hi)]
     p, towards = (1.0, None) if caveat else decision_p(measured, se, band, dof=dof)
     return Case(paper=float(paper), measured=measured, interval=iv,
                 band=[None if math.isinf(b) else b for b in parse_band(band)],
                 verdict="inconclusive" if caveat else verdict(iv, band),
                 quantity=quantity, source=source, se=se,
                 exact=None if exact is None else float(exact), caveat=caveat,
-                p_value=p, towards=towards)
+                p_value=p, towards=towards,
+                bounds=None if bounds is None else [float(b) for b in bounds])
 
 
 def interval_case(measured: float, interval_at: Callable[[float], Sequence[float]],
@@ -198,17 +209,18 @@ def from_case(id: str, statement: str, c: Case, *, note: str = "",
                  details=list(details or []), exact=c.exact,
                  scope=None if scope is None else check_choice("scope", scope, SCOPES),
                  condition=condition, kind=check_choice("kind", kind, KINDS),
-                 p_value=p_towards(c)[0])
+                 p_value=p_towards(c)[0], bounds=getattr(c, "bounds", None))
 
 
 def measure(id: str, statement: str, *, paper: float, measured: float, se: float,
             band: Sequence[float | None], quantity: str = "", source: str = "paper",
             note: str = "", dof: float = math.inf, details: list[dict[str, Any]] | None = None,
             exact: float | None = None, scope: str | None = None,
-            condition: str = "", caveat: str = "", kind: str = "empirical") -> Claim:
+            condition: str = "", caveat: str = "", kind: str = "empirical",
+            bounds: Sequence[float] | None = None) -> Claim:
     """Build a claim from an estimate and its standard error (see :func:`case`)."""
     c = case(paper=paper, measured=measured, se=se, band=band, quantity=quantity,
-             source=source, dof=dof, exact=exact, caveat=caveat)
+             source=source, dof=dof, exact=exact, caveat=caveat, bounds=bounds)
     return from_case(id, statement, c, note=note, details=details, scope=scope,
                      condition=condition, kind=kind)
 
@@ -287,6 +299,8 @@ def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note:
             row["exact"] = c.exact
         if getattr(c, "caveat", ""):
             row["caveat"] = c.caveat
+        if getattr(c, "bounds", None) is not None:
+            row["bounds"] = c.bounds
         details.append(row)
     caveats = sorted({f"({k}) {c.caveat}" for k, c in cases.items() if getattr(c, "caveat", "")})
     if caveats:

@@ -58,22 +58,6 @@ def verdict(interval: Sequence[float], band: Sequence[float | None]) -> str:
     return "inconclusive"
 
 
-def gain_verdict(interval: Sequence[float], delta: float) -> str:
-    """Verdict of a claimed gain judged against the smallest gain worth having, ``delta > 0``,
-    fixed before measuring: ``confirmed`` when the interval lies above 0 and reaches past
-    ``delta`` (a gain, and one of useful size is not excluded); ``refuted`` when it lies below
-    ``delta`` (no gain of useful size, whatever its sign); otherwise ``inconclusive`` (the
-    interval reaches 0 and ``delta``). As a band, ``[delta, inf)``: the refutation is the
-    band's, the confirmation asks less than the band's (above 0 instead of above ``delta``)."""
-    lo, hi = (check_real("interval", v) for v in interval)
-    delta = check_real("delta", delta)
-    if lo > hi or delta <= 0:
-        raise ValueError(f"interval must be ordered and delta > 0, got {interval}, {delta}")
-    if hi < delta:
-        return "refuted"
-    return "confirmed" if lo > 0 and hi > delta else "inconclusive"
-
-
 def combine_all(verdicts: Iterable[str]) -> str:
     """Verdict of a claim that must hold in *every* case: refuted if any case is refuted,
     confirmed if all are confirmed, otherwise inconclusive."""

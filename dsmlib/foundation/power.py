@@ -50,13 +50,19 @@ def _level(half_width: float, se: float, n: int) -> float:
     return 2.0 * float(_st.t.cdf(half_width / se, n - 1)) - 1.0
 
 
-def decision_power(distance: float, spread: float, units: int, level: float) -> float:
+def decision_power(distance: float, spread: float, units: int, level: float,
+                   floor: float = 0.0) -> float:
     """Chance that a Student-t interval at ``level`` over ``units`` independent units, each
     with standard deviation ``spread``, clears a band edge lying ``distance`` from the true
-    mean (the exact noncentral-t probability; the module's docstring)."""
+    mean (the exact noncentral-t probability; the module's docstring). ``floor``: a part of the
+    standard error that more units do not shrink (e.g. a test set's own sampling error, every
+    unit being scored on the same items); the standard error with ``m`` units is then
+    ``sqrt(spread^2 / m + floor^2)``, and the noncentral t with ``m - 1`` degrees of freedom is
+    an approximation."""
     units = check_int("units", units, minimum=2)
     q = float(_st.t.ppf(0.5 + level / 2.0, units - 1))
-    nc, dof = abs(distance) * math.sqrt(units) / spread, units - 1
+    se = math.sqrt(spread ** 2 / units + floor ** 2)
+    nc, dof = abs(distance) / se, units - 1
     p = float(_st.nct.sf(q, dof, nc) + _st.nct.cdf(-q, dof, nc))
     if math.isfinite(p):
         return min(1.0, p)
@@ -82,25 +88,36 @@ def resolvable(measured: float, band: Sequence[float | None],
 
 def units_to_decide(measured: float, se: float, interval: Sequence[float],
                     band: Sequence[float | None], units: int, *, power: float = POWER,
-                    max_units: int = MAX_UNITS, resolution: float = RESOLUTION) -> int | None:
+                    max_units: int = MAX_UNITS, resolution: float = RESOLUTION,
+                    floor_se: float = 0.0, dof: float | None = None) -> int | None:
     """The fewest independent units for a verdict with probability ``power``, were the truth
-    the ``measured`` value and the per-unit spread ``se sqrt(units)``; the interval's level is
-    read from ``interval``'s half-width (it may be a joint level). None when the measured value
-    is not :func:`resolvable` from a band edge at ``resolution`` (then there is no effect to
-    project), the spread is zero, or more than ``max_units`` would be needed."""
+    the ``measured`` value and the per-unit spread ``sqrt(se^2 - floor_se^2) sqrt(units)``
+    (``floor_se``: the part of ``se`` more units do not shrink, see :func:`decision_power`);
+    the interval's level is read from ``interval``'s half-width with ``dof`` degrees of freedom
+    (default ``units - 1``; it may be a joint level). None when the measured value is not
+    :func:`resolvable` from a band edge at ``resolution`` (then there is no effect to project),
+    the spread is zero, or more than ``max_units`` would be needed (with a floor, also when no
+    number of units brings the interval inside the edge's distance)."""
     measured, se = check_real("measured", measured), check_real("se", se)
     units = check_int("units", units, minimum=2)
     power = check_real("power", power)
+    floor_se = check_real("floor_se", floor_se)
     if not 0.0 < power < 1.0:
         raise ValueError(f"power must lie in (0, 1), got {power}")
+    if not 0.0 <= floor_se <= se:
+        raise ValueError(f"floor_se must lie in [0, se = {se}], got {floor_se}")
     if se <= 0 or not resolvable(measured, band, resolution):
         return None
     distance = _edge_distance(measured, band)
-    level = _level((interval[1] - interval[0]) / 2.0, se, units)
-    spread = se * math.sqrt(units)
+    half = (interval[1] - interval[0]) / 2.0
+    level = (_level(half, se, units) if dof is None
+             else 2.0 * float(_st.t.cdf(half / se, dof)) - 1.0)
+    spread = math.sqrt(se ** 2 - floor_se ** 2) * math.sqrt(units)
+    if spread <= 0:
+        return None
 
     def enough(m: int) -> bool:
-        return decision_power(distance, spread, m, level) >= power
+        return decision_power(distance, spread, m, level, floor_se) >= power
 
     if not enough(max_units):
         return None

@@ -7,6 +7,7 @@ their spread gives the standard error.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -116,6 +117,59 @@ def thin(points: np.ndarray, max_points: int) -> np.ndarray:
     max_points = check_int("max_points", max_points, minimum=1)
     step = max(1, int(np.ceil(points.shape[0] / max_points)))
     return np.asarray(points[::step], dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class CrossedMean:
+    """The grand mean of a crossed ``units x items`` table (e.g. seeds x test images: every
+    seed is scored on the same images) as an estimate of the mean over *both* populations,
+    and its standard error from the two-way random-effects model without replication,
+    ``y[s, i] = mu + a_s + b_i + e_si``.
+
+    ``Var(mean) = (sigma_a^2 + sigma_e^2 / n) / S + sigma_b^2 / n``: ``unit_var`` is the first
+    term (the spread of the units' means over ``S``, which more units shrink) and ``item_var``
+    the second (the items' own sampling error, which no number of units removes), estimated
+    from the mean squares as ``MS_units / (n S)`` and ``(MS_items - MS_error) / (S n)``
+    (clipped at 0). ``dof``: Satterthwaite's, for a Student-t interval."""
+    mean: float
+    se: float
+    dof: float
+    unit_var: float
+    item_var: float
+    units: int
+    items: int
+
+    def se_with(self, units: int) -> float:
+        """The standard error with ``units`` units on the same items (a planning figure)."""
+        return math.sqrt(self.unit_var * self.units / units + self.item_var)
+
+
+def crossed_mean(table: np.ndarray) -> CrossedMean:
+    """:class:`CrossedMean` of ``table`` (``units x items``, at least 2 x 2)."""
+    y = np.asarray(table, dtype=float)
+    if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 2:
+        raise ValueError(f"table must be a units x items array of at least 2 x 2, got shape "
+                         f"{y.shape}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("table must be finite")
+    S, n = y.shape
+    grand = float(y.mean())
+    unit_means, item_means = y.mean(axis=1), y.mean(axis=0)
+    ms_units = n * float(((unit_means - grand) ** 2).sum()) / (S - 1)
+    ms_items = S * float(((item_means - grand) ** 2).sum()) / (n - 1)
+    resid = y - unit_means[:, None] - item_means[None, :] + grand
+    ms_error = float((resid ** 2).sum()) / ((S - 1) * (n - 1))
+    unit_var = ms_units / (n * S)
+    item_var = max(ms_items - ms_error, 0.0) / (S * n)
+    var = unit_var + item_var
+    if item_var > 0:      # Satterthwaite: var = (MS_u + MS_i - MS_e) / (S n)
+        parts = ((ms_units, S - 1), (ms_items, n - 1), (ms_error, (S - 1) * (n - 1)))
+        denom = sum((m / (S * n)) ** 2 / df for m, df in parts)
+        dof = var ** 2 / denom if denom > 0 else float(S - 1)
+    else:
+        dof = float(S - 1)
+    return CrossedMean(mean=grand, se=math.sqrt(var), dof=float(dof), unit_var=unit_var,
+                       item_var=item_var, units=S, items=n)
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ from .dataset_files import download as fetch
 from .dataset_files import missing_files, read_arrays
 
 __all__ = ["DatasetSpec", "SPECS", "DATASETS", "DIGITS_TEST_FRACTION", "DIGITS_TEST_SEED",
-           "OFFICIAL_TRAIN", "DataSplit", "train_images", "load_dataset", "augment_draws",
-           "apply_augment", "augment"]
+           "OFFICIAL_TRAIN", "OFFICIAL_TEST", "DataSplit", "train_images", "load_dataset",
+           "augment_draws", "apply_augment", "augment"]
 
 DIGITS_TEST_FRACTION = 0.2
 DIGITS_TEST_SEED = 20_240_501
@@ -87,6 +87,9 @@ class DataSplit:
 # Images in the official training sets (digits: the part left by its held-out test split).
 OFFICIAL_TRAIN = {"digits": DIGITS_SIZE - int(round(DIGITS_TEST_FRACTION * DIGITS_SIZE)),
                   "cifar10": 50_000, "cifar100": 50_000, "svhn": 73_257}
+# Images in the test sets every run is scored on (digits: its held-out split).
+OFFICIAL_TEST = {"digits": int(round(DIGITS_TEST_FRACTION * DIGITS_SIZE)), "cifar10": 10_000,
+                 "cifar100": 10_000, "svhn": 26_032}
 
 
 def train_images(name: str, val_fraction: float = 0.2) -> int:

@@ -448,7 +448,10 @@ def measure(model: nn.Module, data: DataSplit, targets: dict[str, Tensor | None]
         logits = predict(model, X, amp=policy.amp, batch=policy.eval_batch, dtype=policy.dtype,
                          channels_last=policy.channels_last).view(X.shape[0], k_all, -1)
         for k, row in enumerate(rows):
-            row[f"{name}_acc"] = float((logits[:, k].argmax(dim=1) == y).float().mean())
+            right = logits[:, k].argmax(dim=1) == y
+            row[f"{name}_acc"] = float(right.float().mean())
+            if name == "test":    # which test images: the test set's own error (Section 5)
+                row["test_correct"] = "".join("01"[int(b)] for b in right.tolist())
             row[f"{name}_loss"] = float(
                 F.cross_entropy(logits[:, k], y) if target is None
                 else F.mse_loss(logits[:, k], target[:, k]))

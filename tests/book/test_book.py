@@ -1,6 +1,8 @@
 """The book end to end under the smoke profile: papermill execution, claims, the built site."""
 from __future__ import annotations
 
+import math
+
 import json
 import re
 from pathlib import Path
@@ -9,7 +11,7 @@ import pytest
 
 from dsmlib.book.profiles import load_specs
 from dsmlib.chapters.sec5_gains import SOME_IDS
-from dsmlib.foundation.claims import (SCOPES, VERDICTS, combine_all, gain_verdict, joint_level,
+from dsmlib.foundation.claims import (SCOPES, VERDICTS, combine_all, joint_level,
                                       quantile, verdict)
 
 pytestmark = pytest.mark.slow
@@ -62,6 +64,12 @@ def _check_interval(c: dict, where: str) -> None:
         assert c["verdict"] == expected, where
     se = c.get("se")
     if se is None:
+        return
+    b_lo, b_hi = c.get("bounds") or (-math.inf, math.inf)
+    assert b_lo <= lo <= hi <= b_hi, where
+    if lo == b_lo or hi == b_hi:     # cut to the quantity's possible range: the other end
+        q = max(c["measured"] - lo if hi == b_hi else hi - c["measured"], 0.0) / se if se else 0
+        assert q == 0 or interval_multiplier(q) is not None or lo == b_lo and hi == b_hi, where
         return
     assert (lo + hi) / 2 == pytest.approx(c["measured"], rel=1e-9,
                                           abs=max(1e-12, midpoint_rounding(lo, hi))), where
@@ -117,15 +125,19 @@ def test_every_notebook_wrote_measured_claims(smoke_book):
                 cases = [d for d in c["details"] if "interval" in d and "band" in d]
                 for d in cases:
                     want = ("inconclusive" if d.get("caveat") else
-                            gain_verdict(d["interval"], d["delta"]) if d.get("delta") is not None
-                            else verdict(d["interval"], d["band"]))
+                            verdict(d["interval"], d["band"]))    # one rule, accuracy included
                     # a case's own interval gives ``want``; Holm's rule over the claim's cases
                     # may hold it back, and then the case keeps that verdict as verdict_alone
                     assert d.get("verdict_alone", d["verdict"]) == want, (c["id"], d)
                     if "verdict_alone" in d:
                         assert d["verdict"] == "inconclusive" != want, (c["id"], d)
                     if d.get("delta") is not None:       # a gain against its smallest size
-                        assert d["band"] == [d["delta"], None], (c["id"], d)
+                        want_band = ([d["delta"], None] if d["sense"] == "gain"
+                                     else [None, d["delta"]])
+                        assert d["band"] == want_band, (c["id"], d)
+                        lo, hi = d["interval"]       # zero width decides nothing (issue 42)
+                        assert hi > lo or (d.get("caveat") and d["verdict"] == "inconclusive"), \
+                            (c["id"], d)
                 vs = [d["verdict"] for d in cases]
                 if len(cases) == len(c["details"]) and c["id"] in SOME_IDS:   # "some case holds"
                     assert c["verdict"] == ("confirmed" if "confirmed" in vs else "refuted"
@@ -393,3 +405,19 @@ def test_the_site_says_how_to_cite_and_what_section_5_costs(smoke_book):
     assert "eprint = {2304.00320}" in intro and "author = {{The dsmlib team}}" in intro
     repro = re.sub(r"<[^>]+>", "", (site / "reproducibility.html").read_text())
     assert "GPU-hours per seed" in repro and "NVIDIA H100" in repro
+
+
+#: Claims whose kind was wrong once (issue 42): an identity's truth follows from the algebra
+#: for its data (its measurement checks the code), an empirical one from the dynamics.
+KINDS = {"prop1.xi_star_cov_without_replacement_paper": "identity",
+         "ols.cov_vs_eta": "identity", "ols.cov_vs_eta_rate": "identity",
+         "ols.cov_vs_batch": "identity", "ols.cov_vs_batch_rate": "identity",
+         "ols.noiseless_converges": "empirical", "remark2.valley_stability": "empirical"}
+
+
+def test_kind_labels_match_their_claims(smoke_book):
+    found = {}
+    for name in load_specs(smoke_book / "notebooks"):
+        doc = json.loads((smoke_book / "results" / "smoke" / f"{name}.json").read_text())
+        found |= {c["id"]: c["kind"] for c in doc["claims"] if c["id"] in KINDS}
+    assert found == KINDS

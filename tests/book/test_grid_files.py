@@ -16,7 +16,8 @@ from dataset_fakes import write_cifar
 from dsmlib.book.cli import main
 from dsmlib.book.grid import launch, prepare_data, profile_grid, status
 from dsmlib.chapters import sec5_distillation as distill
-from dsmlib.chapters.sec5_grid import grid_runs, scope_note
+from dsmlib.chapters.sec5_grid import grid_runs
+from dsmlib.chapters.sec5_scope import scope_note
 from dsmlib.figures import sec5_distillation as figs
 from dsmlib.models.runs import run_many
 from helpers import ROOT
@@ -73,11 +74,11 @@ def test_synthetic_cifar10_grid_launch_kill_resume_collect_and_claims(tmp_path, 
     # the chapter: its summary, figures and claims, on these records
     res = distill.summarise(grid, reference)
     from dsmlib.chapters.sec5_claims import distill_claims
-    claims = distill_claims(res, scope_note=scope_note(grid))
+    claims = distill_claims(res, scope_note=scope_note(res))
     ids = {c.id for c in claims}
     assert {"fig1.noise_lowers_gradnorm_sigma2", "fig1.noise_lowers_gradnorm_p",
             "fig1.student_below_teacher", "fig2.train_loss_to_zero"} <= ids, ids
-    assert "cifar10" in scope_note(grid)
+    assert "cifar10" in scope_note(res)
     for c in claims:
         assert c.verdict in ("confirmed", "refuted", "inconclusive"), c.id
         assert math.isfinite(c.measured) and c.scope in ("setting", "reading")

@@ -167,3 +167,10 @@ def test_the_embedded_template_keeps_what_the_figure_uses():
     assert "polar" in trim_template(polar)["layout"]["template"]["layout"]
     bundle = pio.renderers[RENDERER].to_mimebundle(full)
     assert len(bundle["text/html"]) < len(json.dumps(full)) - 4000
+
+
+def test_bullets_are_a_markdown_list():
+    """Read-outs computed from an execution appear as a list, not as printed code."""
+    from dsmlib.figures.common import bullets
+    md = bullets(["one *a*", "two"])
+    assert md.data == "- one *a*\n- two" and type(md).__name__ == "Markdown"

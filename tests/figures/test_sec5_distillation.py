@@ -12,8 +12,9 @@ from dsmlib.chapters import sec5_claims as sc
 from dsmlib.chapters import sec5_gains as gains
 from dsmlib.chapters import sec5_grid as sg
 from dsmlib.chapters import sec5_readouts as ro
-from dsmlib.figures.sec5_distillation import (CONTROL_NAME, curve_figure, delta_table, figure1,
-                                              figure2, gradnorm_epochs, noise_table,
+from dsmlib.figures.sec5_distillation import (CONTROL_NAME, curve_figure, delta_table,
+                                              divergence_table, error_table, figure1, figure2,
+                                              gradnorm_epochs, noise_table, readings_table,
                                               seeds_table, settings_table, shrinkage_table)
 from dsmlib.models.runs import RunRecord
 
@@ -114,26 +115,43 @@ def test_shrinkage_table_shows_kappa_squared():
 
 
 def test_seeds_table_one_row_per_undecided_case():
-    """Each row's numbers, the planned seeds with a thousands separator (or "over 100,000"),
-    the verdict they would reach, and a phone card per row; no rows: a sentence saying so."""
+    """Each row's numbers, the planned seeds with a thousands separator and the verdict they
+    would reach (or why none is planned), a phone card per row, four columns; no rows: a
+    sentence saying so."""
     rows = [dict(claim="fig1.noise_lowers_gradnorm_sigma2", case="digits: σ² = 1",
                  measured=-0.041, half_width=0.167, towards="confirmed", seeds=1234),
             dict(claim="fig2.swap_flatter_and_better", case="digits: better than <σ²>",
                  measured=0.0, half_width=0.003, towards="refuted", seeds=None)]
     rows = [r | dict(verdict="inconclusive") for r in rows]
-    text = seeds_table(rows, 6).data
-    assert text.count("<tr class='v-") == 2 and "cards" in text
-    assert "This run has 6 seeds" in text and "1,234" in text and "over 100,000" in text
+    text = seeds_table(rows, "6 (digits)").data
+    assert text.count("<tr class='v-") == 2 and "cards" in text and text.count("<th>") == 4
+    assert "This run has 6 (digits) seeds" in text and "1,234 seeds" in text
+    assert "not by seeds alone" in text
     assert "−0.041" in text or "-0.041" in text
-    assert "better than &lt;σ²&gt;" in text and "confirmed" in text and "refuted" in text
-    assert "decided with these 6 seeds" in seeds_table([], 6).data
+    assert "better than &lt;σ²&gt;" in text and "confirmed" in text
+    assert "decided with these seeds (6 (digits))" in seeds_table([], "6 (digits)").data
     # issue 31: a rounding residue is no effect: no seeds and no verdict are projected for it
     residue = dict(claim="fig2.swap_flatter_and_better", case="digits: better than σ² = 1",
                    measured=1.192e-08, half_width=0.01073, towards=None, seeds=None,
                    resolved=False, verdict="inconclusive")
-    text = seeds_table([residue], 6).data
-    assert "none: no effect" in text and "not projected" in text and "over 100,000" not in text
+    text = seeds_table([residue], "6").data
+    assert "none: the value is within the resolution" in text and "not by seeds" not in text
     assert "✔" not in text and "✘" not in text
+
+
+def test_divergence_and_readings_tables():
+    rows = [dict(setting="digits, 50 images", arm="σ² = 4", runs=10, diverged=2, seeds=[1, 3]),
+            dict(setting="digits, 50 images", arm="teacher", runs=10, diverged=0, seeds=[])]
+    text = divergence_table(rows).data
+    assert "2 of 10" in text and "1, 3" in text and "none of its 10 runs" in text
+    assert "[1, 65] %" in text   # Clopper-Pearson 99 %: beta(2, 9) 0.5 % and beta(3, 8) 99.5 %
+    assert "0 of 10 runs" in divergence_table(rows[1:]).data
+    assert "no second reading" in readings_table([]).data
+    text = readings_table([dict(claim="fig1.noisy_beats_teacher", kept="refuted",
+                                kept_measured=-0.01, kept_interval=[-0.02, 0.0],
+                                every="inconclusive", every_measured=-0.03,
+                                every_interval=[-0.09, 0.03])]).data
+    assert "refuted" in text and "inconclusive" in text and "[−9, 3]" in text
 
 
 def test_curve_figure_marks_the_settings_and_the_target():
@@ -155,6 +173,9 @@ def test_tables_of_noise_settings_and_delta():
     rows = gains.verdicts_by_setting(res, claims)
     table = settings_table(rows, res.settings).data
     assert table.count("<tr>") == len(claims) + 1 and "svhn, 100 images" in table
-    deltas = gains.delta_rows(claims)
+    deltas = sc.delta_table_rows(res, claims)
     text = delta_table(deltas).data
-    assert text.count("<tr class='v-") == len(deltas) and "At 2δ" in text
+    assert text.count("<tr class='v-") == len(deltas) and "At δ/2 · δ · 2δ" in text
+    assert text.count("<th>") == 4 and "shortfall" in text
+    text = error_table(claims).data
+    assert text.count("<tr>") == 1 + len(deltas) and "SE from the test images" in text

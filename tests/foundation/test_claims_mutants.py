@@ -20,14 +20,15 @@ def test_measure_forwards_every_field():
     c = C.measure("a.b", "A statement.", paper=2.0, measured=2.1, se=0.1, band=(1.5, None),
                   quantity="ratio", source="book", note="A note.", dof=9,
                   details=[{"case": "x"}], exact=2.05, scope="setting",
-                  condition="if so", caveat="heavy tails", kind="identity")
+                  condition="if so", caveat="heavy tails", kind="identity", bounds=(0, 2.2))
     q = st.t.ppf(0.995, 9)
     assert asdict(c) == {
         "id": "a.b", "statement": "A statement.", "paper": 2.0, "measured": 2.1,
-        "interval": pytest.approx([2.1 - q * 0.1, 2.1 + q * 0.1]), "band": [1.5, None],
+        "interval": pytest.approx([2.1 - q * 0.1, 2.2]), "band": [1.5, None],
         "verdict": "inconclusive", "quantity": "ratio", "source": "book", "se": 0.1,
         "note": "A note. heavy tails", "details": [{"case": "x"}], "exact": 2.05,
-        "scope": "setting", "condition": "if so", "kind": "identity", "p_value": 1.0}
+        "scope": "setting", "condition": "if so", "kind": "identity", "p_value": 1.0,
+        "bounds": [0.0, 2.2]}
 
 
 def test_measure_defaults():

@@ -281,3 +281,19 @@ def test_tables_tag_identities_and_say_when_holm_holds_a_case_back():
     assert html.count("by its own interval; Holm leaves it undecided") == 3
     plain = C.measure("x.z", "s", paper=1.0, measured=1.0, se=0.01, band=(0.9, 1.1))
     assert "kind-tag" not in claims_html([plain]) and "Holm" not in claims_html([plain])
+
+
+def test_an_interval_is_cut_to_the_quantitys_possible_range():
+    """A difference of accuracies lies in [-1, 1]: its interval is cut there (never losing
+    coverage), its verdict and p-value are those of the uncut interval, and a value outside
+    the range is refused."""
+    from dsmlib.foundation.claims import case
+    wide = case(paper=0.0, measured=0.05, se=0.5, band=(0.01, None), dof=1)
+    cut = case(paper=0.0, measured=0.05, se=0.5, band=(0.01, None), dof=1, bounds=(-1, 1))
+    assert wide.interval[0] < -1 and wide.interval[1] > 1
+    assert cut.interval == [-1.0, 1.0] and cut.bounds == [-1.0, 1.0]
+    assert (cut.verdict, cut.p_value, cut.towards) == (wide.verdict, wide.p_value, wide.towards)
+    near = case(paper=0.0, measured=0.98, se=0.01, band=(0.5, None), dof=9, bounds=(0, 1))
+    assert near.interval[1] == 1.0 and near.interval[0] < 0.98 and near.verdict == "confirmed"
+    with pytest.raises(ValueError, match="measured must lie in bounds"):
+        case(paper=0.0, measured=1.5, se=0.1, band=(0, None), bounds=(-1, 1))
