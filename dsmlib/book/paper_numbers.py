@@ -49,9 +49,11 @@ def paper_numbers(notebook: dict[str, Any]) -> dict[str, dict[str, str]]:
 def renumber(toc_fignumbers: dict[str, dict[str, dict[str, tuple]]],
              declared: dict[str, dict[str, dict[str, str]]]) -> None:
     """In place: the paper's numbers for what each document ``declared`` (by figure name and
-    equation label, :func:`paper_numbers`), and "B" before every other equation's number.
-    A declared name or label the document does not have is an error naming it (a renamed
-    label would otherwise lose its paper number silently)."""
+    equation label, :func:`paper_numbers`), and the book's own equations numbered "B1",
+    "B2", ... in Sphinx's order with the paper's left out (no gap where one was). A declared
+    name or label the document does not have is an error naming it (a renamed label would
+    otherwise lose its paper number silently)."""
+    book = []
     for docname, kinds in toc_fignumbers.items():
         mine = declared.get(docname, {})
         figures = kinds.get("figure", {})
@@ -67,9 +69,13 @@ def renumber(toc_fignumbers: dict[str, dict[str, dict[str, tuple]]],
         if missing:
             raise ValueError(f"{docname}: equation(s) {missing} have a paper number but no "
                              f"such label; labels: {sorted(equations)}")
-        for node_id, number in list(equations.items()):
-            equations[node_id] = ((paper[node_id],) if node_id in paper else
-                                  (BOOK_EQUATION.format(".".join(map(str, number))),))
+        for node_id, number in equations.items():
+            if node_id in paper:
+                equations[node_id] = (paper[node_id],)
+            else:
+                book.append((tuple(number), docname, node_id))
+    for i, (_, docname, node_id) in enumerate(sorted(book), start=1):
+        toc_fignumbers[docname]["displaymath"][node_id] = (BOOK_EQUATION.format(i),)
     for docname in set(declared) - set(toc_fignumbers):
         if any(declared[docname].values()):
             raise ValueError(f"{docname}: paper numbers declared, but it has no numbered "

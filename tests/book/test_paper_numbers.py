@@ -28,7 +28,7 @@ def test_renumbering_gives_the_papers_numbers_and_b_to_the_books():
            "other": {"displaymath": {"equation-eq-z": (1,)}}}
     renumber(toc, {"ch": {"figure": {"fig-a": "1"}, "displaymath": {"eq-x": "24"}}})
     assert toc == {"ch": {"figure": {"fig-a": ("1 (paper)",), "fig-b": (22,)},
-                          "displaymath": {"equation-eq-x": ("24",), "equation-eq-y": ("B24",)}},
+                          "displaymath": {"equation-eq-x": ("24",), "equation-eq-y": ("B2",)}},
                    "other": {"displaymath": {"equation-eq-z": ("B1",)}}}
     with pytest.raises(ValueError, match="figure 'fig-gone' has a paper number"):
         renumber({"ch": {"figure": {}}}, {"ch": {"figure": {"fig-gone": "1"}}})
@@ -52,13 +52,18 @@ def test_the_built_pages_show_the_papers_numbers(smoke_book):
             assert caption and caption.group(1).strip() == f"Figure {number} (paper)", name
             refs = re.findall(rf'href="#{name}"[^>]*><span class="std std-numref">([^<]*)<', page)
             assert all(r == f"Figure {number} (paper)" for r in refs), (name, refs)
-    page = (html / "prop1_noise.html").read_text()
+    page = (html / "ols.html").read_text()
     tags = dict(re.findall(r'id="equation-([\w-]+)">\s*<span class="eqno">\((\w+)\)', page))
-    assert tags["eq-swap"] == "24" and tags["eq-split"] == "12"
-    assert tags and all(n.startswith("B") for lab, n in tags.items()
-                        if lab not in ("eq-swap", "eq-split", "eq-terms", "eq-prop1"))
-    refs = re.findall(r'href="#equation-eq-swap"[^>]*><span class="eq">([^<]*)<', page)
-    assert refs and set(refs) == {"(24)"}
+    assert tags == {"eq-paper-limit": "30", "eq-sgd": "B1", "eq-exact-mean": "B2",
+                    "eq-exact-cov": "B3", "eq-first-order": "B4"}
+    refs = re.findall(r'<a class="reference internal" href="#equation-([\w-]+)">([^<]*)</a>',
+                      page)
+    assert ("eq-paper-limit", "(30)") in refs and ("eq-sgd", "(B1)") in refs
+    assert all(text == f"({tags[label]})" for label, text in refs)
+    prop1 = (html / "prop1_noise.html").read_text()
+    assert dict(re.findall(r'id="equation-([\w-]+)">\s*<span class="eqno">\((\w+)\)',
+                           prop1)) == {"eq-split": "12", "eq-terms": "13", "eq-prop1": "14",
+                                       "eq-swap": "24"}
 
 
 def test_every_declared_number_is_a_number_of_the_paper():
