@@ -312,11 +312,16 @@ def summary_at_scale(docs: Sequence[dict[str, Any]],
         pairs = [(d, r) for d in docs for r in by_chapter.get(d["notebook"], [])
                  if r.profile == prof and not r.fresh]
         old = sum(len(differing_claims(d["claims"], [r], stale=True)) for d, r in pairs)
+        kinds = dict.fromkeys(DIFFERENCE_KINDS, 0)
+        for d, r in pairs:
+            for kind, n in difference_kinds(d["claims"], r).items():
+                kinds[kind] += n
         if old:
             parts.append(f"{old} verdict{'s' if old != 1 else ''} of the stale `{prof}` "
                          f"reference{'s' if len(pairs) != 1 else ''} "
-                         f"{'differs' if old == 1 else 'differ'} from this build's (stale: "
-                         "measured with code that has changed since)")
+                         f"{'differs' if old == 1 else 'differ'} from this build's "
+                         f"({differences_text(kinds)}; stale: measured with code that has "
+                         "changed since)")
     if not parts:
         return ""
     return "At other scales, " + "; ".join(parts) + " (see the ledger).\n"
