@@ -485,11 +485,16 @@ STUMBLES_JS = r"""async () => {
       if (size > ax._length + 2) out.long_titles.push([k, (g.textContent || '').slice(0, 40),
                                                         Math.round(size), Math.round(ax._length)]);
     });
-    Object.keys(L).filter(n => /^[xy]axis\d*$/.test(n)).forEach(n => {
-      const ax = L[n], title = ((ax.title || {}).text || '');
+    // an accuracy and its error bar stay in [0, 1] (or [0, 100] %): plotly's calcdata holds
+    // each point's y and its bar's ends, ys (below) and yh (above)
+    (gd._fullData || []).forEach((t, i) => {
+      const ax = L['yaxis' + (t.yaxis || 'y').slice(1)];
+      const title = ((ax && ax.title) || {}).text || '';
       if (!/accuracy/i.test(title) || /gain|differen|points|change/i.test(title)) return;
-      const [lo, hi] = ax.range.map(Number), top = hi > 1.5 ? 100 : 1;
-      if (lo < -0.05 * top || hi > 1.05 * top)
+      const ys = (gd.calcdata[i] || []).flatMap(p => [p.y, p.yh, p.ys])
+        .filter(v => typeof v === 'number' && isFinite(v));
+      const top = ys.some(v => v > 1.5) ? 100 : 1, lo = Math.min(...ys), hi = Math.max(...ys);
+      if (ys.length && (lo < -1e-6 || hi > top + 1e-6))
         out.accuracy_axes.push([k, title.slice(0, 40), lo.toPrecision(3), hi.toPrecision(3)]);
     });
   });
