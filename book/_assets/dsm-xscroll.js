@@ -5,8 +5,23 @@
 // window) lose their bar.
 (function () {
   "use strict";
-  var BOXES = "article div.pst-scrollable-table-container, article table.cases:not(.cards)";
   function wide(box) { return box.scrollWidth > box.clientWidth + 1 && box.offsetParent !== null; }
+  // the boxes that scroll a table sideways: each table's nearest box (itself included) whose
+  // overflow-x scrolls (the theme's table container, a cell output, a data table on a phone)
+  function boxes() {
+    var art = document.querySelector("article"), found = [];
+    if (!art) { return found; }
+    art.querySelectorAll("table").forEach(function (t) {
+      for (var e = t; e && e !== art; e = e.parentElement) {
+        var o = window.getComputedStyle(e).overflowX;
+        if (o === "auto" || o === "scroll") {
+          if (found.indexOf(e) < 0) { found.push(e); }
+          return;
+        }
+      }
+    });
+    return found;
+  }
   function link(box) {
     var bar = box.previousElementSibling;
     if (bar && bar.classList.contains("dsm-xscroll")) {
@@ -34,7 +49,7 @@
     box.parentNode.insertBefore(bar, box);
   }
   function update() {
-    document.querySelectorAll(BOXES).forEach(function (box) {
+    boxes().forEach(function (box) {
       if (wide(box)) {
         link(box);
       } else if (box.previousElementSibling &&

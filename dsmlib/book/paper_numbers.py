@@ -9,9 +9,10 @@ reproduce one of the paper's in its cells' metadata:
   {eq-swap: 24}}``, by the equations' labels.
 
 The book's extension (:mod:`dsmlib.book.sphinx_ext`) then gives those the paper's number,
-"Figure 1 (paper)" and "(24)", in their captions, equation tags and every ``{numref}`` and
-``{eq}`` to them; the book's own equations read "(B1)", "(B2)", ... (``math_eqref_format``
-``({number})``), so a number without a B is always the paper's.
+"Figure 1" and "(24)", in their captions, equation tags and every ``{numref}`` and ``{eq}`` to
+them; the book's own figures read "Figure B1", "Figure B2", ... and its equations "(B1)",
+"(B2)", ... (``math_eqref_format`` ``({number})``), numbered in the book's order with the
+paper's left out: a number without a B is always the paper's.
 """
 from __future__ import annotations
 
@@ -19,12 +20,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PAPER_FIGURE", "BOOK_EQUATION", "paper_numbers", "renumber", "declared_numbers"]
+__all__ = ["BOOK", "paper_numbers", "renumber", "declared_numbers"]
 
-#: How a figure that reproduces the paper's Figure N is numbered: "Figure N (paper)".
-PAPER_FIGURE = "{} (paper)"
-#: How the book's own equation N is numbered: "(BN)".
-BOOK_EQUATION = "B{}"
+#: How the book's own N-th figure or equation is numbered ("Figure B3", "(B3)"); one that
+#: reproduces the paper's carries the paper's number alone ("Figure 1", "(24)").
+BOOK = "B{}"
 
 
 def paper_numbers(notebook: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -48,34 +48,30 @@ def paper_numbers(notebook: dict[str, Any]) -> dict[str, dict[str, str]]:
 
 def renumber(toc_fignumbers: dict[str, dict[str, dict[str, tuple]]],
              declared: dict[str, dict[str, dict[str, str]]]) -> None:
-    """In place: the paper's numbers for what each document ``declared`` (by figure name and
-    equation label, :func:`paper_numbers`), and the book's own equations numbered "B1",
-    "B2", ... in Sphinx's order with the paper's left out (no gap where one was). A declared
-    name or label the document does not have is an error naming it (a renamed label would
-    otherwise lose its paper number silently)."""
-    book = []
+    """In place: the paper's numbers for the figures and equations each document ``declared``
+    (by figure name and equation label, :func:`paper_numbers`), and the book's own numbered
+    "B1", "B2", ... per kind, in Sphinx's order with the paper's left out (no gap where one
+    was). A declared name or label the document does not have is an error naming it (a
+    renamed label would otherwise lose its paper number silently)."""
+    book: dict[str, list] = {"figure": [], "displaymath": []}
     for docname, kinds in toc_fignumbers.items():
         mine = declared.get(docname, {})
-        figures = kinds.get("figure", {})
-        for name, number in mine.get("figure", {}).items():
-            if name not in figures:
-                raise ValueError(f"{docname}: figure {name!r} has a paper number but no "
-                                 f"such figure; figures: {sorted(figures)}")
-            figures[name] = (PAPER_FIGURE.format(number),)
-        equations = kinds.get("displaymath", {})
-        paper = {f"equation-{label}": number
-                 for label, number in mine.get("displaymath", {}).items()}
-        missing = sorted(set(paper) - set(equations))
-        if missing:
-            raise ValueError(f"{docname}: equation(s) {missing} have a paper number but no "
-                             f"such label; labels: {sorted(equations)}")
-        for node_id, number in equations.items():
-            if node_id in paper:
-                equations[node_id] = (paper[node_id],)
-            else:
-                book.append((tuple(number), docname, node_id))
-    for i, (_, docname, node_id) in enumerate(sorted(book), start=1):
-        toc_fignumbers[docname]["displaymath"][node_id] = (BOOK_EQUATION.format(i),)
+        for kind, prefix, what in (("figure", "", "figure"),
+                                   ("displaymath", "equation-", "equation")):
+            numbered = kinds.get(kind, {})
+            paper = {prefix + name: number for name, number in mine.get(kind, {}).items()}
+            missing = sorted(set(paper) - set(numbered))
+            if missing:
+                raise ValueError(f"{docname}: {what}(s) {missing} have a paper number but no "
+                                 f"such name; {what}s: {sorted(numbered)}")
+            for node_id, number in numbered.items():
+                if node_id in paper:
+                    numbered[node_id] = (paper[node_id],)
+                else:
+                    book[kind].append((tuple(number), docname, node_id))
+    for kind, entries in book.items():
+        for i, (_, docname, node_id) in enumerate(sorted(entries), start=1):
+            toc_fignumbers[docname][kind][node_id] = (BOOK.format(i),)
     for docname in set(declared) - set(toc_fignumbers):
         if any(declared[docname].values()):
             raise ValueError(f"{docname}: paper numbers declared, but it has no numbered "

@@ -27,10 +27,10 @@ def test_renumbering_gives_the_papers_numbers_and_b_to_the_books():
                   "displaymath": {"equation-eq-x": (23,), "equation-eq-y": (24,)}},
            "other": {"displaymath": {"equation-eq-z": (1,)}}}
     renumber(toc, {"ch": {"figure": {"fig-a": "1"}, "displaymath": {"eq-x": "24"}}})
-    assert toc == {"ch": {"figure": {"fig-a": ("1 (paper)",), "fig-b": (22,)},
+    assert toc == {"ch": {"figure": {"fig-a": ("1",), "fig-b": ("B1",)},
                           "displaymath": {"equation-eq-x": ("24",), "equation-eq-y": ("B2",)}},
                    "other": {"displaymath": {"equation-eq-z": ("B1",)}}}
-    with pytest.raises(ValueError, match="figure 'fig-gone' has a paper number"):
+    with pytest.raises(ValueError, match=r"figure\(s\) \['fig-gone'\] have a paper number"):
         renumber({"ch": {"figure": {}}}, {"ch": {"figure": {"fig-gone": "1"}}})
     with pytest.raises(ValueError, match=r"equation\(s\) \['equation-eq-gone'\]"):
         renumber({"ch": {"displaymath": {}}}, {"ch": {"displaymath": {"eq-gone": "3"}}})
@@ -42,16 +42,20 @@ PAPER_FIGURES = {"ols": {"fig-ols-figure3": "3"},
 
 def test_the_built_pages_show_the_papers_numbers(smoke_book):
     """In the smoke site: the paper's Figures 1-3 are captioned and cross-referenced with the
-    paper's numbers; an equation declared as the paper's reads "(24)", the others "(B…)"."""
+    paper's numbers, the book's own figures "Figure B…"; an equation declared as the paper's
+    reads "(24)", the others "(B…)"."""
     html = smoke_book / "_build" / "html" / "book" / "chapters"
     for chapter, figures in PAPER_FIGURES.items():
         page = (html / f"{chapter}.html").read_text()
         for name, number in figures.items():
             caption = re.search(rf'<figure[^>]*id="{name}"[^>]*>.*?<span class="caption-number">'
                                 rf'([^<]*)</span>', page, re.S)
-            assert caption and caption.group(1).strip() == f"Figure {number} (paper)", name
+            assert caption and caption.group(1).strip() == f"Figure {number}", name
             refs = re.findall(rf'href="#{name}"[^>]*><span class="std std-numref">([^<]*)<', page)
-            assert all(r == f"Figure {number} (paper)" for r in refs), (name, refs)
+            assert all(r == f"Figure {number}" for r in refs), (name, refs)
+        others = re.findall(r'<span class="caption-number">Figure ([^<]*)</span>', page)
+        assert all(n.strip().startswith("B") for n in others
+                   if n.strip() not in figures.values()), others
     page = (html / "ols.html").read_text()
     tags = dict(re.findall(r'id="equation-([\w-]+)">\s*<span class="eqno">\((\w+)\)', page))
     assert tags == {"eq-paper-limit": "30", "eq-sgd": "B1", "eq-exact-mean": "B2",
