@@ -22,12 +22,13 @@ from dsmlib.book.profiles import load_specs
 from dsmlib.book.provenance_html import provenance_line
 from dsmlib.book.references import run as reference_run
 from dsmlib.book.references.freshness import current_references
-from dsmlib.book.references.records import (load_manifest, profile_runs, records_dir,
-                                            training_key)
+from dsmlib.book.references.records import (RECORD_FILES, load_manifest, profile_runs,
+                                            records_dir, training_key)
 from dsmlib.book.references.scales import reference_caption
 from dsmlib.book.references.section import reference_cells
 from dsmlib.book.references.stored import reference_paths
 from dsmlib.book.store import executed_path, results_path
+from dsmlib.models.runs import CONFIG, DONE
 from helpers import copy_book
 
 pytestmark = pytest.mark.slow
@@ -75,7 +76,7 @@ def test_a_gpu_reference_is_rederived_on_the_cpu_from_its_run_records(smoke_book
     assert sorted(p.name for p in records.iterdir() if p.is_dir()) == sorted(
         c.key() for c in configs)
     assert {f.name for d in records.iterdir() if d.is_dir() for f in d.iterdir()} == {
-        "config.json", "done.json"}
+        CONFIG, DONE} == set(RECORD_FILES)
     manifest = load_manifest(root, PROFILE, NAME)
     assert manifest["training_key"] == training_key(configs)
     assert manifest["trained"]["commit"] == trained_at

@@ -34,21 +34,24 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ...foundation.files import atomic_write_text
-from ...models.run_config import RunConfig
-from ...models.runs import CONFIG, DONE, run_dir
 from ..profiles import resolve
 from .stored import REFERENCE_DIR
+
+if TYPE_CHECKING:   # the models layer imports torch: 2 s of every command's start (the site's)
+    from ...models.run_config import RunConfig
 
 __all__ = ["RUNS", "RECORD_FILES", "records_dir", "manifest_path", "profile_runs",
            "training_key", "missing_records", "rederive_overrides", "rederive_command",
            "store_run_records", "load_manifest"]
 
 RUNS = "runs"
-#: What a committed record holds: the configuration and the finished run's metrics.
-RECORD_FILES = (CONFIG, DONE)
+#: What a committed record holds: the configuration and the finished run's metrics
+#: (:data:`dsmlib.models.runs.CONFIG` and ``DONE``, the names :func:`~dsmlib.models.runs.load_record`
+#: reads; tests/book/test_rederive.py checks that they agree).
+RECORD_FILES = ("config.json", "done.json")
 
 
 def records_dir(root: Path, profile: str) -> Path:
@@ -110,6 +113,7 @@ def store_run_records(root: Path, profile: str, name: str, configs: Sequence[Run
     and wall time (where and at which commit they were trained). Records that the chapter's
     previous manifest listed and these configurations do not are removed. Returns the
     manifest's path."""
+    from ...models.runs import DONE, run_dir
     base = records_dir(root, profile)
     unfinished = [c.label() for c in configs if not (run_dir(c, runs_dir) / DONE).is_file()]
     if unfinished:
