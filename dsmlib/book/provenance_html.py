@@ -14,16 +14,33 @@ __all__ = ["RERUN_SOURCE", "provenance_line", "provenance_text", "parameters_htm
            "provenance_table"]
 
 
-def provenance_line(p: dict[str, Any]) -> str:
-    hw = p["hardware"]
+def _machine(hw: dict[str, Any]) -> str:
     gpu = f", GPU {hw['gpu']}" if hw.get("gpu") else ", no GPU"
+    return f"{html.escape(str(hw.get('cpu')))} ({hw.get('cpu_count')} cores{html.escape(gpu)})"
+
+
+def _dirty(commit: Any) -> str:
+    return (" (<code>-dirty</code>: executed with uncommitted changes, so that commit alone "
+            "does not reproduce it)" if str(commit).endswith("-dirty") else "")
+
+
+def provenance_line(p: dict[str, Any]) -> str:
+    """Where, when and with what a chapter was executed (HTML); for one re-derived from
+    committed run records (``p["trained"]``, :mod:`dsmlib.book.references.records`), where and
+    at which commit the runs were trained, then where and at which commit they were analysed."""
     v = p["versions"]
-    dirty = (" (<code>-dirty</code>: executed with uncommitted changes, so that commit alone "
-             "does not reproduce it)" if str(p["commit"]).endswith("-dirty") else "")
-    return (f"Executed under the <code>{p['profile']}</code> profile in {p['wall_s']:.0f} s on "
-            f"{html.escape(str(hw['cpu']))} ({hw['cpu_count']} cores{html.escape(gpu)}); "
-            f"Python {v['python']}, numpy {v['numpy']}, torch {v['torch']}; commit "
-            f"<code>{p['commit']}</code>{dirty}.")
+    versions = f"Python {v['python']}, numpy {v['numpy']}, torch {v['torch']}"
+    commit = f"commit <code>{p['commit']}</code>{_dirty(p['commit'])}"
+    t = p.get("trained")
+    if not t:
+        return (f"Executed under the <code>{p['profile']}</code> profile in {p['wall_s']:.0f} s "
+                f"on {_machine(p['hardware'])}; {versions}; {commit}.")
+    tv = t.get("versions") or {}
+    return (f"Trained under the <code>{t.get('profile', p['profile'])}</code> profile on "
+            f"{_machine(t.get('hardware') or {})} at commit <code>{t.get('commit')}</code>"
+            f"{_dirty(t.get('commit'))} (torch {tv.get('torch', '?')}, "
+            f"{float(t.get('wall_s') or 0):.0f} s); analysed from its committed run records "
+            f"on {_machine(p['hardware'])} at {commit} ({versions}, {p['wall_s']:.0f} s).")
 
 
 def parameters_html(params: dict[str, Any], set_by: dict[str, str] | None = None) -> str:
@@ -103,9 +120,14 @@ def provenance_table(runs: dict[str, dict[str, Any] | None], paths: dict[str, st
         if not p:
             lines.append(f"| {link} | — | — | not recorded | — | — |")
             continue
-        hw, v = p["hardware"], p["versions"]
+        hw, v, t = p["hardware"], p["versions"], p.get("trained")
         gpu = f"; {hw['gpu']}" if hw.get("gpu") else ""
-        lines.append(f"| {link} | `{p['profile']}` | {p['wall_s']:.0f} s | "
-                     f"{hw['cpu']} ×{hw['cpu_count']}{gpu} | {v['python']}, {v['numpy']}, "
-                     f"{v['torch']} | `{p['commit']}` |")
+        where, commit = f"{hw['cpu']} ×{hw['cpu_count']}{gpu}", f"`{p['commit']}`"
+        if t:
+            th = t.get("hardware") or {}
+            where = (f"trained on {th.get('gpu') or th.get('cpu')}, analysed on "
+                     f"{hw['gpu'] or hw['cpu']}")
+            commit = f"trained `{t.get('commit')}`, analysed `{p['commit']}`"
+        lines.append(f"| {link} | `{p['profile']}` | {p['wall_s']:.0f} s | {where} | "
+                     f"{v['python']}, {v['numpy']}, {v['torch']} | {commit} |")
     return "\n".join(lines) + "\n"
