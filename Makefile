@@ -47,6 +47,9 @@ book: $(VENV)/.installed
 
 # Reference executions, committed in reference/<profile>/ and shown by every build:
 #   make reference REF_PROFILE=paper [NOTEBOOKS="ols prop1_noise"]   (needs a clean tree)
+# A chapter that trains (Section 5) commits its run records too; when only its analysis changed,
+# it is re-derived from them on a CPU, training nothing:
+#   make reference REF_PROFILE=gpu NOTEBOOKS=sec5_distillation ARGS=--rederive
 REF_PROFILE ?= paper
 NOTEBOOKS ?=
 reference: $(VENV)/.installed

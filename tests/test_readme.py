@@ -24,7 +24,7 @@ def listed() -> dict[str, tuple[set[str], set[str]]]:
 def committed() -> dict[str, tuple[set[str], set[str]]]:
     names = sorted(p.stem for p in (ROOT / "notebooks").glob("*.md") if p.stem != "README")
     out: dict[str, tuple[set[str], set[str]]] = {}
-    for ref in load_references(ROOT, names, lambda profile, name: ""):
+    for ref in load_references(ROOT, names, lambda profile, name, overrides=None: ""):
         chapters, devices = out.setdefault(ref.profile, (set(), set()))
         chapters.add(ref.name)
         devices.add(ref.device)

@@ -8,6 +8,7 @@ Examples::
     python -m dsmlib build --profile quick        # site from already-executed notebooks
     python -m dsmlib book --profile paper         # execute everything, then build
     python -m dsmlib reference --profile paper    # committed reference executions (reference/)
+    python -m dsmlib reference sec5_distillation --profile gpu --rederive   # from its run records
     python -m dsmlib lab ols --profile smoke      # one chapter live in JupyterLab
     python -m dsmlib grid launch --profile paper --cluster slurm   # Section 5's training runs
 """
@@ -79,6 +80,12 @@ def _parser(grid: bool = True) -> argparse.ArgumentParser:
                      help="run with uncommitted changes (the provenance says -dirty)")
     ref.add_argument("--allow-cpu", action="store_true",
                      help="run a GPU chapter's paper or gpu profile without a GPU")
+    ref.add_argument("--rederive", action="store_true",
+                     help="re-derive a chapter that trains (sec5_distillation) from the run "
+                          "records committed in reference/<profile>/runs/, training nothing "
+                          "(a CPU suffices): when only the analysis changed since its "
+                          "reference was made; refused, naming the missing run keys, when "
+                          "something that trains changed (then run it where a GPU is)")
     lab = sub.add_parser("lab", help="open one chapter live in JupyterLab (results go to "
                                      "results/custom/)")
     lab.add_argument("notebook", help="notebook name, e.g. ols")
@@ -141,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             for path in make_references(root, args.notebooks, profile=args.profile,
                                         allow_dirty=args.allow_dirty, allow_cpu=args.allow_cpu,
                                         force=args.force, timeout=args.timeout,
-                                        progress=not args.no_progress):
+                                        progress=not args.no_progress,
+                                        rederive=args.rederive):
                 print(path)
             return 0
         if args.command == "grid":

@@ -43,7 +43,8 @@ OUTSIDE_KERNEL = ("__main__.py", "book/cli.py", "book/runner.py", "book/ledger.p
                   "book/pages.py", "book/assets.py", "book/kernel.py", "book/lab.py",
                   "book/references/__init__.py", "book/references/stored.py",
                   "book/references/freshness.py", "book/references/run.py",
-                  "book/references/section.py", "book/references/scales.py", "book/site.py",
+                  "book/references/section.py", "book/references/scales.py",
+                  "book/references/records.py", "book/site.py",
                   "book/closure.py", "book/parameters_cell.py", "book/cells.py",
                   "book/citation.py", "book/downloads.py", "book/gpu_cost.py", "book/rerun.py")
 

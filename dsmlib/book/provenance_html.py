@@ -15,16 +15,33 @@ __all__ = ["RERUN_SOURCE", "provenance_line", "provenance_text", "parameters_htm
            "provenance_table"]
 
 
-def provenance_line(p: dict[str, Any]) -> str:
-    hw = p["hardware"]
+def _machine(hw: dict[str, Any]) -> str:
     gpu = f", GPU {hw['gpu']}" if hw.get("gpu") else ", no GPU"
+    return f"{html.escape(str(hw.get('cpu')))} ({hw.get('cpu_count')} cores{html.escape(gpu)})"
+
+
+def _dirty(commit: Any) -> str:
+    return (" (<code>-dirty</code>: executed with uncommitted changes, so that commit alone "
+            "does not reproduce it)" if str(commit).endswith("-dirty") else "")
+
+
+def provenance_line(p: dict[str, Any]) -> str:
+    """Where, when and with what a chapter was executed (HTML); for one re-derived from
+    committed run records (``p["trained"]``, :mod:`dsmlib.book.references.records`), where and
+    at which commit the runs were trained, then where and at which commit they were analysed."""
     v = p["versions"]
-    dirty = (" (<code>-dirty</code>: executed with uncommitted changes, so that commit alone "
-             "does not reproduce it)" if str(p["commit"]).endswith("-dirty") else "")
-    return (f"Executed under the <code>{p['profile']}</code> profile in {p['wall_s']:.0f} s on "
-            f"{html.escape(str(hw['cpu']))} ({hw['cpu_count']} cores{html.escape(gpu)}); "
-            f"Python {v['python']}, numpy {v['numpy']}, torch {v['torch']}; commit "
-            f"<code>{p['commit']}</code>{dirty}.")
+    versions = f"Python {v['python']}, numpy {v['numpy']}, torch {v['torch']}"
+    commit = f"commit <code>{p['commit']}</code>{_dirty(p['commit'])}"
+    t = p.get("trained")
+    if not t:
+        return (f"Executed under the <code>{p['profile']}</code> profile in {p['wall_s']:.0f} s "
+                f"on {_machine(p['hardware'])}; {versions}; {commit}.")
+    tv = t.get("versions") or {}
+    return (f"Trained under the <code>{t.get('profile', p['profile'])}</code> profile on "
+            f"{_machine(t.get('hardware') or {})} at commit <code>{t.get('commit')}</code>"
+            f"{_dirty(t.get('commit'))} (torch {tv.get('torch', '?')}, "
+            f"{float(t.get('wall_s') or 0):.0f} s); analysed from its committed run records "
+            f"on {_machine(p['hardware'])} at {commit} ({versions}, {p['wall_s']:.0f} s).")
 
 
 def parameters_html(params: dict[str, Any], set_by: dict[str, str] | None = None) -> str:
@@ -105,12 +122,19 @@ def provenance_table(runs: dict[str, dict[str, Any] | None], paths: dict[str, st
         if not p:
             rows.append([link, "—", "—", "not recorded", "—", "—"])
             continue
-        hw, v = p["hardware"], p["versions"]
+        hw, v, t = p["hardware"], p["versions"], p.get("trained")
         gpu = f"; {hw['gpu']}" if hw.get("gpu") else ""
+        where = html.escape(f"{hw['cpu']} ×{hw['cpu_count']}{gpu}")
+        commit = f"<code>{html.escape(str(p['commit']))}</code>"
+        if t:
+            th = t.get("hardware") or {}
+            where = html.escape(f"trained on {th.get('gpu') or th.get('cpu')}, analysed on "
+                                f"{hw['gpu'] or hw['cpu']}")
+            commit = (f"trained <code>{html.escape(str(t.get('commit')))}</code>, analysed "
+                      f"<code>{html.escape(str(p['commit']))}</code>")
         rows.append([link, f"<code>{html.escape(str(p['profile']))}</code>",
-                     f"{p['wall_s']:.0f} s", html.escape(f"{hw['cpu']} ×{hw['cpu_count']}{gpu}"),
-                     html.escape(f"{v['python']}, {v['numpy']}, {v['torch']}"),
-                     f"<code>{html.escape(str(p['commit']))}</code>"])
+                     f"{p['wall_s']:.0f} s", where,
+                     html.escape(f"{v['python']}, {v['numpy']}, {v['torch']}"), commit])
     table = data_table(["Chapter", "Profile", "Wall time", "Hardware", "Python, numpy, torch",
                         "Commit"], rows, table_class="cases cards provenance-table")
     walls = [float(p["wall_s"]) for p in runs.values() if p]

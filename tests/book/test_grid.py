@@ -72,7 +72,8 @@ def test_grid_command_line(tmp_path, capsys):
     runs_dir = str(tmp_path / "runs")
     assert main(["--root", str(ROOT), "grid", "status", "--profile", "smoke",
                  "-p", "runs_dir", runs_dir]) == 0
-    assert "smoke: 0 done, 0 partial, 26 new (of 26)" in capsys.readouterr().out
+    # smoke: per seed a teacher and 5 students, 2 full-data and 3 headroom seeds; 2 curve teachers
+    assert "smoke: 0 done, 0 partial, 32 new (of 32)" in capsys.readouterr().out
     assert main(["--root", str(ROOT), "grid", "launch", "--profile", "smoke",
                  "--cluster", "nowhere"]) == 2
     assert "cluster must be one of" in capsys.readouterr().err

@@ -125,13 +125,13 @@ def test_load_marks_fresh_and_stale_and_leaves_out_the_built_profile(tmp_path):
     fake_execution(tmp_path, "gpu", key="k-old", gpu="Test GPU")
     R.store_reference(tmp_path, "gpu", "ols")
     current = {("paper", "ols"): "k-paper", ("gpu", "ols"): "k-new"}
-    refs = R.load_references(tmp_path, ["ols", "prop1_noise"], lambda p, n: current[p, n])
+    refs = R.load_references(tmp_path, ["ols", "prop1_noise"], lambda p, n, o: current[p, n])
     assert [(r.profile, r.fresh) for r in refs] == [("gpu", False), ("paper", True)]
     assert refs[0].device == "Test GPU" and refs[1].device == "Test CPU, 2 cores"
     assert refs[0].commit == "abc123"
-    only = R.load_references(tmp_path, ["ols"], lambda p, n: current[p, n], exclude="paper")
+    only = R.load_references(tmp_path, ["ols"], lambda p, n, o: current[p, n], exclude="paper")
     assert [r.profile for r in only] == ["gpu"]
-    assert R.load_references(tmp_path / "nowhere", ["ols"], lambda p, n: "") == []
+    assert R.load_references(tmp_path / "nowhere", ["ols"], lambda p, n, o: "") == []
 
 
 def test_load_fails_on_a_reference_whose_results_do_not_match_its_notebook(tmp_path):
@@ -142,13 +142,13 @@ def test_load_fails_on_a_reference_whose_results_do_not_match_its_notebook(tmp_p
     doc["run"]["parameters"]["seed"] = 7
     res_path.write_text(json.dumps(doc))
     with pytest.raises(ValueError) as err:
-        R.load_references(tmp_path, ["ols"], lambda p, n: "k1")
+        R.load_references(tmp_path, ["ols"], lambda p, n, o: "k1")
     msg = str(err.value)
     assert "reference/paper/ols.json" in msg and "reference/paper/ols.ipynb" in msg
     assert "seed" in msg and "\n" not in msg
     res_path.unlink()
     with pytest.raises(ValueError, match="has no ols.json beside it"):
-        R.load_references(tmp_path, ["ols"], lambda p, n: "k1")
+        R.load_references(tmp_path, ["ols"], lambda p, n, o: "k1")
 
 
 def _refs(tmp_path: Path) -> tuple[list[dict], dict[str, list[R.Reference]]]:
@@ -161,7 +161,7 @@ def _refs(tmp_path: Path) -> tuple[list[dict], dict[str, list[R.Reference]]]:
                                 scope="setting", condition="c"))
     fake_execution(tmp_path, "gpu", key="kg", claims=stale, gpu="Test GPU")
     R.store_reference(tmp_path, "gpu", "ols")
-    refs = R.load_references(tmp_path, ["ols"], lambda p, n: {"paper": "kp", "gpu": "new"}[p])
+    refs = R.load_references(tmp_path, ["ols"], lambda p, n, o: {"paper": "kp", "gpu": "new"}[p])
     built = {"notebook": "ols", "profile": "quick", "claims": _claims(),
              "run": {"profile": "quick", "parameters": {"profile": "quick", "seed": 0}}}
     return [built], R.references_by_chapter(refs)

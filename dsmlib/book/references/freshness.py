@@ -1,12 +1,20 @@
-"""Fresh or stale (book layer): a committed reference is *fresh* when its content key is the one
-the current code and profile give (:func:`dsmlib.book.provenance.code_key`, through the
-runner's :func:`dsmlib.book.runner.plan`), else *stale*; a stale one says why, in a reader's
-words: what changed since the commit it was executed at, among the things its content key
-covers (the notebook, its parameters and the ``dsmlib`` code its kernel imports), and whether
-that is code the run went through to compute its numbers or only code that draws them."""
+"""Fresh or stale (book layer): a committed reference is *fresh* when its content key (its
+*analysis key*) is the one the current code and profile give (:func:`dsmlib.book.provenance.code_key`,
+through the runner's :func:`dsmlib.book.runner.plan`, with the parameters a re-derivation ran
+with, if it was one), else *stale*; a stale one says why, in a reader's words: what changed
+since the commit it was executed at, among the things its content key covers (the notebook,
+its parameters and the ``dsmlib`` code its kernel imports), and whether that is code the run
+went through to compute its numbers or only code that draws them.
+
+For a chapter that trains (Section 5), a stale reference also says what refreshes it
+(:mod:`dsmlib.book.references.records`): when its committed run records cover every run the
+profile now asks for (the *training key*), only the analysis changed and it is re-derived on
+a CPU (``--rederive``); when some are missing (``RECIPE``, a ``RunConfig`` field or a run
+parameter changed, or no records were committed), it needs a GPU run."""
 from __future__ import annotations
 
 import html
+import json
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -15,27 +23,83 @@ from typing import Any, Sequence
 from ..provenance import kernel_code
 from ..results import same_parameters
 from ..runner import plan
+from .records import (load_manifest, missing_records, profile_runs, rederive_command,
+                      records_dir)
 from .stored import Reference, load_references
 
-__all__ = ["current_references", "changed_files", "stale_reason"]
+__all__ = ["current_references", "judged", "changed_files", "stale_reason", "training_reason"]
 
 
 def current_references(root: Path, profile: str, specs: dict) -> list[Reference]:
     """The committed references of the book's chapters (other than ``profile``'s), each
     checked against its notebook and marked fresh or stale against the current code; a stale
-    one says what changed since (:func:`stale_reason`)."""
-    plans: dict[tuple[str, str], Any] = {}
+    one says what changed since and what refreshes it (:func:`judged`)."""
+    plans: dict[tuple[str, str, str], Any] = {}
 
-    def planned(prof: str, name: str) -> Any:
-        if (prof, name) not in plans:
-            plans[prof, name] = plan(root, specs[name], prof, {})
-        return plans[prof, name]
-    refs = load_references(root, specs, lambda prof, name: planned(prof, name).key,
+    def planned(prof: str, name: str, overrides: dict[str, Any]) -> Any:
+        at = (prof, name, json.dumps(overrides, sort_keys=True))
+        if at not in plans:
+            plans[at] = plan(root, specs[name], prof, overrides)
+        return plans[at]
+    refs = load_references(root, specs, lambda prof, name, over: planned(prof, name, over).key,
                            exclude=profile)
-    return [r if r.fresh else replace(r, reason=stale_reason(
-        root, r.commit, kernel_code(specs[r.name].source), specs[r.name].source,
-        r.provenance.get("parameters") or {}, planned(r.profile, r.name).values))
-        for r in refs]
+    return [r if r.fresh else judged(root, r, specs[r.name],
+                                     planned(r.profile, r.name, r.overrides).values)
+            for r in refs]
+
+
+def judged(root: Path, ref: Reference, spec, runs_with: dict[str, Any]) -> Reference:
+    """The stale reference ``ref`` of chapter ``spec`` with why (:func:`stale_reason`, led,
+    for a chapter that trains, by :func:`training_reason`), what refreshes it
+    (``Reference.refresh``) and the command that does (``Reference.hint``); ``runs_with``:
+    the values the current profile executes it with."""
+    name, prof = html.escape(ref.name), html.escape(ref.profile)
+    why = stale_reason(root, ref.commit, kernel_code(spec.source), spec.source,
+                       ref.provenance.get("parameters") or {}, runs_with)
+    configs = profile_runs(spec, ref.profile)
+    if configs is None:
+        return replace(ref, reason=why, refresh="execute",
+                       hint=f"<code>python -m dsmlib reference {name} --profile {prof}</code> "
+                            "where its hardware is")
+    lead, refresh = training_reason(root, ref.profile, ref.name, configs, spec.source)
+    hint = (f"<code>{html.escape(rederive_command(ref.name, ref.profile))}</code> on any "
+            "machine (a CPU suffices: it reads the committed run records and trains nothing)"
+            if refresh == "rederive" else
+            f"<code>python -m dsmlib reference {name} --profile {prof}</code> where a GPU is "
+            "(it trains the runs again and commits their records)")
+    return replace(ref, reason=f"{lead} {why}", refresh=refresh, hint=hint)
+
+
+def training_reason(root: Path, profile: str, name: str, configs: Sequence,
+                    source: Path) -> tuple[str, str]:
+    """(HTML sentence, "rederive" | "gpu"): whether the committed run records of chapter
+    ``name`` under ``profile`` cover every run it asks for now (``configs``)."""
+    where = html.escape(records_dir(root, profile).relative_to(root).as_posix())
+    manifest = load_manifest(root, profile, name)
+    if manifest is None:
+        return ("<strong>No run records:</strong> no record of its training runs was committed "
+                f"with this reference (<code>{where}/</code>), so it cannot be analysed again "
+                "without training: it needs a GPU run.", "gpu")
+    trained = manifest.get("trained") or {}
+    sha = str(trained.get("commit", "unknown")).removesuffix("-dirty")
+    missing = missing_records(root, profile, configs)
+    if missing:
+        n, m = len(dict.fromkeys(c.key() for c in configs)), len(missing)
+        shown = ", ".join(f"<code>{html.escape(k)}</code>" for k in missing[:3])
+        return (f"<strong>Training changed:</strong> {m} of the {n} runs the profile asks for "
+                f"now have no record in <code>{where}/</code> (e.g. {shown}): <code>RECIPE</code>, "
+                "a <code>RunConfig</code> field or a parameter that decides a run changed since "
+                f"they were trained at commit <code>{html.escape(sha)}</code>. It needs a GPU "
+                "run.", "gpu")
+    models = [p for p in kernel_code(source) if p.parent.name == "models"]
+    moved = changed_files(root, sha, models) or []
+    note = (f" The models layer's {_names(moved)} changed since they were trained; "
+            "<code>RECIPE</code> did not, which declares that training computes the same "
+            "numbers (bump it when a change moves them)." if moved else "")
+    return ("<strong>Only the analysis changed:</strong> the committed run records (trained at "
+            f"commit <code>{html.escape(sha)}</code>) cover every run the profile asks for, so "
+            "it can be re-derived on a CPU with "
+            f"<code>{html.escape(rederive_command(name, profile))}</code>.{note}", "rederive")
 
 
 #: Shown by name at most; the rest are counted.

@@ -41,17 +41,23 @@ def same_as_built(ref: Reference, built: dict[str, Any]) -> bool:
 def reference_caption(ref: Reference, built: dict[str, Any] | None = None) -> str:
     """One line on where a reference's numbers came from (HTML)."""
     p = ref.provenance
+    needs = {"rederive": "; only the analysis changed, so it is re-derivable on a CPU from its "
+                         "committed run records",
+             "gpu": "; what it trained changed, or no run records were committed, so it "
+                    "needs a GPU run"}.get(ref.refresh, "")
     state = ("fresh" if ref.fresh else
              f"<strong>stale</strong>: measured with code that has changed since commit "
-             f"<code>{html.escape(ref.commit)}</code>; not current")
+             f"<code>{html.escape(ref.commit)}</code>; not current{needs}")
     same = (" It ran with the same parameters as this build, so it repeats this build's run "
             "and adds no new evidence." if built is not None and same_as_built(ref, built)
             else "")
     fixture = (f" <strong>Test fixture:</strong> {html.escape(ref.fixture)}"
                if ref.fixture else "")
+    where = (f"executed in {float(p.get('wall_s', 0)):.0f} s on {html.escape(ref.device)}, "
+             f"commit <code>{html.escape(ref.commit)}</code>" if not p.get("trained") else
+             f"{html.escape(ref.origin)} (in {float(p.get('wall_s', 0)):.0f} s)")
     return (f"<p class='scale-caption'><code>{html.escape(ref.profile)}</code> reference: "
-            f"executed in {float(p.get('wall_s', 0)):.0f} s on {html.escape(ref.device)}, "
-            f"commit <code>{html.escape(ref.commit)}</code> ({state}).{same}{fixture}</p>")
+            f"{where} ({state}).{same}{fixture}</p>")
 
 
 def _cell(c: dict[str, Any] | None, stale: bool = False) -> str:

@@ -103,9 +103,8 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
         f"<code>{html.escape(ref.commit)}</code>; the code this page runs has changed since (the "
         "content key differs), so these figures and verdicts are not necessarily what the "
         f"current code gives, and the ledger greys them. {ref.reason} To refresh it: "
-        "<code>python -m dsmlib "
-        f"reference {html.escape(ref.name)} --profile {html.escape(p)}</code> where its "
-        "hardware is.</div>")
+        + (ref.hint or f"<code>python -m dsmlib reference {html.escape(ref.name)} --profile "
+                       f"{html.escape(p)}</code> where its hardware is") + ".</div>")
     cells = [_md(f"## The `{p}` reference execution{'' if ref.fresh else ' (stale)'}\n\n"
                  f"The figures and verdicts below were not made by this build: they come from "
                  f"the chapter's committed `{p}` reference, executed once where its hardware "

@@ -17,7 +17,7 @@ shows the reference.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -26,12 +26,15 @@ from ..store import executed_path, results_mismatch, results_path
 
 __all__ = ["REFERENCE_DIR", "MAX_BYTES", "PLOTLY_JSON", "Reference", "reference_paths",
            "reference_meta", "slim_notebook", "store_reference", "load_references",
-           "references_by_chapter", "device_label"]
+           "references_by_chapter", "device_label", "origin"]
 
 REFERENCE_DIR = "reference"
 #: The largest stored notebook, in bytes: the same budget as one page of the site.
 MAX_BYTES = 600_000
 PLOTLY_JSON = "application/vnd.plotly.v1+json"
+#: The tag of the runner's "custom run: results are in results/custom/" notice, which a
+#: re-derived reference drops (:func:`dsmlib.book.runner.notice_results`).
+CUSTOM_NOTICE_TAG = "dsmlib-custom-run"
 
 
 @dataclass(frozen=True)
@@ -46,14 +49,29 @@ class Reference:
     notebook: Path
     fixture: str = ""              # non-empty for a test fixture: what it is
     reason: str = ""               # for a stale one: what changed since (HTML)
+    #: the parameters a re-derivation from committed run records executed with ({}: none)
+    overrides: dict[str, Any] = field(default_factory=dict)
+    #: for a stale one, what refreshes it: "rederive" (on a CPU, from its run records), "gpu"
+    #: (train again where its hardware is) or "execute" (a chapter without runs)
+    refresh: str = ""
+    hint: str = ""                 # for a stale one: the command that refreshes it (HTML)
 
     @property
     def commit(self) -> str:
+        """The commit its numbers were computed (analysed) at."""
         return str(self.provenance.get("commit", "unknown"))
 
     @property
     def device(self) -> str:
-        return device_label(self.provenance)
+        """Where it ran; for one re-derived from run records, where they trained too."""
+        trained = self.provenance.get("trained")
+        if not trained:
+            return device_label(self.provenance)
+        return f"{device_label(trained)} (training), {device_label(self.provenance)} (analysis)"
+
+    @property
+    def origin(self) -> str:
+        return origin(self.provenance)
 
     def claims(self) -> dict[str, dict[str, Any]]:
         return {c["id"]: c for c in self.doc.get("claims", [])}
@@ -66,6 +84,18 @@ def device_label(prov: dict[str, Any]) -> str:
         return str(hw["gpu"])
     cpu = str(hw.get("cpu") or "unknown CPU")
     return f"{cpu}, {hw.get('cpu_count', '?')} cores"
+
+
+def origin(prov: dict[str, Any]) -> str:
+    """Where and at which commit a reference's numbers were made, in a few words: "executed on
+    <device> at commit A", or for one re-derived from committed run records, "trained on
+    <device> at commit A, analysed on <device> at commit B"."""
+    here = f"{device_label(prov)} at commit {prov.get('commit', 'unknown')}"
+    trained = prov.get("trained")
+    if not trained:
+        return f"executed on {here}"
+    return (f"trained on {device_label(trained)} at commit {trained.get('commit', 'unknown')}, "
+            f"analysed on {here}")
 
 
 def reference_paths(root: Path, profile: str, name: str) -> tuple[Path, Path]:
@@ -99,21 +129,34 @@ def reference_meta(path: Path) -> dict[str, Any]:
     return _read_json(path).get("metadata", {}).get("dsmlib", {})
 
 
-def store_reference(root: Path, profile: str, name: str, *, fixture: str = "") -> Path:
+def store_reference(root: Path, profile: str, name: str, *, fixture: str = "",
+                    run: Any = None, trained: dict[str, Any] | None = None) -> Path:
     """Copy ``name``'s execution under ``profile`` (``book/chapters/<profile>/`` and
     ``results/<profile>/``, which must match) to ``reference/<profile>/``, slimmed, each file
     by an atomic rename (results first, as the runner does). ``fixture``: mark it as a test
-    fixture, with this description. Returns the stored notebook's path."""
-    src_nb, src_res = executed_path(root, profile, name), results_path(root, profile, name)
+    fixture, with this description. ``run``: the execution is this planned custom run
+    (:func:`dsmlib.book.runner.plan`), a re-derivation from the run records trained as
+    ``trained`` says (their manifest's provenance: :mod:`dsmlib.book.references.records`);
+    its overrides and that provenance are kept beside the analysis's. Returns the stored
+    notebook's path."""
+    src_nb, src_res = ((executed_path(root, profile, name), results_path(root, profile, name))
+                       if run is None else (run.out, run.results))
     nb = _read_json(src_nb)
     meta = nb.get("metadata", {}).get("dsmlib", {})
     prov = meta.get("provenance") or {}
-    why = results_mismatch(src_res, meta.get("key", ""), prov.get("parameters", {}), profile)
+    why = results_mismatch(src_res, meta.get("key", ""), prov.get("parameters", {}), profile,
+                           custom=run is not None and run.custom)
     if why:
         raise ValueError(f"{src_res.relative_to(root)} does not match {src_nb.relative_to(root)}"
                          f": {why}; execute it again before storing a reference")
     if fixture:
         meta["fixture"] = fixture
+    if run is not None:
+        meta["rederived"] = {"overrides": {k: run.values[k] for k, v in run.set_by.items()
+                                           if v == "command line"}}
+        prov["trained"] = dict(trained or {})
+        nb["cells"] = [c for c in nb.get("cells", [])          # "results are in custom/"
+                       if CUSTOM_NOTICE_TAG not in c.get("metadata", {}).get("tags", [])]
     text = json.dumps(slim_notebook(nb), ensure_ascii=False, separators=(",", ":"))
     dest_nb, dest_res = reference_paths(root, profile, name)
     if len(text.encode()) > MAX_BYTES:
@@ -130,10 +173,12 @@ def load_references(root: Path, names: Iterable[str], current_key: Callable[[str
     """Every reference under ``reference/*/`` of the chapters ``names`` (book order, then
     profile name), except profile ``exclude`` (the one being built).
 
-    ``current_key(profile, name)`` is the content key the current code gives (the runner's
-    :func:`dsmlib.book.runner.plan`; :func:`dsmlib.book.references.freshness.current_references`). A reference whose results do not belong to its
-    notebook (another profile, other parameters or another key) is a ValueError naming both
-    files: it would show numbers its page did not produce.
+    ``current_key(profile, name, overrides)`` is the content key the current code gives with
+    the parameters ``overrides`` that the reference was executed with ({} but for one
+    re-derived from run records) (the runner's :func:`dsmlib.book.runner.plan`;
+    :func:`dsmlib.book.references.freshness.current_references`). A reference whose results do
+    not belong to its notebook (another profile, other parameters or another key) is a
+    ValueError naming both files: it would show numbers its page did not produce.
     """
     base = root / REFERENCE_DIR
     names = list(names)
@@ -153,7 +198,9 @@ def load_references(root: Path, names: Iterable[str], current_key: Callable[[str
                                  f"with `python -m dsmlib reference {name} --profile {profile}`")
             meta = reference_meta(nb_path)
             prov, key = meta.get("provenance") or {}, meta.get("key", "")
-            why = results_mismatch(res_path, key, prov.get("parameters", {}), profile)
+            overrides = dict((meta.get("rederived") or {}).get("overrides") or {})
+            why = results_mismatch(res_path, key, prov.get("parameters", {}), profile,
+                                   custom="rederived" in meta)
             if why or prov.get("profile") != profile:
                 why = why or f"the notebook was executed under {prov.get('profile')!r}"
                 raise ValueError(f"reference {res_path.relative_to(root)} does not match its "
@@ -161,8 +208,8 @@ def load_references(root: Path, names: Iterable[str], current_key: Callable[[str
                                  f"`python -m dsmlib reference {name} --profile {profile} "
                                  "--force` again")
             refs.append(Reference(profile, name, _read_json(res_path), prov, key,
-                                  key == current_key(profile, name), nb_path,
-                                  str(meta.get("fixture", ""))))
+                                  key == current_key(profile, name, overrides), nb_path,
+                                  str(meta.get("fixture", "")), overrides=overrides))
     return refs
 
 
