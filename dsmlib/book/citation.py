@@ -21,8 +21,7 @@ def load_citation(root: Path) -> dict[str, Any]:
         cff = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as err:
         raise ValueError(f"{path} cannot be read: {err}") from None
-    for key in ("title", "authors", "version", "date-released", "repository-code",
-                "references"):
+    for key in ("title", "authors", "version", "date-released", "references"):
         if not cff.get(key):
             raise ValueError(f"{path} has no {key!r}")
     return cff
@@ -62,7 +61,7 @@ def bibtex(cff: dict[str, Any], commit: str | None = None) -> str:
     entries = [_entry("misc", f"dsmlib_book_{year}", [
         ("author", " and ".join(_person(a) for a in cff["authors"])),
         ("title", cff["title"]), ("year", year), ("version", str(cff["version"])),
-        ("url", str(cff["repository-code"])),
+        ("url", str(cff.get("repository-code") or "")),
         ("note", "Executable Jupyter Book, backed by the tested library dsmlib"
                  + (f"; commit {commit}" if commit else "")
                  + "".join(f"; reproduces arXiv:{arxiv_id(r)}" for r in cff["references"]
@@ -84,9 +83,11 @@ def bibtex(cff: dict[str, Any], commit: str | None = None) -> str:
 def citation_markdown(cff: dict[str, Any], commit: str | None = None) -> str:
     """The site's "How to cite" section body (Markdown): where its source is, the commit it
     was built from (where known), and the BibTeX."""
-    url = str(cff["repository-code"])
+    url = cff.get("repository-code")
     built = known_commit(commit)
-    source = (f"This site was built from commit `{built}` of its source, {url}."
-              if built else f"Its source: {url}.")
-    return (f"{source} Cite the book (and the paper it reproduces) with this BibTeX, made "
+    where = f"its source, {url}" if url else "its source repository"
+    source = (f"This site was built from commit `{built}` of {where}." if built else
+              f"Its source: {url}." if url else "")
+    lead = f"{source} " if source else ""
+    return (f"{lead}Cite the book (and the paper it reproduces) with this BibTeX, made "
             f"from the repository's `{CITATION_FILE}`:\n\n```bibtex\n{bibtex(cff, commit)}```\n")

@@ -88,11 +88,11 @@ def _source_link(app: Any, config: Any) -> None:
     from .citation import CITATION_FILE, load_citation
     root = next((d for d in (Path(app.srcdir), Path(app.confdir))
                  if (d / CITATION_FILE).exists()), None)
-    if root is None:
+    url = load_citation(root).get("repository-code") if root is not None else None
+    if not url:           # not published yet: no button rather than an address that is not
         return
     options = dict(config.html_theme_options or {})
-    options.update(repository_url=str(load_citation(root)["repository-code"]),
-                   use_repository_button=True)
+    options.update(repository_url=str(url), use_repository_button=True)
     config.html_theme_options = options
 
 

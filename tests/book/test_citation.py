@@ -83,24 +83,29 @@ def test_claims_as_json_and_csv_keep_open_ends_open():
 
 
 def test_the_citation_names_the_repository_and_the_commit_built():
-    """CITATION.cff names the repository; the site's BibTeX adds the commit it was built from
-    (none for an unknown or dirty checkout: no commit holds what such a build showed); the
+    """The site's BibTeX adds the commit it was built from (none for an unknown or dirty
+    checkout: no commit holds what such a build showed) and, where CITATION.cff gives one,
+    the repository's address; without one (not yet published) nothing invents it. The
     README's first paragraph points at the paper's arXiv page, which a clone can open, not at
     ../shared/paper (issue 46, item 9)."""
     from dsmlib.book.citation import citation_markdown
     cff = load_citation(ROOT)
-    url = cff["repository-code"]
-    assert re.fullmatch(r"https://\S+", url)
-    site = citation_markdown(cff, "0123456789ab")
-    assert f"url = {{{url}}}" in site and "; commit 0123456789ab;" in site
-    assert "commit `0123456789ab` of its source, " + url in site
-    for unknown in ("unknown", "0123456789ab-dirty", None):
-        assert "commit" not in bibtex(cff, unknown) and url in citation_markdown(cff, unknown)
+    url = "https://example.org/book.git"
+    for given in ({**cff, "repository-code": url}, {k: v for k, v in cff.items()
+                                                    if k != "repository-code"}):
+        site = citation_markdown(given, "0123456789ab")
+        assert "; commit 0123456789ab;" in site and "commit `0123456789ab` of its source" in site
+        assert (f"url = {{{url}}}" in site) == ("repository-code" in given)
+        assert ("url = {https://arxiv" in site) and site.count("url = {") == 1 + (
+            "repository-code" in given)
+        for unknown in ("unknown", "0123456789ab-dirty", None):
+            assert "commit" not in bibtex(given, unknown)
+            assert (url in citation_markdown(given, unknown)) == ("repository-code" in given)
     first = (ROOT / "README.md").read_text().split("\n\n")[1]
     assert "shared/paper" not in first and "https://arxiv.org/abs/2304.00320" in first
     broken = dict(cff)
-    del broken["repository-code"]
+    del broken["references"]
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "CITATION.cff").write_text(yaml.safe_dump(broken))
-        with pytest.raises(ValueError, match="repository-code"):
+        with pytest.raises(ValueError, match="references"):
             load_citation(Path(d))
