@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..models.datasets import SPECS
 from .sec5_distillation import DistillResults
 
-__all__ = ["scope_note", "steps_per_run", "not_measured", "departures"]
+__all__ = ["scope_note", "scope_brief", "steps_per_run", "not_measured", "departures"]
 
 
 def steps_per_run(res: DistillResults, setting: str) -> int:
@@ -37,6 +37,15 @@ def scope_note(res: DistillResults) -> str:
         text += " The digits verdicts describe digits, not CIFAR or SVHN."
     return text + (" Every departure from the paper's Section 5 is listed on the page, under "
                    "'What this chapter does not measure'.")
+
+
+def scope_brief(res: DistillResults) -> str:
+    """The scope in one line, for every claim's note (the ledger shows a claim without its
+    page): the network, the settings and the seeds judged; the page states the rest once
+    (:func:`scope_note`)."""
+    settings = ", ".join(f"{s.name} ({res.n_seeds(s.name)} seeds judged)" for s in res.grid.settings)
+    return (f"Measured with ResNet-{res.grid.depth} on {settings}; the chapter's page states "
+            "the budget and every departure from the paper.")
 
 
 def not_measured(res: DistillResults) -> list[str]:
