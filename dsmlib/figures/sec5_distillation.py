@@ -58,19 +58,27 @@ def _eta_eff(res: DistillResults) -> str:
 
 
 def curve_figure(res: DistillResults) -> go.Figure:
-    """The teachers' test accuracy (mean over seeds, 99 % interval) and training accuracy
-    (dotted) against the number of training images, per data set; shaded: the headroom
-    setting's target range :data:`TARGET_ACCURACY`; diamonds: the grid's settings."""
+    """The teachers' test accuracy (mean over seeds, 99 % interval, cut to [0, 1] as
+    :func:`dsmlib.chapters.sec5_readouts.teacher_curve` cuts it: the bars are the interval, not a
+    symmetric half-width around the mean) and training accuracy (dotted) against the number of
+    training images, per data set; shaded: the headroom setting's target range
+    :data:`TARGET_ACCURACY`; diamonds: the grid's settings. The accuracy axis spans the points
+    and their bars, never beyond [0, 1]."""
     fig = go.Figure()
     rows = teacher_curve(res)
+    lows = [TARGET_ACCURACY[0]]
     for d in res.grid.datasets:
         pts = [r for r in rows if r["dataset"] == d]
         x = [r["n_train"] for r in pts]
         mean = np.array([r["mean"] for r in pts])
-        half = np.array([(r["interval"][1] - r["interval"][0]) / 2 for r in pts])
+        lo = np.array([r["interval"][0] for r in pts], dtype=float)
+        hi = np.array([r["interval"][1] for r in pts], dtype=float)
+        lows += [v for v in (*lo, *mean, *(r["train_acc"] for r in pts)) if np.isfinite(v)]
         fig.add_trace(go.Scatter(
             x=x, y=mean, mode="lines+markers", name=f"{d}: test accuracy",
-            error_y=dict(type="data", array=np.nan_to_num(half), visible=True),
+            error_y=dict(type="data", symmetric=False, visible=True,
+                         array=np.nan_to_num(np.clip(hi - mean, 0.0, None)),
+                         arrayminus=np.nan_to_num(np.clip(mean - lo, 0.0, None))),
             marker=dict(symbol=["diamond" if r["setting"] else "circle" for r in pts], size=9),
             text=[f"{r['seeds']} seeds" + (f", the {r['setting']} setting" if r["setting"] else "")
                   for r in pts],
@@ -82,7 +90,8 @@ def curve_figure(res: DistillResults) -> go.Figure:
     fig.add_hrect(y0=TARGET_ACCURACY[0], y1=TARGET_ACCURACY[1], fillcolor="#ffbb78", opacity=0.25,
                   line_width=0)
     fig.update_xaxes(type="log", title_text="training images (log scale)")
-    fig.update_yaxes(title_text="teacher accuracy")
+    bottom = max(0.0, min(lows) - 0.03)
+    fig.update_yaxes(title_text="teacher accuracy", range=[bottom, 1.0 + 0.02 * (1.0 - bottom)])
     fig.update_layout(height=420, legend=dict(orientation="h", y=-0.25),
                       margin=dict(l=70, r=20, t=30, b=60))
     return fig

@@ -304,7 +304,8 @@ def test_a_stale_reference_is_shown_under_a_notice_never_as_current(tmp_path):
     assert "<strong>Stale.</strong> Executed at commit <code>abc123</code>" in head
     assert "python -m dsmlib reference ols --profile paper" in head
     [caption] = [c["metadata"]["mystnb"]["figure"]["caption"] for c in stale["cells"]
-                 if "mystnb" in c["metadata"] and SECTION_TAG in c["metadata"]["tags"]]
+                 if "figure" in c["metadata"].get("mystnb", {})
+                 and SECTION_TAG in c["metadata"]["tags"]]
     assert caption.startswith("(`paper` reference, stale: commit abc123.)")
     assert "stale" not in json.dumps([c for c in fresh["cells"]
                                       if SECTION_TAG in c["metadata"].get("tags", [])]).lower()

@@ -179,3 +179,21 @@ def test_tables_of_noise_settings_and_delta():
     assert text.count("<th>") == 4 and "shortfall" in text
     text = error_table(claims).data
     assert text.count("<tr>") == 1 + len(deltas) and "SE from the test images" in text
+
+
+def test_curve_bars_and_axis_stay_inside_the_possible_accuracies():
+    """Issue 46, item 4: an accuracy interval never leaves [0, 1]. Two seeds at 100 % and
+    90 % give a Student-t interval of ±3.2 around 95 %; the bars are the interval cut to
+    [0, 1] (not a symmetric half-width, which ran past 100 %), and the axis stops at 1.02."""
+    res = results(headroom_size=100, curve_sizes=[200], curve_seeds=[0, 1])
+    for r in res.curve:
+        r["test_acc"] = np.array([1.0, 0.9])
+    fig = curve_figure(res)
+    test = next(t for t in fig.data if t.name == "digits: test accuracy")
+    y = np.asarray(test.y, dtype=float)
+    assert test.error_y.symmetric is False
+    assert np.all(y + np.asarray(test.error_y.array) <= 1.0 + 1e-12)
+    assert np.all(y - np.asarray(test.error_y.arrayminus) >= -1e-12)
+    assert np.asarray(test.error_y.array) == pytest.approx(1.0 - y)      # cut at 100 %
+    lo, hi = fig.layout.yaxis.range
+    assert 0.0 <= lo < 0.85 and 1.0 < hi <= 1.02
