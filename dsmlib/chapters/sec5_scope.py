@@ -3,10 +3,14 @@ Section 5, each with its reason (chapter ``sec5_distillation``; stated, not judg
 """
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, Sequence
+
 from ..models.datasets import SPECS
 from .sec5_distillation import DistillResults
 
-__all__ = ["scope_note", "scope_brief", "steps_per_run", "not_measured", "departures"]
+__all__ = ["scope_note", "scope_brief", "without_scope", "steps_per_run", "not_measured",
+           "departures"]
 
 
 def steps_per_run(res: DistillResults, setting: str) -> int:
@@ -46,6 +50,13 @@ def scope_brief(res: DistillResults) -> str:
     settings = ", ".join(f"{s.name} ({res.n_seeds(s.name)} seeds judged)" for s in res.grid.settings)
     return (f"Measured with ResNet-{res.grid.depth} on {settings}; the chapter's page states "
             "the budget and every departure from the paper.")
+
+
+def without_scope(claims: Sequence[Any], brief: str) -> list[Any]:
+    """The claims as their page shows them: each note without the scope line ``brief``
+    (:func:`scope_brief`), which the page states once; the results, the ledger and the errata
+    keep it, since they show a claim without its page."""
+    return [dataclasses.replace(c, note=c.note.removeprefix(brief).lstrip()) for c in claims]
 
 
 def not_measured(res: DistillResults) -> list[str]:

@@ -89,8 +89,8 @@ def finding(res: DistillResults, claims: Sequence[Any]) -> str:
         g_text = ", ".join(f"{c.verdict} for "
                            f"{'Gaussian noise' if c.id.endswith('sigma2') else 'the swap'}"
                            for c in lowers)
-    first = (f"Measured with ResNet-{res.grid.depth} teachers and students on "
-             f"{', '.join(res.grid.datasets)}, in {settings}: that label noise lowers the "
+    first = (f"Measured with ResNet-{res.grid.depth} teachers and students in {settings}: "
+             "that label noise lowers the "
              "students' gradient norm G(θ) below that of a student trained without noise on "
              f"the same mean target is {g_text}.")
     teacher = _claim(claims, "fig1.noisy_beats_teacher")

@@ -910,7 +910,7 @@ def test_the_finding_says_what_was_measured_and_each_verdict_from_the_claims():
                                            (noisy, "inconclusive", None)):
         res, by_id = claims_of(final)
         text = finding(res, list(by_id.values()))
-        assert text.startswith("Measured with ResNet-8 teachers and students on digits")
+        assert text.startswith(f"Measured with ResNet-8 teachers and students in {FULL} (")
         assert len(re.findall(r"[a-z)]\. ", text)) == 1 and text.endswith(".")   # two sentences
         for s in res.settings:
             acc = 100 * float(res.teacher(s).final["test_acc"].mean())
@@ -975,3 +975,7 @@ def test_the_brief_scope_in_each_note_is_one_line():
     assert len(brief.split()) < len(scope.scope_note(res).split())
     claims = sc.distill_claims(res, scope_note=brief)
     assert all(c.note.startswith(brief) for c in claims)
+    shown = scope.without_scope(claims, brief)          # the page's table: the scope is above
+    assert [c.note for c in shown] == [c.note[len(brief):].lstrip() for c in claims]
+    assert not any("Measured with" in c.note for c in shown)
+    assert [c.verdict for c in shown] == [c.verdict for c in claims]

@@ -72,6 +72,10 @@ def test_figure1_layout_and_error_bars():
         assert np.all(y + np.asarray(t.error_y.array) <= 1.0 + 1e-12)
         down = t.error_y.array if t.error_y.symmetric is not False else t.error_y.arrayminus
         assert np.all(y - np.asarray(down) >= -1e-12)
+    # and so do their axes (issue 46: plotly's padding ran them from −0.06 to 1.06)
+    for k in ("yaxis3", "yaxis4", "yaxis5", "yaxis6"):       # rows 2 and 3 (row by row)
+        lo, hi = fig.layout[k].range
+        assert 0.0 <= lo < hi <= 1.02, (k, lo, hi)
 
 
 def test_figure2_shows_each_kind_at_its_validation_optimum():
