@@ -979,3 +979,20 @@ def test_the_brief_scope_in_each_note_is_one_line():
     assert [c.note for c in shown] == [c.note[len(brief):].lstrip() for c in claims]
     assert not any("Measured with" in c.note for c in shown)
     assert [c.verdict for c in shown] == [c.verdict for c in claims]
+
+
+def test_noise_lines_say_which_way_the_logit_scales_differ():
+    """The line said "takes σ² that much smaller" whatever the ratio's direction (under quick
+    the headroom teachers' scale is larger); it now gives the factor, and the headroom grid's
+    own factor to the full grid (the page said "divided by 4" by hand)."""
+    def scaled(c):
+        f = good(c) | {"logit_var": 28.0 if c.train_limit is None else 7.0}
+        f["noise_var"] = c.level if c.noise == "gaussian" else 0.0
+        return f
+    res, _ = claims_of(scaled, headroom_sigma2s=[0.25, 1.0])
+    assert ro.noise_lines(res)[2] == (
+        "digits: the headroom teachers' logit scale is 0.25 times the full data's, so the same "
+        "noise in the teachers' units takes a σ² 0.25 times the full data's; the headroom "
+        "grid's σ² are the full grid's times 0.25.")
+    res, _ = claims_of(scaled, headroom_sigma2s=[0.5, 1.0])       # not one factor: not said
+    assert ro.noise_lines(res)[2].endswith("times the full data's.")
