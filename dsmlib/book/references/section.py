@@ -85,7 +85,8 @@ def _renamed(meta: dict[str, Any], profile: str, stale: str = "") -> dict[str, A
     tags = [t for t in meta.get("tags", []) if t not in ("hide-input", "hide-output")]
     meta["tags"] = [*tags, "remove-input", "hide-output", SECTION_TAG]
     meta.setdefault("mystnb", {}).update(
-        code_prompt_show=f"Show the {profile} reference's {{type}}", code_prompt_hide="Hide it")
+        code_prompt_show=f"Show the {profile} reference's {'figure' if fig else '{type}'}",
+        code_prompt_hide="Hide it")
     return meta
 
 
