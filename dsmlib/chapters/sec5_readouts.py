@@ -105,9 +105,14 @@ def noise_lines(res: DistillResults) -> list[str]:
         full = next((s for s in res.grid.settings if s.dataset == d and not s.headroom), None)
         head = next((s for s in res.grid.settings if s.dataset == d and s.headroom), None)
         if full and head and full.name in scale and head.name in scale:
-            lines.append(f"{d}: the headroom teachers' logit scale is "
-                         f"{scale[head.name] / scale[full.name]:.2f} times the full data's, so "
-                         "the same noise in the teachers' units takes σ² that much smaller.")
+            ratio = scale[head.name] / scale[full.name]
+            text = (f"{d}: the headroom teachers' logit scale is {ratio:.2f} times the full "
+                    f"data's, so the same noise in the teachers' units takes a σ² {ratio:.2f} "
+                    "times the full data's")
+            grid = [h / f for h, f in zip(head.sigma2s, full.sigma2s)]
+            if len(head.sigma2s) == len(full.sigma2s) and max(grid) - min(grid) < 1e-9 * max(grid):
+                text += f"; the headroom grid's σ² are the full grid's times {grid[0]:g}"
+            lines.append(text + ".")
     return lines
 
 
@@ -187,3 +192,4 @@ def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *, power: float 
                                                    power=power, floor_se=floor, dof=dof)
                              if d["se"] > 0 else None))
     return rows
+

@@ -3,10 +3,14 @@ Section 5, each with its reason (chapter ``sec5_distillation``; stated, not judg
 """
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, Sequence
+
 from ..models.datasets import SPECS
 from .sec5_distillation import DistillResults
 
-__all__ = ["scope_note", "steps_per_run", "not_measured", "departures"]
+__all__ = ["scope_note", "scope_brief", "without_scope", "steps_per_run", "not_measured",
+           "departures"]
 
 
 def steps_per_run(res: DistillResults, setting: str) -> int:
@@ -37,6 +41,22 @@ def scope_note(res: DistillResults) -> str:
         text += " The digits verdicts describe digits, not CIFAR or SVHN."
     return text + (" Every departure from the paper's Section 5 is listed on the page, under "
                    "'What this chapter does not measure'.")
+
+
+def scope_brief(res: DistillResults) -> str:
+    """The scope in one line, for every claim's note (the ledger shows a claim without its
+    page): the network, the settings and the seeds judged; the page states the rest once
+    (:func:`scope_note`)."""
+    settings = ", ".join(f"{s.name} ({res.n_seeds(s.name)} seeds judged)" for s in res.grid.settings)
+    return (f"Measured with ResNet-{res.grid.depth} on {settings}; the chapter's page states "
+            "the budget and every departure from the paper.")
+
+
+def without_scope(claims: Sequence[Any], brief: str) -> list[Any]:
+    """The claims as their page shows them: each note without the scope line ``brief``
+    (:func:`scope_brief`), which the page states once; the results, the ledger and the errata
+    keep it, since they show a claim without its page."""
+    return [dataclasses.replace(c, note=c.note.removeprefix(brief).lstrip()) for c in claims]
 
 
 def not_measured(res: DistillResults) -> list[str]:

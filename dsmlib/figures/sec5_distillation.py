@@ -46,6 +46,19 @@ def _mean_se(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return v.mean(axis=0), v.std(axis=0, ddof=1) / np.sqrt(v.shape[0])
 
 
+def _inside(values: Sequence[float], within: tuple[float, float]) -> list[float]:
+    """An axis range around ``values`` (points and bar ends) with a margin of 2 % of their span
+    that never leaves ``within`` by more than the margin above its top (a point at 100 % stays
+    whole): plotly's own padding ran an accuracy axis from −0.06 to 1.06."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    lo, hi = within
+    if v.size == 0:
+        return [lo, hi]
+    a, b = max(lo, float(v.min())), min(hi, float(v.max()))
+    pad = 0.02 * max(b - a, 0.01 * (hi - lo))
+    return [max(lo, a - pad), b + pad]
+
+
 def _titles(res: DistillResults) -> list[str]:
     return list(res.settings)
 
@@ -58,19 +71,27 @@ def _eta_eff(res: DistillResults) -> str:
 
 
 def curve_figure(res: DistillResults) -> go.Figure:
-    """The teachers' test accuracy (mean over seeds, 99 % interval) and training accuracy
-    (dotted) against the number of training images, per data set; shaded: the headroom
-    setting's target range :data:`TARGET_ACCURACY`; diamonds: the grid's settings."""
+    """The teachers' test accuracy (mean over seeds, 99 % interval, cut to [0, 1] as
+    :func:`dsmlib.chapters.sec5_readouts.teacher_curve` cuts it: the bars are the interval, not a
+    symmetric half-width around the mean) and training accuracy (dotted) against the number of
+    training images, per data set; shaded: the headroom setting's target range
+    :data:`TARGET_ACCURACY`; diamonds: the grid's settings. The accuracy axis spans the points
+    and their bars, never beyond [0, 1]."""
     fig = go.Figure()
     rows = teacher_curve(res)
+    lows = list(TARGET_ACCURACY)          # the axis spans these, the points and the bars
     for d in res.grid.datasets:
         pts = [r for r in rows if r["dataset"] == d]
         x = [r["n_train"] for r in pts]
         mean = np.array([r["mean"] for r in pts])
-        half = np.array([(r["interval"][1] - r["interval"][0]) / 2 for r in pts])
+        lo = np.array([r["interval"][0] for r in pts], dtype=float)
+        hi = np.array([r["interval"][1] for r in pts], dtype=float)
+        lows += [*lo, *hi, *mean, *(r["train_acc"] for r in pts)]
         fig.add_trace(go.Scatter(
             x=x, y=mean, mode="lines+markers", name=f"{d}: test accuracy",
-            error_y=dict(type="data", array=np.nan_to_num(half), visible=True),
+            error_y=dict(type="data", symmetric=False, visible=True,
+                         array=np.nan_to_num(np.clip(hi - mean, 0.0, None)),
+                         arrayminus=np.nan_to_num(np.clip(mean - lo, 0.0, None))),
             marker=dict(symbol=["diamond" if r["setting"] else "circle" for r in pts], size=9),
             text=[f"{r['seeds']} seeds" + (f", the {r['setting']} setting" if r["setting"] else "")
                   for r in pts],
@@ -82,7 +103,7 @@ def curve_figure(res: DistillResults) -> go.Figure:
     fig.add_hrect(y0=TARGET_ACCURACY[0], y1=TARGET_ACCURACY[1], fillcolor="#ffbb78", opacity=0.25,
                   line_width=0)
     fig.update_xaxes(type="log", title_text="training images (log scale)")
-    fig.update_yaxes(title_text="teacher accuracy")
+    fig.update_yaxes(title_text="teacher accuracy", range=_inside(lows, (0.0, 1.0)))
     fig.update_layout(height=420, legend=dict(orientation="h", y=-0.25),
                       margin=dict(l=70, r=20, t=30, b=60))
     return fig
@@ -113,6 +134,7 @@ def figure1(res: DistillResults) -> go.Figure:
         width = len(ticks) - 1
         for i, (metric, _) in enumerate(_ROWS1, start=1):
             first = i == 1 and j == 1
+            span: list[float] = []          # an accuracy row's points and bars: its axis range
             for kind, label in [(k, f"{k} noise ({sym})") for k, sym in KINDS.items()] + [
                     (CONTROL, CONTROL_NAME)]:
                 cells = [res.noiseless(s)] + res.noisy(s, kind)
@@ -120,9 +142,12 @@ def figure1(res: DistillResults) -> go.Figure:
                     continue
                 v = np.stack([c.final[metric] for c in cells], axis=1)
                 mean, se = _mean_se(v)
+                bars = error_bars(se, dof, mean=mean, within=_RANGE.get(metric))
+                if metric in _RANGE:
+                    span += [*(mean + bars["array"]), *(mean - bars["arrayminus"])]
                 fig.add_trace(go.Scatter(
                     x=list(range(len(cells))), y=mean, mode="lines+markers",
-                    error_y=error_bars(se, dof, mean=mean, within=_RANGE.get(metric)),
+                    error_y=bars,
                     name=label, legendgroup=kind,
                     showlegend=first, line=dict(color=KIND_COLORS[kind],
                                                 dash="dash" if kind == CONTROL else "solid"),
@@ -132,6 +157,7 @@ def figure1(res: DistillResults) -> go.Figure:
                                     (res.noiseless(s), "dot", Noise.NONE),
                                     (res.hinton(s), "dashdot", HINTON)):
                 m = float(cell.final[metric].mean())
+                span.append(m)
                 fig.add_trace(go.Scatter(
                     x=[0, width], y=[m, m], mode="lines", name=cell.name, legendgroup=key,
                     showlegend=first, line=dict(color=KIND_COLORS[key], dash=dash, width=1.5),
@@ -139,6 +165,8 @@ def figure1(res: DistillResults) -> go.Figure:
                     row=i, col=j)
             fig.update_yaxes(type="log" if metric == "gradnorm" else "linear", row=i, col=j,
                              title_text=_ROWS1[i - 1][1] if j == 1 else None)
+            if metric in _RANGE:
+                fig.update_yaxes(range=_inside(span, _RANGE[metric]), row=i, col=j)
         fig.update_xaxes(tickvals=list(range(width + 1)), ticktext=ticks, row=3, col=j,
                          title_text="noise level (grid position); students at Eq. 13's "
                                     f"η_eff = 2η/L = {_eta_eff(res)}")

@@ -255,14 +255,14 @@ def test_a_gpu_chapter_page_shows_its_fresh_reference_in_a_section_of_its_own(tm
     assert "Test CPU" in added[0]["source"] and "commit <code>abc123</code>" in added[0]["source"]
     code = [c for c in added if c["cell_type"] == "code"]
     assert [c["source"] for c in code] == ["# output of the paper reference"] * 2
-    assert all("remove-input" in c["metadata"]["tags"] for c in code)
+    assert all({"remove-input", "hide-output"} <= set(c["metadata"]["tags"]) for c in code)
     scope, fig = code
     assert [o.get("text") for o in scope["outputs"]] == ["scope note\n"]   # no glue, no stderr
     figure = fig["metadata"]["mystnb"]["figure"]
     assert figure["name"] == "fig-ols-one-paper-reference"
     assert figure["caption"].startswith("(`paper` reference.)")
     assert 'class="dsm-plotly-data"' in fig["outputs"][0]["data"]["text/html"]
-    assert "**Results** (`paper` reference)" in srcs[at:guide]
+    assert "### Results (`paper` reference)" in srcs[at:guide]      # a heading, in the contents
     assert not any("after the guide" in json.dumps(c) for c in added)
     assert with_reference_sections(page, []) == page
 
@@ -308,7 +308,8 @@ def test_a_stale_reference_is_shown_under_a_notice_never_as_current(tmp_path):
     assert "<strong>Stale.</strong> Executed at commit <code>abc123</code>" in head
     assert "python -m dsmlib reference ols --profile paper" in head
     [caption] = [c["metadata"]["mystnb"]["figure"]["caption"] for c in stale["cells"]
-                 if "mystnb" in c["metadata"] and SECTION_TAG in c["metadata"]["tags"]]
+                 if "figure" in c["metadata"].get("mystnb", {})
+                 and SECTION_TAG in c["metadata"]["tags"]]
     assert caption.startswith("(`paper` reference, stale: commit abc123.)")
     assert "stale" not in json.dumps([c for c in fresh["cells"]
                                       if SECTION_TAG in c["metadata"].get("tags", [])]).lower()

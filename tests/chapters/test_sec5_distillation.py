@@ -6,6 +6,7 @@ wrong runs or the wrong setting fails here."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -892,3 +893,106 @@ def test_run_config_defaults_are_the_chapters_or_none():
     assert len(shared) >= 8, shared
     assert {k: run[k] for k in shared if run[k] is not MISSING and run[k] != chapter[k]} == {}
     assert run["dataset"] == chapter["datasets"][0]
+
+
+# ------------------------------------------------------------------ the page's opening (issue 46)
+def _signed_points(x: float) -> str:
+    return f"{100 * x:+.2f}".replace("-", "−")
+
+
+def test_the_finding_says_what_was_measured_and_each_verdict_from_the_claims():
+    """Issue 46, item 1: the page opens with its finding in two sentences, from this
+    execution's claims: the network, the data, each setting with its seeds judged and its
+    teachers' accuracy, the G verdict, and the selected student's gain over its teacher and
+    over the noiseless student (verdict, points, interval, δ) in the settings judged."""
+    from dsmlib.chapters.sec5_summary import finding
+    for final, g_verdict, acc_verdicts in ((good, "confirmed", ("confirmed", "confirmed")),
+                                           (noisy, "inconclusive", None)):
+        res, by_id = claims_of(final)
+        text = finding(res, list(by_id.values()))
+        assert text.startswith(f"Measured with ResNet-8 teachers and students in {FULL} (")
+        assert len(re.findall(r"[a-z)]\. ", text)) == 1 and text.endswith(".")   # two sentences
+        for s in res.settings:
+            acc = 100 * float(res.teacher(s).final["test_acc"].mean())
+            assert f"{s} ({res.n_seeds(s)} seeds judged, teachers at {acc:.2f} % test" in text
+        assert f"is {g_verdict} for Gaussian noise and for the swap" in text
+        for cid, words in (("fig1.noisy_beats_teacher", "over its teacher is "),
+                           ("fig1.noisy_beats_noiseless", "over the noiseless students ")):
+            c = by_id[cid]
+            lo, hi = (f"{100 * v:.2f}".replace("-", "−") for v in c.interval)
+            delta = 100 * c.details[0]["delta"]
+            assert (f"{words}{c.verdict} ({_signed_points(c.measured)} points [{lo}, {hi}], "
+                    f"δ = {delta:.2f})") in text, (cid, text)
+        if acc_verdicts:
+            assert (by_id["fig1.noisy_beats_teacher"].verdict,
+                    by_id["fig1.noisy_beats_noiseless"].verdict) == acc_verdicts
+        assert f"Accuracy is judged on {FULL} and {HEAD}, where every teacher fits" in text
+
+    def half_fit(c):
+        f = good(c)
+        if c.role == "teacher" and c.train_limit is None:
+            f["train_acc"] = 0.97
+        return f
+    res, by_id = claims_of(half_fit)
+    text = finding(res, list(by_id.values()))
+    assert f"Accuracy is judged on {HEAD}, where every teacher fits" in text and FULL in text
+
+
+def test_in_short_is_one_line_per_verdict_without_the_notes():
+    """Issue 46, item 2: "In short" had a bullet per claim, each repeating the scope note; now
+    one line per verdict, each claim in a few words, an accuracy claim with its points."""
+    from dsmlib.chapters.sec5_summary import SHORT, in_short
+    def mixed(c):                    # G claims confirmed, the accuracy gains refuted
+        f = good(c)
+        f["test_acc"] = 0.90 - 0.02 * (c.role == "student") + jitter(c, 0.004)
+        return f
+    res, by_id = claims_of(mixed)
+    claims = list(by_id.values())
+    lines = in_short(claims)
+    verdicts = [v for v in ("confirmed", "refuted", "inconclusive")
+                if any(c.verdict == v for c in claims)]
+    assert len(lines) == len(verdicts) >= 2
+    for line, v in zip(lines, verdicts):
+        n = sum(c.verdict == v for c in claims)
+        assert line.startswith(f"**{v.capitalize()}** ({n} of {len(claims)}): ")
+        assert line.count("; ") == n - 1
+    text = "\n".join(lines)
+    assert "synthetic" not in text and "Measured on" not in text      # no note, no scope
+    assert all(SHORT[c.id] in text for c in claims)
+    teacher = by_id["fig1.noisy_beats_teacher"]
+    assert f"{SHORT[teacher.id]} ({_signed_points(teacher.measured)} points" in text
+    assert len(text.split()) < 25 * len(claims)
+
+
+def test_the_brief_scope_in_each_note_is_one_line():
+    """The scope is stated once on the page (scope_note); each claim's note, which the ledger
+    shows without the page, carries one line: network, settings and seeds judged."""
+    res, _ = claims_of(good)
+    brief = scope.scope_brief(res)
+    assert brief == (f"Measured with ResNet-8 on {FULL} (4 seeds judged), {HEAD} (4 seeds "
+                     "judged); the chapter's page states the budget and every departure from "
+                     "the paper.")
+    assert len(brief.split()) < len(scope.scope_note(res).split())
+    claims = sc.distill_claims(res, scope_note=brief)
+    assert all(c.note.startswith(brief) for c in claims)
+    shown = scope.without_scope(claims, brief)          # the page's table: the scope is above
+    assert [c.note for c in shown] == [c.note[len(brief):].lstrip() for c in claims]
+    assert not any("Measured with" in c.note for c in shown)
+    assert [c.verdict for c in shown] == [c.verdict for c in claims]
+
+
+def test_noise_lines_say_which_way_the_logit_scales_differ():
+    """The line said "takes σ² that much smaller" whatever the ratio's direction (under quick
+    the headroom teachers' scale is larger); it now gives the factor, and the headroom grid's
+    own factor to the full grid (the page said "divided by 4" by hand)."""
+    def scaled(c):
+        f = good(c) | {"logit_var": 28.0 if c.train_limit is None else 7.0}
+        f["noise_var"] = c.level if c.noise == "gaussian" else 0.0
+        return f
+    res, _ = claims_of(scaled, headroom_sigma2s=[0.25, 1.0])
+    assert ro.noise_lines(res)[2] == (
+        "digits: the headroom teachers' logit scale is 0.25 times the full data's, so the same "
+        "noise in the teachers' units takes a σ² 0.25 times the full data's; the headroom "
+        "grid's σ² are the full grid's times 0.25.")
+    res, _ = claims_of(scaled, headroom_sigma2s=[0.5, 1.0])       # not one factor: not said
+    assert ro.noise_lines(res)[2].endswith("times the full data's.")

@@ -72,6 +72,10 @@ def test_figure1_layout_and_error_bars():
         assert np.all(y + np.asarray(t.error_y.array) <= 1.0 + 1e-12)
         down = t.error_y.array if t.error_y.symmetric is not False else t.error_y.arrayminus
         assert np.all(y - np.asarray(down) >= -1e-12)
+    # and so do their axes (issue 46: plotly's padding ran them from −0.06 to 1.06)
+    for k in ("yaxis3", "yaxis4", "yaxis5", "yaxis6"):       # rows 2 and 3 (row by row)
+        lo, hi = fig.layout[k].range
+        assert 0.0 <= lo < hi <= 1.02, (k, lo, hi)
 
 
 def test_figure2_shows_each_kind_at_its_validation_optimum():
@@ -179,3 +183,21 @@ def test_tables_of_noise_settings_and_delta():
     assert text.count("<th>") == 4 and "shortfall" in text
     text = error_table(claims).data
     assert text.count("<tr>") == 1 + len(deltas) and "SE from the test images" in text
+
+
+def test_curve_bars_and_axis_stay_inside_the_possible_accuracies():
+    """Issue 46, item 4: an accuracy interval never leaves [0, 1]. Two seeds at 100 % and
+    90 % give a Student-t interval of ±3.2 around 95 %; the bars are the interval cut to
+    [0, 1] (not a symmetric half-width, which ran past 100 %), and the axis stops at 1.02."""
+    res = results(headroom_size=100, curve_sizes=[200], curve_seeds=[0, 1])
+    for r in res.curve:
+        r["test_acc"] = np.array([1.0, 0.9])
+    fig = curve_figure(res)
+    test = next(t for t in fig.data if t.name == "digits: test accuracy")
+    y = np.asarray(test.y, dtype=float)
+    assert test.error_y.symmetric is False
+    assert np.all(y + np.asarray(test.error_y.array) <= 1.0 + 1e-12)
+    assert np.all(y - np.asarray(test.error_y.arrayminus) >= -1e-12)
+    assert np.asarray(test.error_y.array) == pytest.approx(1.0 - y)      # cut at 100 %
+    lo, hi = fig.layout.yaxis.range
+    assert 0.0 <= lo < 0.85 and 1.0 < hi <= 1.02

@@ -3,9 +3,10 @@ of, say, the ``gpu`` reference of Section 5 (ResNet-56 on a GPU), in a section o
 beside the run made at build time, with the reference's provenance line.
 
 Only the outputs are copied, never the code: each output cell of the reference (figures with
-their captions, verdict tables, printed scope notes) becomes a cell with its input removed,
-under a bold label naming the reference section it came from. Figure names get the profile
-as a suffix so that they stay unique on the page, and glue records are dropped (their names
+their captions, verdict tables, printed scope notes) becomes a cell with its input removed and
+its output folded (a reference is as long as its page), under a sub-heading naming the
+reference section it came from (the page's table of contents lists it). Figure names get the
+profile as a suffix so that they stay unique on the page, and glue records are dropped (their names
 belong to the page's own run).
 
 A *stale* reference (executed with code that has changed since) is shown too, never as
@@ -82,7 +83,10 @@ def _renamed(meta: dict[str, Any], profile: str, stale: str = "") -> dict[str, A
         if fig.get("caption"):
             fig["caption"] = f"(`{profile}` reference{stale}.) {fig['caption']}"
     tags = [t for t in meta.get("tags", []) if t not in ("hide-input", "hide-output")]
-    meta["tags"] = [*tags, "remove-input", SECTION_TAG]
+    meta["tags"] = [*tags, "remove-input", "hide-output", SECTION_TAG]
+    meta.setdefault("mystnb", {}).update(
+        code_prompt_show=f"Show the {profile} reference's {'figure' if fig else '{type}'}",
+        code_prompt_hide="Hide it")
     return meta
 
 
@@ -119,8 +123,8 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
             src = cell_source(cell).lstrip()
             if src.startswith(BEFORE_HEADING):
                 break
-            if src.startswith("## "):
-                heading = src.splitlines()[0][3:].strip()
+            titles = [line[3:].strip() for line in src.splitlines() if line.startswith("## ")]
+            heading = titles[-1] if titles else heading
             continue
         if cell["cell_type"] != "code" or tags & SKIP_TAGS:
             continue
@@ -128,7 +132,7 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
         if not outputs:
             continue
         if heading and heading != labelled:
-            cells.append(_md(f"**{heading}** (`{p}` reference)", i, p))
+            cells.append(_md(f"### {heading} (`{p}` reference)", i, p))
             labelled = heading
         # The input is removed from the page; an empty one would drop the outputs too.
         cells.append({"cell_type": "code", "execution_count": None,
