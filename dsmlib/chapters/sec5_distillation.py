@@ -68,9 +68,9 @@ class Parameters(ChapterParameters):
     headroom_batch_size: int | None = param(32, "its minibatch size (None: batch_size)")
     headroom_sigma2s: tuple[float, ...] | None = param([0.25, 1.0, 4.0], "its Gaussian levels "
                                                                          "(None: sigma2s)")
-    headroom_seeds: tuple[int, ...] | None = param(list(range(10)), "its seeds (None: seeds)")
+    headroom_seeds: tuple[int, ...] | None = param(list(range(6)), "its seeds (None: seeds)")
     temperature: float = param(4.0, "the Hinton student's (the paper's noiseless baseline)")
-    curve_sizes: tuple[int, ...] = param([40, 64, 100], "extra teacher sizes for the "
+    curve_sizes: tuple[int, ...] = param([40, 100], "extra teacher sizes for the "
                                                         "accuracy-vs-size curve (trained as many "
                                                         "steps as the headroom setting's)")
     curve_seeds: tuple[int, ...] = param([0, 1], "and their seeds")
