@@ -150,10 +150,12 @@ def test_download_action_fetches_and_trains_nothing(tmp_path, monkeypatch, capsy
 
 
 def documented_grid_commands() -> list[tuple[str, str]]:
-    """Every ``python -m dsmlib grid ...`` line of the README and of the chapter's reader guide."""
+    """Every ``python -m dsmlib grid ...`` line of docs/cli.md (the README's CLI detail) and of
+    the chapter's reader guide."""
     guide = (ROOT / "notebooks" / "sec5_distillation.md").read_text().split("## Reader guide")[1]
     out = []
-    for where, text in (("README.md", (ROOT / "README.md").read_text()), ("reader guide", guide)):
+    for where, text in (("docs/cli.md", (ROOT / "docs" / "cli.md").read_text()),
+                        ("reader guide", guide)):
         for line in text.splitlines():
             if "python -m dsmlib grid" in line:
                 out.append((where, line.split("python -m dsmlib ", 1)[1].split("#")[0]
@@ -169,12 +171,12 @@ def test_documented_grid_commands_parse_and_downloading_trains_nothing(monkeypat
     for where, cmd in commands:
         assert main(cmd.split()) == 0, (where, cmd)
     actions = {(where, a.action) for (where, _), a in zip(commands, seen)}
-    for where in ("README.md", "reader guide"):
+    for where in ("docs/cli.md", "reader guide"):
         assert {(where, "download"), (where, "launch"), (where, "collect")} <= actions
     assert not any(a.action == "launch" and a.download for a in seen)   # launch trains
     assert any(a.partition for a in seen)
     guide = (ROOT / "notebooks" / "sec5_distillation.md").read_text().split("## Reader guide")[1]
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "cli.md").read_text()
     for text in (guide, readme):
         assert "train_missing: false" in text and "make book PROFILE=paper" in text
 
