@@ -34,7 +34,8 @@
 #   profile -- `python -m dsmlib reference sec5_distillation --profile gpu` through papermill,
 #              with its wall time, every claim's verdict and the runs' time in training,
 #              evaluation and G; the stored reference is copied to $OUT/reference/<profile>/,
-#              ready to commit as the book's gpu reference (the site then shows it on the
+#              and with its run records to $OUT/reference_<profile>.tgz, ready to commit as
+#              the book's gpu reference (the site then shows it on the
 #              Section 5 page).
 #   explore -- (not by default; 420 s) the gpu profile's sigma2 = 1 question, a custom run of
 #              the full data alone (no headroom setting): students as long as their teachers
@@ -139,6 +140,9 @@ for step in $steps; do
         $([ $DRY = 1 ] || echo --force) --allow-dirty
       mkdir -p "$OUT/reference/$PROFILE"
       cp reference/"$PROFILE"/sec5_distillation.* "$OUT/reference/$PROFILE/" 2>/dev/null
+      # the whole stored reference, its run records (runs/) and their manifest included: what
+      # `reference ... --rederive` reads on the CPU later
+      tar czf "$OUT/reference_$PROFILE.tgz" -C reference "$PROFILE" 2>/dev/null
       # every run's configuration and per-epoch metrics (train_s, eval_s, gradnorm_s...), not
       # the checkpoints: where the profile's time goes
       tar czf "$OUT/profile_runs.tgz" --exclude='*.pt' -C results runs 2>/dev/null

@@ -59,6 +59,7 @@ def test_gpu_check_dry_run(smoke_book, tmp_path):
     assert "sec5_distillation: up to date (profile smoke), not re-executed" in profile, \
         profile[-3000:]                                    # the smoke book's execution, stored
     assert "fig1." in profile and "[gpu_check] claims of" in profile, profile[-3000:]
+    assert (out / "reference_smoke.tgz").stat().st_size > 0   # the reference, records included
     for role in ("teacher", "student"):                       # where the profile's time went
         assert f"[gpu_check] time of the {role} runs: train_s " in profile, profile[-3000:]
         assert re.search(f"time of the {role} runs: .*; wall [0-9.]+ s, of which set-up and "
