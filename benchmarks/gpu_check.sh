@@ -2,10 +2,9 @@
 # The GPU checks of Section 5 (issue 14), as one prepared script: one call of <= 9 min on one
 # CUDA GPU (H100 or H200), printing every figure. Step limits: tests 60 s, profile 330 s, bench
 # 140 s (530 s, plus about 10 s for the wheels' install and the device query). Measured on one
-# H100 (2026-11-26, benchmarks/gpu_runs/): tests 43-47 s (27 passed), profile 244 s, and the
-# bench ran to its limit (the compiled rows, last, did not fit). The profile has since gained
-# the headroom setting (issue 30): about 280 s by arithmetic from those figures, not yet run
-# (the gpu entry of notebooks/profiles.yml gives the sum).
+# H200 (2026-11-28, benchmarks/gpu_runs/2026-11-28_h200/): tests 59 s (32 passed), the profile,
+# at its headroom setting of 100 images and lr 0.02, 310 s; the bench's compiled rows, last, do
+# not fit its limit (230 s reached the end of the eager rows).
 #
 #   bash benchmarks/gpu_check.sh [--dry-run] [wheels] [tests] [bench] [profile] [drift] [explore]
 #
