@@ -32,10 +32,9 @@
 #              deterministic fp32.
 #   profile -- `python -m dsmlib reference sec5_distillation --profile gpu` through papermill,
 #              with its wall time, every claim's verdict and the runs' time in training,
-#              evaluation and G; the stored reference is copied to $OUT/reference/<profile>/,
-#              and with its run records to $OUT/reference_<profile>.tgz, ready to commit as
-#              the book's gpu reference (the site then shows it on the
-#              Section 5 page).
+#              evaluation and G; the stored reference, its run records included, is packed
+#              into $OUT/reference_<profile>.tgz, ready to commit as the book's gpu
+#              reference (the site then shows it on the Section 5 page).
 #   explore -- (not by default; 420 s) the gpu profile's sigma2 = 1 question, a custom run of
 #              the full data alone (no headroom setting): students as long as their teachers
 #              (EXPLORE_STUDENT_EPOCHS sets another length), only the noiseless and Gaussian
@@ -137,10 +136,8 @@ for step in $steps; do
       run_step profile $([ $DRY = 1 ] && echo 600 || echo ${LIMIT_PROFILE:-330}) \
         $PY -m dsmlib reference sec5_distillation --profile "$PROFILE" --no-progress \
         $([ $DRY = 1 ] || echo --force) --allow-dirty
-      mkdir -p "$OUT/reference/$PROFILE"
-      cp reference/"$PROFILE"/sec5_distillation.* "$OUT/reference/$PROFILE/" 2>/dev/null
       # the whole stored reference, its run records (runs/) and their manifest included: what
-      # `reference ... --rederive` reads on the CPU later
+      # `reference ... --rederive` reads on the CPU later (one file: a device call brings back 8)
       tar czf "$OUT/reference_$PROFILE.tgz" -C reference "$PROFILE" 2>/dev/null
       # every run's configuration and per-epoch metrics (train_s, eval_s, gradnorm_s...), not
       # the checkpoints: where the profile's time goes
