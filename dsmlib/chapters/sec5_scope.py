@@ -10,7 +10,7 @@ from ..models.datasets import SPECS
 from .sec5_distillation import DistillResults
 
 __all__ = ["scope_note", "scope_brief", "without_scope", "steps_per_run", "not_measured",
-           "departures"]
+           "departures", "PAPER_LR"]
 
 
 def steps_per_run(res: DistillResults, setting: str) -> int:
@@ -71,6 +71,10 @@ def not_measured(res: DistillResults) -> list[str]:
             f"{', '.join(res.grid.datasets)}), so its part is not measured here."]
 
 
+#: The paper's learning rate for teachers and students (Section 5, following He et al. 2016).
+PAPER_LR = 0.1
+
+
 def departures(res: DistillResults) -> list[str]:
     """Every remaining departure of this grid from the paper's Section 5, each with its
     reason (what the verdicts do not speak for)."""
@@ -94,6 +98,15 @@ def departures(res: DistillResults) -> list[str]:
                    f"epochs{each}, not 200 of one pass (the budget), with the paper's "
                    "learning-rate drops at half and three quarters of them. An epoch of several "
                    "passes trains as that many epochs do; it only measures less often.")
+    if g.lr != PAPER_LR:
+        fits = ", ".join(f"{100 * float(res.teacher(s.name).final['train_acc'].min()):.1f} % "
+                         f"({s.name})" for s in g.settings)
+        out.append(f"Learning rate: η = {g.lr:g} for teachers and students alike, not the "
+                   f"paper's {PAPER_LR:g} (its drops at half and three quarters are kept). At "
+                   f"{PAPER_LR:g}, ResNet-56 on 150 digits left some teachers far from fitting "
+                   "their training images (35–47 %) and some students diverged (6 of 15 over 3 "
+                   "seeds; one H100, benchmarks/gpu_runs/2026-11-27_h100_headroom/). Here the "
+                   f"least-fitting teacher of each setting reaches {fits} on its training images.")
     if g.n_train_eval is not None:
         out.append(f"Measurement: after each epoch but the last, the training loss and accuracy "
                    f"are read on {g.n_train_eval} of the training images and the test set not at "

@@ -748,7 +748,7 @@ def test_departures_list_what_differs_from_the_paper_and_only_that():
     text = "\n".join(scope.departures(paper))
     for absent in ("Data:", "Network:", "Length:", "different number of epochs",
                    "A headroom setting the paper does not have",
-                   "Measurement:"):
+                   "Measurement:", "Learning rate:"):
         assert absent not in text, absent
     assert "0.002 for L = 100" in text
     res, _ = claims_of(good, passes=2, headroom_passes=3, n_train_eval=64)
@@ -757,6 +757,12 @@ def test_departures_list_what_differs_from_the_paper_and_only_that():
     res, _ = claims_of(good, passes=2, headroom_passes=2)
     assert "epochs of 2 passes each, not 200" in "\n".join(scope.departures(res))
     assert "read on 64 of the training images" in text
+    res, _ = claims_of(good, lr=0.02)                    # the gpu profile's departure
+    line = next(x for x in scope.departures(res) if x.startswith("Learning rate:"))
+    assert "η = 0.02 for teachers and students alike, not the paper's 0.1" in line, line
+    fits = {s.name: 100 * res.teacher(s.name).final["train_acc"].min() for s in res.grid.settings}
+    for name, fit in fits.items():                        # this run's own fit, per setting
+        assert f"{fit:.1f} % ({name})" in line, line
 
 
 def test_noise_lines_compare_the_settings_logit_scales():
