@@ -109,14 +109,20 @@ GRID_HELP = "fetch the data of, launch, watch or collect the self-distillation g
 
 def run_time(root: Path, profile: str, name: str) -> str:
     """How long ``name`` took under ``profile``: its last execution here, else its committed
-    reference, with the device ("not run yet" when neither exists)."""
+    reference, with the device ("not run yet" when neither exists); for a reference re-derived
+    from run records, its training's time and device too."""
     from .references.stored import device_label, reference_paths
     from .store import executed_path
     for where, path in (("last run here", executed_path(root, profile, name)),
                         ("reference", reference_paths(root, profile, name)[0])):
         try:
             prov = json.loads(path.read_text())["metadata"]["dsmlib"]["provenance"]
-            return f"{where}: {_duration(float(prov['wall_s']))} on {device_label(prov)}"
+            took = f"{_duration(float(prov['wall_s']))} on {device_label(prov)}"
+            trained = prov.get("trained")
+            if trained:
+                took = (f"trained in {_duration(float(trained['wall_s']))} on "
+                        f"{device_label(trained)}, analysed in {took}")
+            return f"{where}: {took}"
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return "not run yet"
