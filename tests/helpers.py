@@ -29,10 +29,14 @@ def copy_book(dest: Path) -> Path:
 
 
 def missing_axis_titles(fig) -> list[str]:
-    """Names of the axes of ``fig`` that are shown but have no title.
+    """Names of the axes of ``fig`` that are shown but have no title in the figure's layout.
 
     Walks every ``xaxis*`` / ``yaxis*`` entry of ``fig.layout`` and every axis a trace is drawn
-    on (``x``, ``x2``, ...); an axis counts as shown unless ``visible`` is False.
+    on (``x``, ``x2``, ...); an axis counts as shown unless ``visible`` is False. The one
+    exception (issue 53): an x axis without a title under which, in the same column (the same
+    horizontal domain), a titled x axis lies: that title is shared by the axes above it (a
+    stacked figure titles only its bottom x axis). The browser's check
+    (tests/book/test_browser.py, ``FIGURES_JS``) applies the same rule to the drawn page.
     """
     layout = fig.layout.to_plotly_json()
     names = {k for k in layout if k.startswith(("xaxis", "yaxis"))}
@@ -41,14 +45,53 @@ def missing_axis_titles(fig) -> list[str]:
             if attr in tr:                      # cartesian traces only
                 ref = tr[attr] or attr[0]       # "x", "x2", ...
                 names.add(attr + ref[1:])
+
+    def titled(name: str) -> bool:
+        axis = fig.layout[name]
+        return bool(axis.title and axis.title.text and str(axis.title.text).strip())
+
+    def place(name: str) -> tuple[tuple[float, float], tuple[float, float]]:
+        """An x axis's horizontal domain and its anchor's vertical domain."""
+        axis = fig.layout[name]
+        anchor = axis.anchor if axis.anchor not in (None, "free") else "y"
+        y = fig.layout["yaxis" + anchor[1:]]
+        return (tuple(round(v, 3) for v in (axis.domain or (0, 1))),
+                tuple(y.domain or (0, 1)) if y is not None else (0, 1))
+
+    def shared_from_below(name: str) -> bool:
+        (cols, rows) = place(name)
+        return any(titled(other) and place(other)[0] == cols and place(other)[1][1] <= rows[0] + 1e-9
+                   for other in names if other.startswith("xaxis") and other != name)
+
     missing = []
     for name in sorted(names):
         axis = fig.layout[name]
-        if axis.visible is False:
+        if axis.visible is False or titled(name):
             continue
-        if not (axis.title and axis.title.text and str(axis.title.text).strip()):
+        if not (name.startswith("xaxis") and shared_from_below(name)):
             missing.append(name)
     return missing
+
+
+def figure_functions() -> list[str]:
+    """``module.function`` for every public function of dsmlib.figures.* (except the tables)
+    annotated to return a plotly Figure."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import dsmlib.figures
+    out = []
+    for info in pkgutil.iter_modules(dsmlib.figures.__path__):
+        if info.name == "tables":
+            continue
+        mod = importlib.import_module(f"dsmlib.figures.{info.name}")
+        for name in getattr(mod, "__all__", []):
+            obj = getattr(mod, name)
+            if inspect.isfunction(obj) and str(inspect.signature(obj).return_annotation) in (
+                    "go.Figure", "<class 'plotly.graph_objs._figure.Figure'>"):
+                out.append(f"{info.name}.{name}")
+    return out
 
 
 # --------------------------------------------------------------------------- torch test cases

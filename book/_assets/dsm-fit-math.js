@@ -1,6 +1,7 @@
 // A display equation wider than its column (MathJax 3 cannot break lines) is scaled down
 // only as far as it stays readable (to 90 %); one still too wide keeps its full size and
-// scrolls sideways in its own box (shrunk to fit a phone, B(20) was half its size). An
+// scrolls sideways in its own box (shrunk to fit a phone, B(20) was half its size), under the
+// "scroll sideways" bar of dsm-xscroll.js (told by the event "dsm-math-fitted"). An
 // inline formula wider than its paragraph is scaled down too (to 70 % at most); one still too
 // wide gets a box of its own that scrolls, instead of widening the page or being cut.
 (function () {
@@ -30,6 +31,8 @@
       el.style.fontSize = scale + "%";
       if (el.getBoundingClientRect().width > room + 1) { el.classList.add("dsm-wide-math"); }
     });
+    // dsm-xscroll.js puts its "scroll sideways" bar above each equation still too wide
+    document.dispatchEvent(new Event("dsm-math-fitted"));
   }
   function whenTypeset() {
     if (window.MathJax && MathJax.startup && MathJax.startup.promise) {

@@ -2,7 +2,9 @@
 // at its bottom, thousands of pixels down for a tall table (and hidden on a phone until one
 // touches it). Each such box gets, right above it, a bar that says so and scrolls with it:
 // drag or swipe either one and the other follows. Boxes that stop overflowing (a wider
-// window) lose their bar.
+// window) lose their bar. A display equation too wide for a phone scrolls in its own box too
+// (custom.css, dsm-fit-math.js) and gets the same bar: without it, an equation simply ended
+// mid-formula at the page's edge.
 (function () {
   "use strict";
   function wide(box) { return box.scrollWidth > box.clientWidth + 1 && box.offsetParent !== null; }
@@ -20,10 +22,20 @@
         }
       }
     });
+    art.querySelectorAll('mjx-container[display="true"]').forEach(function (m) {
+      var o = window.getComputedStyle(m).overflowX;
+      if ((o === "auto" || o === "scroll") && found.indexOf(m) < 0) { found.push(m); }
+    });
     return found;
   }
+  // where the bar goes: right above the box; for an equation, above its div.math (a flex row
+  // with its number: a bar inside it squeezed the equation to nothing)
+  function anchorOf(box) {
+    var up = box.parentElement;
+    return box.tagName === "MJX-CONTAINER" && up && up.matches("div.math") ? up : box;
+  }
   function link(box) {
-    var bar = box.previousElementSibling;
+    var anchor = anchorOf(box), bar = anchor.previousElementSibling;
     if (bar && bar.classList.contains("dsm-xscroll")) {
       bar.querySelector(".dsm-xscroll-track > div").style.width = box.scrollWidth + "px";
       return;
@@ -46,15 +58,15 @@
     }
     track.addEventListener("scroll", follow(track, box), {passive: true});
     box.addEventListener("scroll", follow(box, track), {passive: true});
-    box.parentNode.insertBefore(bar, box);
+    anchor.parentNode.insertBefore(bar, anchor);
   }
   function update() {
     boxes().forEach(function (box) {
       if (wide(box)) {
         link(box);
-      } else if (box.previousElementSibling &&
-                 box.previousElementSibling.classList.contains("dsm-xscroll")) {
-        box.previousElementSibling.remove();
+      } else {
+        var bar = anchorOf(box).previousElementSibling;
+        if (bar && bar.classList.contains("dsm-xscroll")) { bar.remove(); }
       }
     });
   }
@@ -73,4 +85,5 @@
   });
   window.addEventListener("resize", later);
   document.addEventListener("toggle", later, true);   // a table in a folded section opens
+  document.addEventListener("dsm-math-fitted", update);  // equations scaled or left to scroll
 })();

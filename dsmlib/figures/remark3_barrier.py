@@ -88,9 +88,9 @@ def escape_plot(sw: EscapeSweep) -> go.Figure:
         fig.update_xaxes(row=1, col=c, **ticks)
         fig.update_xaxes(title_text=lab, row=2, col=c, **ticks)
         fig.update_yaxes(range=[-0.05, 1.05], row=1, col=c,
-                         title_text=f"P(escape within {sw.steps} steps)" if c == 1 else None)
+                         title_text=f"P(escape within {sw.steps} steps)")
         fig.update_yaxes(type="log", dtick=1, exponentformat="power", row=2, col=c,
-                         title_text="mean escape time (steps)" if c == 1 else None)
+                         title_text="mean escape time (steps)")
     fig.update_layout(height=660, legend=dict(orientation="h", y=-0.15, yanchor="top"),
                       margin=dict(l=70, r=20, t=60, b=40))
     return fig

@@ -143,10 +143,12 @@ def _slope_label(f) -> str:
 
 def drift_scaling(sw: DriftSweep) -> go.Figure:
     """Remark 4: drift speed per unit time against σ², η and B (log-log), SGD and Eq. 17 with 99 %
-    intervals, the leading-order theory ησ²m₂/B, fitted slopes in the legend."""
+    intervals, the leading-order theory ησ²m₂/B, fitted slopes in the legend. Each panel is
+    named by its x title alone: stacked on a phone, a title above a panel ran into the x title
+    of the panel above it."""
     names = [("sigma2", "σ²"), ("eta", "η"), ("B", "B")]
-    fig = make_subplots(rows=1, cols=3, subplot_titles=[f"against {lab}" for _, lab in names],
-                        horizontal_spacing=0.07)
+    words = {"sigma2": "label-noise variance σ²", "eta": "learning rate η", "B": "batch size B"}
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.11)
     for c, (name, lab) in enumerate(names, start=1):
         i, x = sw.sweep(name)
         order = np.argsort(x)
@@ -159,8 +161,8 @@ def drift_scaling(sw: DriftSweep) -> go.Figure:
                                      name=f"{label} vs {lab}:<br>{_slope_label(fits[name])}"), row=1, col=c)
         fig.add_trace(go.Scatter(x=x, y=sw.theory[i], mode="lines", line=dict(color="#111", dash="dash"),
                                  name="theory ησ²m₂/B (slope 1, 1, −1)", showlegend=c == 1), row=1, col=c)
-        fig.update_xaxes(type="log", title_text=lab, row=1, col=c)
-        fig.update_yaxes(type="log", title_text="drift speed, 99% CI<br>−d log|u²−v²|/dt" if c == 1 else None,
+        fig.update_xaxes(type="log", title_text=words[name], row=1, col=c)
+        fig.update_yaxes(type="log", title_text="drift speed, 99% CI<br>−d log|u²−v²|/dt",
                          row=1, col=c)
     fig.update_layout(height=480, legend=dict(orientation="h", y=-0.3, font=dict(size=11)),
                       margin=dict(l=70, r=20, t=40, b=40))
@@ -182,7 +184,7 @@ def stability_plot(comps: Sequence[StabilityComparison]) -> go.Figure:
                                      line=dict(color=col, dash="dash"), legendgroup=label,
                                      name=f"{label}: exact G + s²Σa_j"), row=1, col=k)
         fig.update_xaxes(type="log", title_text="perturbation size s (δ ~ N(0, s²I))", row=1, col=k)
-        fig.update_yaxes(type="log", title_text="E‖f(x,θ+δ) − f(x,θ)‖² / s²" if k == 1 else None,
+        fig.update_yaxes(type="log", title_text="E‖f(x,θ+δ) − f(x,θ)‖² / s²",
                          row=1, col=k)
     fig.update_layout(height=420, legend=dict(orientation="h", y=-0.25), margin=dict(l=70, r=20, t=40, b=40))
     return fig

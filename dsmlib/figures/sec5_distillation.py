@@ -164,7 +164,7 @@ def figure1(res: DistillResults) -> go.Figure:
                     hovertemplate=f"{cell.name}: {m:.4g} (mean of {n_seeds} seeds)<extra></extra>"),
                     row=i, col=j)
             fig.update_yaxes(type="log" if metric == "gradnorm" else "linear", row=i, col=j,
-                             title_text=_ROWS1[i - 1][1] if j == 1 else None)
+                             title_text=_ROWS1[i - 1][1])
             if metric in _RANGE:
                 fig.update_yaxes(range=_inside(span, _RANGE[metric]), row=i, col=j)
         fig.update_xaxes(tickvals=list(range(width + 1)), ticktext=ticks, row=3, col=j,
@@ -204,8 +204,8 @@ def figure2(res: DistillResults) -> go.Figure:
                                      name="noisy objective SGD saw (mean)",
                                      legendgroup="objective", showlegend=j == 1 and kind == Noise.NONE,
                                      line=dict(color=color, dash="dash", width=1.2)), row=1, col=j)
-        fig.update_yaxes(type="log", row=1, col=j, title_text="training loss" if j == 1 else None)
-        fig.update_yaxes(type="log", row=2, col=j, title_text="validation loss" if j == 1 else None)
+        fig.update_yaxes(type="log", row=1, col=j, title_text="training loss")
+        fig.update_yaxes(type="log", row=2, col=j, title_text="validation loss")
         fig.update_xaxes(title_text="epoch", row=2, col=j)
     fig.update_layout(height=620, legend=dict(orientation="h", y=-0.18),
                       margin=dict(l=70, r=20, t=40, b=60))
@@ -241,7 +241,7 @@ def gradnorm_epochs(res: DistillResults) -> go.Figure:
             fig.add_vrect(x0=(epochs[-1]) / 2, x1=epochs[-1], fillcolor="#999999", opacity=0.12,
                           line_width=0, row=i, col=j)
             fig.update_yaxes(type="log", row=i, col=j,
-                             title_text=f"G(θ), {kind} noise ({sym})" if j == 1 else None)
+                             title_text=f"G(θ), {kind} noise ({sym})")
         fig.update_xaxes(title_text="epoch", row=len(KINDS), col=j)
     fig.update_layout(height=640, legend=dict(orientation="h", y=-0.16),
                       margin=dict(l=70, r=20, t=40, b=60))

@@ -50,12 +50,31 @@ OVERFLOW_JS = """(phone) => {
 }"""
 
 FIGURES_JS = """() => {
+ // An axis's title as its author set it (gd.layout; plotly's _fullLayout gives an untitled
+ // axis the placeholder "Click to enter X axis title", which is no title: issue 53).
+ const title = a => { const t = a && a.title, s = typeof t === 'string' ? t : t && t.text;
+                      return typeof s === 'string' ? s.trim() : ''; };
  const known = new Set(Object.keys(window.Plotly ? window.Plotly.PlotSchema.get().traces : {}));
  return [...document.querySelectorAll('.js-plotly-plot')].map(gd => {
-  const L = gd._fullLayout, used = new Set();
+  const L = gd.layout || {}, F = gd._fullLayout, used = new Set();
   (gd._fullData || []).forEach(t => { if (t.xaxis) used.add('xaxis' + t.xaxis.slice(1));
                                       if (t.yaxis) used.add('yaxis' + t.yaxis.slice(1)); });
-  const untitled = [...used].filter(k => L[k] && !(L[k].title && L[k].title.text));
+  // an x axis's column (its domain as the author set it) and its panel's height
+  const place = k => {
+    const a = F[k], anchor = a.anchor && a.anchor !== 'free' ? a.anchor : 'y';
+    const y = F['yaxis' + anchor.slice(1)];
+    return [(L[k] && L[k].domain) || a.domain, y ? (L['yaxis' + anchor.slice(1)] || {}).domain || y.domain : [0, 1]];
+  };
+  // the one exception: an x title shared by the axes above it in the same column
+  const sharedFromBelow = k => {
+    const [col, rows] = place(k);
+    return Object.keys(F).some(o => /^xaxis\\d*$/.test(o) && o !== k && title(L[o]) && (() => {
+      const [c, r] = place(o);
+      return Math.abs(c[0] - col[0]) < 0.002 && Math.abs(c[1] - col[1]) < 0.002 && r[1] <= rows[0] + 1e-6;
+    })());
+  };
+  const untitled = [...used].filter(k => F[k] && F[k].visible !== false && !title(L[k])
+                                         && !(k.startsWith('xaxis') && sharedFromBelow(k)));
   // a trace type the served bundle lacks draws nothing and only warns (the site serves
   // plotly.js's cartesian bundle: dsmlib.book.pages.plotly_source)
   const unregistered = (gd.data || []).map(t => t.type || 'scatter').filter(t => !known.has(t));
@@ -75,9 +94,10 @@ def measure(browser, base: str, path: str, width: int) -> dict:
     """What the read-only checks of this module look at on one page at one width, from one
     page load: at 1400 px (right after the load) overflow, figures, math and legend and table
     intervals; at 390 px (right after the load) the verdict tables' overflow; at 1280 and 390
-    px, after 400 ms more for the resize-driven fitting of formulas, the reader's and the
-    phone's views. Each check reads what it read from a page of its own before, at the same
-    moment after the load."""
+    px, after 400 ms more for the resize-driven fitting of formulas, the figures' axis titles,
+    the reader's and the phone's views and (390 px) the display equations' scrolling. Each
+    check reads what it read from a page of its own before, at the same moment after the
+    load."""
     page, blocked, errors = open_page(browser, base, path, width=width)
     got = {}
     if width == WIDE:
@@ -90,9 +110,11 @@ def measure(browser, base: str, path: str, width: int) -> dict:
         if width == PHONE:
             got["tables"] = page.evaluate(OVERFLOW_JS, True)
         page.wait_for_timeout(400)       # the resize-driven fitting of formulas
+        got["figures"] = page.evaluate(FIGURES_JS)
         got["reader"] = page.evaluate(READER_JS)
         if width == PHONE:
             got["phone"] = page.evaluate(PHONE_JS)
+            got["equations"] = page.evaluate(EQUATIONS_JS)
         got["stumbles"] = page.evaluate(STUMBLES_JS)     # last: it scrolls the page
     page.close()
     return got
@@ -586,3 +608,131 @@ def test_every_page_is_within_the_size_budget(smoke_book):
     html = smoke_book / "_build" / "html"
     sizes = {p: (html / p).stat().st_size for p in site_pages(html)}
     assert {p: n for p, n in sizes.items() if n > 600_000} == {}
+
+
+# --------------------------------------------------------------------------- issue 53
+# What a reader stumbles on, round four: figures whose panels lose their axis titles once a
+# phone stacks them (the check read plotly's placeholder "Click to enter … axis title" as a
+# title), and display equations that end mid-formula at 390 px with nothing to say they
+# scroll.
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_axis_a_trace_uses_has_its_own_title_at_1280_and_390(view, path):
+    """At 1280 and 390 px (where a figure's columns stack) every axis a trace is drawn on has
+    a title in the layout its author set; the one exception is an x title shared by the axes
+    above it in the same column (FIGURES_JS; 1400 px in the first test of this module)."""
+    for w in WIDTHS:
+        untitled = [(k, f["untitled"]) for k, f in enumerate(view(path, w)["figures"])
+                    if f["untitled"]]
+        assert untitled == [], f"{w} px: (figure, axes) {untitled}"
+
+
+PLANTED_FIGURES_JS = """() => new Promise(done => {
+  const grid = document.createElement('div'), alone = document.createElement('div');
+  document.querySelector('main').append(grid, alone);
+  // two columns of two rows: the left column titled as the chapters title theirs (its top x
+  // shares the bottom x's title); the right column's top y left untitled, and its bottom x
+  // untitled with only the top x titled above it
+  const cell = (x, y) => ({x: [1, 2], y: [1, 2], xaxis: x, yaxis: y});
+  Plotly.newPlot(grid, [cell('x', 'y'), cell('x2', 'y2'), cell('x3', 'y3'), cell('x4', 'y4')], {
+    width: 360, height: 500,
+    xaxis: {domain: [0, 0.45], anchor: 'y'}, yaxis: {domain: [0.55, 1], anchor: 'x', title: {text: 'a'}},
+    xaxis2: {domain: [0.55, 1], anchor: 'y2', title: {text: 'above'}},
+    yaxis2: {domain: [0.55, 1], anchor: 'x2'},
+    xaxis3: {domain: [0, 0.45], anchor: 'y3', title: {text: 'shared'}},
+    yaxis3: {domain: [0, 0.45], anchor: 'x3', title: {text: 'c'}},
+    xaxis4: {domain: [0.55, 1], anchor: 'y4'},
+    yaxis4: {domain: [0, 0.45], anchor: 'x4', title: {text: 'd'}}})
+  .then(() => Plotly.newPlot(alone, [{x: [1, 2], y: [3, 4]}], {width: 300, height: 200}))
+  .then(done);
+})"""
+
+
+def test_the_axis_title_check_sees_a_planted_untitled_axis(browser, site):
+    """FIGURES_JS on planted figures, at both widths: a figure with no titles at all (whose
+    _fullLayout carries plotly's placeholder titles), and a grid with one untitled y axis and
+    one bottom x axis with a title only above it, are found; the x title shared upwards in
+    its column is not."""
+    _, base = site
+    for width in WIDTHS:
+        page, _, _ = open_page(browser, base, "book/chapters/prop3_regularizer.html", width=width)
+        page.evaluate(PLANTED_FIGURES_JS)
+        figs = page.evaluate(FIGURES_JS)
+        placeholder = page.evaluate("""() => { const gds = document.querySelectorAll('.js-plotly-plot');
+            return gds[gds.length - 1]._fullLayout.xaxis.title.text; }""")
+        page.close()
+        assert sorted(figs[-2]["untitled"]) == ["xaxis4", "yaxis2"], width
+        assert sorted(figs[-1]["untitled"]) == ["xaxis", "yaxis"], width
+        assert "Click to enter" in placeholder          # what the old check counted as a title
+        assert all(f["untitled"] == [] for f in figs[:-2]), width
+
+
+EQUATIONS_JS = r"""async () => {
+  const wait = ms => new Promise(r => setTimeout(r, ms));
+  const out = {wide: 0, cut: [], unhinted: []};
+  const label = m => (m.textContent || '').slice(0, 40);
+  for (const m of document.querySelectorAll('mjx-container[display="true"]')) {
+    if (m.offsetParent === null || m.scrollWidth <= m.clientWidth + 1) continue;
+    out.wide += 1;
+    if (!['auto', 'scroll'].includes(getComputedStyle(m).overflowX)) { out.cut.push(label(m)); continue; }
+    // the "scroll sideways" bar right above it (dsm-xscroll.js; above its div.math), as wide
+    // as it and linked
+    const bar = (m.parentElement.matches('div.math') ? m.parentElement : m).previousElementSibling;
+    const track = bar && bar.classList.contains('dsm-xscroll') && bar.querySelector('.dsm-xscroll-track');
+    if (!track || track.offsetParent === null || Math.abs(track.scrollWidth - m.scrollWidth) > 2) {
+      out.unhinted.push(label(m)); continue; }
+    track.scrollLeft = 40;
+    await wait(120);
+    if (Math.abs(m.scrollLeft - track.scrollLeft) > 1) out.unhinted.push(label(m) + ' (not linked)');
+    track.scrollLeft = 0;
+    await wait(60);
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_display_equation_fits_a_phone_or_scrolls_under_a_bar(view, path):
+    """At 390 px a display equation too wide for the column (13 of them: Eq. 24 ended at
+    "or E[ỹ") scrolls sideways in its own box, never cut, under a bar that says so and
+    scrolls it, as a wide table does."""
+    got = view(path, PHONE)["equations"]
+    assert (got["cut"], got["unhinted"]) == ([], []), got
+
+
+PLANTED_EQUATIONS_JS = r"""() => {
+  // an equation far wider than a phone, typeset by the page's own MathJax, twice: one cut
+  // (overflow hidden, as the equations were before), one left to the page's machinery
+  const sum = [...Array(40).keys()].map(i => 'a_{' + i + '}').join(' + ');
+  const divs = ['overflow-x: hidden !important', ''].map(css => {
+    const div = document.createElement('div');
+    div.className = 'math notranslate nohighlight';
+    div.dataset.css = css;
+    div.textContent = '\\[' + sum + '\\]';
+    document.querySelector('article').append(div);
+    return div;
+  });
+  return MathJax.typesetPromise(divs).then(() => divs.forEach(div =>
+    div.querySelector('mjx-container').setAttribute('style', div.dataset.css)));
+}"""
+
+
+def test_the_equation_check_sees_a_planted_wide_equation(browser, site):
+    """EQUATIONS_JS on the OLS page at 390 px, which has wide equations of its own: two
+    planted wide equations, one cut (overflow hidden) and one that scrolls with no bar yet,
+    are found; once the page is resized, the fitting gives the second its bar, never the
+    first."""
+    _, base = site
+    page, _, _ = open_page(browser, base, "book/chapters/ols.html", width=PHONE)
+    page.wait_for_timeout(400)
+    before = page.evaluate(EQUATIONS_JS)
+    page.evaluate(PLANTED_EQUATIONS_JS)
+    planted = page.evaluate(EQUATIONS_JS)
+    page.set_viewport_size({"width": PHONE + 1, "height": 1000})
+    page.wait_for_timeout(800)                   # the resize-driven fitting, then the bars
+    after = page.evaluate(EQUATIONS_JS)
+    page.close()
+    assert before["wide"] >= 1 and (before["cut"], before["unhinted"]) == ([], [])
+    assert planted["wide"] == before["wide"] + 2
+    assert len(planted["cut"]) == 1 and len(planted["unhinted"]) == 1
+    assert len(after["cut"]) == 1 and after["unhinted"] == []

@@ -2,31 +2,12 @@
 (so a new chapter's figures cannot go untested)."""
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
 import re
 from pathlib import Path
 
-import dsmlib.figures
+from helpers import figure_functions
 
 HERE = Path(__file__).resolve().parent
-
-
-def figure_functions() -> list[str]:
-    """``module.function`` for every public function of dsmlib.figures.* (except the tables)
-    annotated to return a plotly Figure."""
-    out = []
-    for info in pkgutil.iter_modules(dsmlib.figures.__path__):
-        if info.name == "tables":
-            continue
-        mod = importlib.import_module(f"dsmlib.figures.{info.name}")
-        for name in getattr(mod, "__all__", []):
-            obj = getattr(mod, name)
-            if inspect.isfunction(obj) and str(inspect.signature(obj).return_annotation) in (
-                    "go.Figure", "<class 'plotly.graph_objs._figure.Figure'>"):
-                out.append(f"{info.name}.{name}")
-    return out
 
 
 def test_every_figure_function_is_built_by_a_test():

@@ -48,8 +48,9 @@ def titled(fig, prefix):
 def test_figure1_layout_and_error_bars():
     fig = figure1(results())
     assert [a.text for a in fig.layout.annotations] == COLUMNS
-    ytitles = [t for t in titled(fig, "yaxis") if t]
-    assert ytitles == ["G(θ) (log scale)", "validation accuracy", "test accuracy"]
+    ytitles = [t for t in titled(fig, "yaxis") if t]       # every column's own (issue 53)
+    assert ytitles == [t for t in ["G(θ) (log scale)", "validation accuracy", "test accuracy"]
+                       for _ in COLUMNS]
     # the students' eta in Eq. 13's units (per-logit loss: 2 eta / L; lr 0.1, L = 10)
     assert sum(t == "noise level (grid position); students at Eq. 13's η_eff = 2η/L = 0.02"
                for t in titled(fig, "xaxis")) == 2
@@ -81,7 +82,9 @@ def test_figure1_layout_and_error_bars():
 def test_figure2_shows_each_kind_at_its_validation_optimum():
     res = results()
     fig = figure2(res)
-    assert [t for t in titled(fig, "yaxis") if t] == ["training loss", "validation loss"]
+    assert [t for t in titled(fig, "yaxis") if t] == [t for t in ["training loss",
+                                                                  "validation loss"]
+                                                       for _ in COLUMNS]
     assert sum(t == "epoch" for t in titled(fig, "xaxis")) == 2
     legend = [t.name for t in fig.data if t.showlegend]
     chosen = distill.selected_levels(res, COLUMNS[0])
@@ -97,8 +100,9 @@ def test_gradnorm_epochs_pairs_each_student_with_its_control():
     res = results()
     fig = gradnorm_epochs(res)
     assert [a.text for a in fig.layout.annotations if a.text in COLUMNS] == COLUMNS
-    assert [t for t in titled(fig, "yaxis") if t] == ["G(θ), gaussian noise (σ²)",
-                                                       "G(θ), symmetric noise (p)"]
+    assert [t for t in titled(fig, "yaxis") if t] == [t for t in ["G(θ), gaussian noise (σ²)",
+                                                                  "G(θ), symmetric noise (p)"]
+                                                       for _ in COLUMNS]
     assert sum(t == "epoch" for t in titled(fig, "xaxis")) == 2
     first = [t for t in fig.data if t.xaxis == "x"]            # digits, Gaussian row
     assert [t.name for t in first] == ["σ² = 1", "noiseless student", "σ² = 4", "σ² = 16"]
