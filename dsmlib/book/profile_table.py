@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import re
 from typing import Any
 
 from ..figures.tables import data_table
 from ..foundation.parameters import literal
 from .profiles import PROFILES, NotebookSpec, chapters_with_runs, parameters_class, resolve
 
-__all__ = ["changed_parameters", "profiles_html", "grid_runs_sentence"]
+__all__ = ["changed_parameters", "help_html", "profiles_html", "grid_runs_sentence"]
+
+
+def help_html(text: str) -> str:
+    """A parameter's help as HTML: escaped, its Markdown code spans (```passes```) as code
+    (the page printed the backticks: issue 53, item 10)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def changed_parameters(spec: NotebookSpec) -> list[str]:
@@ -41,7 +48,7 @@ def profiles_html(specs: dict[str, NotebookSpec], paths: dict[str, str]) -> str:
         values = {p: resolve(spec, p).as_dict() for p in profs}
         helps = {f.name: f.metadata.get("help", "")
                  for f in dataclasses.fields(parameters_class(spec))}
-        rows = [[f"<code>{html.escape(k)}</code>", html.escape(helps[k])]
+        rows = [[f"<code>{html.escape(k)}</code>", help_html(helps[k])]
                 + [f"<code>{html.escape(literal(values[p][k]))}</code>" for p in profs]
                 for k in keys]
         head = ["Parameter", "Meaning"] + [f"<code>{p}</code>" for p in profs]

@@ -8,7 +8,8 @@ import re
 import subprocess
 import sys
 
-from dsmlib.book.profile_table import changed_parameters, grid_runs_sentence, profiles_html
+from dsmlib.book.profile_table import (changed_parameters, grid_runs_sentence, help_html,
+                                       profiles_html)
 from dsmlib.book.profiles import load_specs, resolve
 from dsmlib.foundation.parameters import literal
 from helpers import ROOT
@@ -37,3 +38,14 @@ def test_the_paper_run_count_is_what_grid_status_counts():
     assert proc.returncode == 0, proc.stderr[-2000:]
     total = int(re.search(r"\(of (\d+)\)", proc.stdout).group(1))
     assert f"**{total} runs** under `paper`" in grid_runs_sentence(specs)
+
+
+def test_a_parameters_help_shows_its_code_as_code():
+    """Issue 53, item 10: "the paper: 200 (here each epoch is `passes` passes)" was printed
+    with its backticks."""
+    assert help_html("the paper: 200 (here each epoch is `passes` passes) & <b>") == (
+        "the paper: 200 (here each epoch is <code>passes</code> passes) &amp; &lt;b&gt;")
+    specs = load_specs(ROOT / "notebooks")
+    page = profiles_html(specs, {n: f"chapters/{n}" for n in specs})
+    assert "`" not in page.replace("```", "")
+    assert "each epoch is <code>passes</code> passes" in page
