@@ -112,11 +112,11 @@ def run_time(root: Path, profile: str, name: str) -> str:
     reference, with the device ("not run yet" when neither exists); for a reference re-derived
     from run records, its training's time and device too."""
     from .references.stored import device_label, reference_paths
-    from .store import executed_path
+    from .store import executed_path, runner_metadata
     for where, path in (("last run here", executed_path(root, profile, name)),
                         ("reference", reference_paths(root, profile, name)[0])):
         try:
-            prov = json.loads(path.read_text())["metadata"]["dsmlib"]["provenance"]
+            prov = runner_metadata(json.loads(path.read_text())["metadata"])["provenance"]
             took = f"{_duration(float(prov['wall_s']))} on {device_label(prov)}"
             trained = prov.get("trained")
             if trained:
@@ -128,6 +128,19 @@ def run_time(root: Path, profile: str, name: str) -> str:
     return "not run yet"
 
 
+def book_root(root: str | None, command: str) -> Path:
+    """The book the command works on: ``--root``, else the one around the working directory;
+    an error naming ``--root`` when there is none (from another folder every command, even
+    ``list``, stopped with "no book root ... above <dir>": issue 53, item 7)."""
+    try:
+        return find_root(root)
+    except ValueError as err:
+        if root is not None:
+            raise ValueError(f"--root {root}: {err}") from None
+        raise ValueError(f"{err}: run it inside the book's folder, or name the folder with "
+                         f"--root (python -m dsmlib --root PATH {command})") from None
+
+
 def _duration(s: float) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
@@ -137,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser(grid="grid" in argv).parse_args(argv)
     root = None
     try:
-        root = find_root(args.root)
+        root = book_root(args.root, args.command)
         if args.command == "list":
             for spec in load_specs(root / "notebooks").values():
                 defaults = parameters_class(spec)().as_dict()

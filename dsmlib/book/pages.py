@@ -21,7 +21,7 @@ from .profiles import chapters_with_runs, load_specs
 from .provenance_html import provenance_table
 from .references.stored import Reference, references_by_chapter
 from .results import load_results
-from .store import executed_path, results_mismatch, results_path
+from .store import executed_path, rerun_by_hand, results_mismatch, results_path, runner_metadata
 
 __all__ = ["checked_results", "chapter_links", "write_generated_pages", "references_markdown"]
 
@@ -37,7 +37,11 @@ def checked_results(root: Path, profile: str, specs: dict) -> list[dict[str, Any
         if not nb.exists():
             raise ValueError(f"{nb.relative_to(root)} is missing: run `python -m dsmlib "
                              f"execute --profile {profile}` first")
-        meta = json.loads(nb.read_text()).get("metadata", {}).get("dsmlib", {})
+        whole = json.loads(nb.read_text()).get("metadata", {})
+        if rerun_by_hand(whole):
+            raise ValueError(f"{nb.relative_to(root)} was re-executed by hand (plain papermill), "
+                             f"not by the book's runner: {fix}")
+        meta = runner_metadata(whole)
         prov = meta.get("provenance") or {}
         if prov.get("profile") != profile:
             raise ValueError(f"{nb.relative_to(root)} was executed under profile "

@@ -22,16 +22,27 @@ from typing import Any, Mapping
 from .profiles import (CHAPTERS, PROFILES, RUNNER_PARAMETERS, NotebookSpec, hand_run_root,
                        load_specs, parameters_class)
 from .provenance_html import parameters_html
-from .results import SEAL, changed_values, custom_results_path, run_values
+from .results import SEAL, changed_values, custom_results_path, environment, run_values
 
-__all__ = ["UnknownParameter", "undeclared", "announce_rerun", "rerun_html"]
+__all__ = ["HAND_RUN_MIME", "ParameterRefused", "UnknownParameter", "undeclared",
+           "announce_rerun", "rerun_html", "HandRun"]
 
-class UnknownParameter(ValueError):
-    """A parameter papermill injected that the notebook's parameters cell does not declare."""
+#: The output type under which the cell under a hand run's title records that run: its profile,
+#: values, what changed, where its results go, and ``key`` None (no runner's content key).
+HAND_RUN_MIME = "application/vnd.dsmlib.hand-run+json"
+
+
+class ParameterRefused(ValueError):
+    """A value papermill injected that the chapter refuses (``-p steps -5``): one line."""
 
     def _render_traceback_(self) -> list[str]:
         # IPython prints this instead of a traceback: the error is one line in the notebook
+        # (and in papermill's report of the failed cell)
         return [f"{type(self).__name__}: {self}"]
+
+
+class UnknownParameter(ParameterRefused):
+    """A parameter papermill injected that the notebook's parameters cell does not declare."""
 
 
 def _literal(value: Any) -> bool:
@@ -77,6 +88,22 @@ def rerun_html(values: dict[str, Any], set_by: dict[str, str], results: str,
             f"they were.\n{parameters_html(values, set_by)}</div>\n")
 
 
+class HandRun:
+    """What the cell under a hand run's title shows (HTML) and records (JSON under
+    :data:`HAND_RUN_MIME`: the notebook's metadata still holds the runner's provenance, which
+    papermill copies and no kernel can rewrite; :func:`dsmlib.book.store.runner_metadata`)."""
+
+    def __init__(self, html_text: str, record: dict[str, Any]):
+        self.html, self.record = html_text, record
+
+    @property
+    def data(self) -> str:
+        return self.html
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
+        return {"text/html": self.html, HAND_RUN_MIME: self.record}
+
+
 def announce_rerun(notebook: str, namespace: Mapping[str, Any]):
     """What the provenance cell of notebook ``notebook`` shows when a person re-runs it: that
     it is a hand run, with the values it runs with (read from ``namespace``, the kernel's
@@ -98,12 +125,17 @@ def announce_rerun(notebook: str, namespace: Mapping[str, Any]):
         raise UnknownParameter(
             f"unknown parameter(s) {unknown}: this notebook's parameters are "
             f"{', '.join(sorted(declared))} (papermill -p NAME VALUE)")
-    mine = cls.from_namespace(namespace)
+    try:
+        mine = cls.from_namespace(namespace)
+    except (TypeError, ValueError) as err:
+        raise ParameterRefused(f"{err} (papermill -p NAME VALUE)") from None
     profile = str(namespace.get("profile"))
     values = run_values(mine, profile)
     changed = changed_values(root, mine, profile)
     set_by = {k: f"profile {profile}" for k in (spec.profiles.get(profile) or {} if spec else {})}
     set_by |= {k: "this hand run" for k in changed or {}}
-    from IPython.display import HTML
-    return HTML(rerun_html(values, set_by, str(custom_results_path(root, notebook, values)),
-                           changed))
+    results = custom_results_path(root, notebook, values)
+    record = {"notebook": notebook, "hand_run": True, "key": None, "profile": profile,
+              "parameters": values, "changed": changed, "results": str(results),
+              "environment": environment()}
+    return HandRun(rerun_html(values, set_by, str(results), changed), record)

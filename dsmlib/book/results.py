@@ -165,10 +165,24 @@ def write_results(claims: Sequence[Claim], parameters: ChapterParameters, *, pro
                 + ", ".join(f"{k}={v!r}" for k, v in changed.items()) if changed
                 else f"exactly the {profile!r} profile's" if changed is not None
                 else f"under the {profile!r} profile")
-        print(f"[dsmlib] Hand run ({what}, not run by `python -m dsmlib execute`): the results "
-              f"were written to {path.resolve()} (results/{profile}/ is left untouched).",
-              flush=True)
+        line = (f"[dsmlib] Hand run ({what}, not run by `python -m dsmlib execute`): the "
+                f"results were written to {path.resolve()} (results/{profile}/ is left "
+                "untouched).")
+        print(line, flush=True)
+        _tell_terminal(line)
     return path
+
+
+def _tell_terminal(line: str) -> None:
+    """``line`` on the terminal too when this runs in a notebook kernel, whose printed output
+    goes into the notebook only: plain papermill, run from outside the book, wrote into the
+    book's ``results/custom/`` with nothing on its terminal (issue 53, item 7). A kernel's own
+    stderr is the terminal of the papermill (or Jupyter) that started it."""
+    if sys.__stderr__ is not None and sys.stdout is not sys.__stdout__:
+        try:
+            print(line, file=sys.__stderr__, flush=True)
+        except (OSError, ValueError):      # a closed or detached stderr loses only the echo
+            pass
 
 
 def _jsonable(obj: Any) -> Any:

@@ -235,7 +235,7 @@ def run_notebook(root: Path, run: Run, timeout: int, progress: bool,
         except PapermillExecutionError as err:
             failed = keep_failed(partial, root, name)
             unchanged = _unchanged(run, where)
-            if err.ename in ("ValueError", "UnknownParameter"):
+            if err.ename in ("ValueError", "ParameterRefused", "UnknownParameter"):
                 raise NotebookRefused(
                     f"notebook {name!r} stopped in cell {err.exec_count}: {err.ename}: "
                     f"{err.evalue} (traceback in {_shown(failed, root)}; "

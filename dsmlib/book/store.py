@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..foundation.files import atomic_write_text
-from .results import custom_results_path, parameters_hash, same_parameters
+from .results import SEAL, custom_results_path, parameters_hash, same_parameters
 
 __all__ = ["BookBusy", "executed_path", "results_path", "custom_paths", "failed_path",
-           "stage_dir", "book_lock", "results_mismatch", "is_fresh", "publish", "stage_site_copy",
-           "keep_failed", "clear_stage"]
+           "stage_dir", "book_lock", "results_mismatch", "rerun_by_hand", "runner_metadata",
+           "is_fresh", "publish", "stage_site_copy", "keep_failed", "clear_stage"]
 
 
 class BookBusy(RuntimeError):
@@ -108,9 +108,28 @@ def results_mismatch(results: Path, key: str, params: dict[str, Any], profile: s
     return ""
 
 
+def rerun_by_hand(metadata: dict[str, Any]) -> bool:
+    """Whether a notebook (its ``metadata``) that the runner executed was executed again by
+    plain papermill: papermill then recorded that run's parameters, which lack the runner's
+    seal, under ``metadata.papermill.parameters``."""
+    injected = (metadata.get("papermill") or {}).get("parameters")
+    return isinstance(injected, dict) and SEAL not in injected
+
+
+def runner_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """An executed notebook's ``metadata.dsmlib`` (its content key and provenance) when it
+    describes the notebook's last execution; {} for a notebook re-executed by hand
+    (:func:`rerun_by_hand`). Papermill copies a notebook's metadata as it is and no kernel can
+    rewrite it, so a hand run's output still carries the runner's key and provenance (issue
+    53, item 8): they must not be read as the hand run's. A hand run's own record is its
+    results file (``results/custom/``) and the cell under its title
+    (:func:`dsmlib.book.rerun.announce_rerun`, whose output also carries it as JSON)."""
+    return {} if rerun_by_hand(metadata) else dict(metadata.get("dsmlib") or {})
+
+
 def is_fresh(executed: Path, key: str) -> bool:
-    """Whether the executed chapter ``executed`` exists, ran to the end and was made from the
-    same content key ``key`` (:func:`dsmlib.book.provenance.code_key`): then ``execute`` does
+    """Whether the executed chapter ``executed`` exists, ran to the end, was last executed by
+    the runner (not by hand) and was made from the same content key ``key`` (:func:`dsmlib.book.provenance.code_key`): then ``execute`` does
     not run it again."""
     if not executed.exists():
         return False
@@ -118,7 +137,7 @@ def is_fresh(executed: Path, key: str) -> bool:
         meta = json.loads(executed.read_text()).get("metadata", {})
     except (OSError, ValueError):
         return False
-    return meta.get("dsmlib", {}).get("key") == key and not meta.get("papermill", {}).get(
+    return runner_metadata(meta).get("key") == key and not meta.get("papermill", {}).get(
         "exception")
 
 

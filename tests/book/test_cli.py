@@ -329,3 +329,21 @@ def test_help_shows_no_restructuredtext(capsys, argv):
     out = capsys.readouterr().out
     assert done.value.code == 0 and "usage: python -m dsmlib" in out
     assert RST_MARKUP.findall(out) == [], out
+
+
+def test_outside_the_book_every_command_names_root(tmp_path):
+    """From another folder every command, even ``list``, stopped with "no book root ... above
+    <dir>" and no word of ``--root`` (issue 53, item 7)."""
+    proc = subprocess.run([sys.executable, "-m", "dsmlib", "list"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"error: no book root (a directory with _config.yml and notebooks/) above "
+        f"{tmp_path.resolve()}: run it inside the book's folder, or name the folder with "
+        "--root (python -m dsmlib --root PATH list)")
+    proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(tmp_path), "list"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: --root {tmp_path}: no book")
+    proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(ROOT), "list"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "ols:" in proc.stdout

@@ -20,7 +20,9 @@ import pytest
 from dsmlib.book.pages import checked_results
 from dsmlib.book.profiles import load_specs
 from dsmlib.book.provenance import OUTSIDE_KERNEL, code_key
+from dsmlib.book.rerun import HAND_RUN_MIME
 from dsmlib.book.results import parameters_hash
+from dsmlib.book.store import runner_metadata
 from helpers import book_env, chapter_module, copy_book
 
 pytestmark = pytest.mark.slow
@@ -150,6 +152,17 @@ def test_hand_papermill_run_leaves_profile_results_alone(tiny_smoke, executed_ti
     assert re.search(r"<tr class='override'><td><code>x</code></td><td><code>2.0</code></td>"
                      r"<td><strong>this hand run</strong>", top), top
     assert str(expected) in top                          # where its results go, at the top
+    # and on papermill's terminal, where the notebook's printed line never showed (issue 53)
+    assert f"the results were written to {expected.resolve()}" in proc.stderr
+    # the notebook's metadata still holds the execution's key and provenance (papermill copies
+    # it, no kernel can rewrite it): it is read as no execution of the book, and the hand
+    # run's own record is in the cell under its title, with no key (issue 53, item 8)
+    assert nb["metadata"]["dsmlib"]["key"] and runner_metadata(nb["metadata"]) == {}
+    [record] = [o["data"][HAND_RUN_MIME] for c in nb["cells"] for o in c.get("outputs", [])
+                if HAND_RUN_MIME in o.get("data", {})]
+    assert record["key"] is None and record["hand_run"] and record["changed"] == {"x": 2.0}
+    assert record["parameters"] == {"profile": "smoke", "x": 2.0}
+    assert record["results"] == str(expected)
     first = [c["metadata"].get("tags", []) for c in nb["cells"]][:2]
     assert "parameters" in first[0] and "injected-parameters" in first[1]
     proc = cli(tiny, "execute", "--profile", "smoke")
@@ -171,6 +184,37 @@ def test_a_hand_run_refuses_an_undeclared_parameter_in_one_line(tiny_smoke, tmp_
                              "live_widgets, profile, x (papermill -p NAME VALUE)")
     assert proc.stderr.rstrip().splitlines()[-1] == f"UnknownParameter: {err['evalue']}"
     assert not (tiny / "results" / "custom").exists()
+
+
+def test_a_hand_run_refuses_a_bad_value_in_one_line(tiny_smoke, tmp_path):
+    """``-p steps -5`` printed a whole traceback where ``-p stepz 5`` gave one line (issue 53,
+    item 7): a value the chapter refuses is one line too, and nothing is written."""
+    tiny = tiny_smoke
+    proc = papermill(tiny, str(tmp_path / "out.ipynb"), "-p", "x", "abc", cwd=tiny)
+    assert proc.returncode != 0
+    nb = json.loads((tmp_path / "out.ipynb").read_text())
+    [err] = [o for c in nb["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert err["ename"] == "ParameterRefused" and "'x'" in err["evalue"]
+    assert err["traceback"] == [f"ParameterRefused: {err['evalue']}"]          # one line
+    assert proc.stderr.rstrip().splitlines()[-1] == f"ParameterRefused: {err['evalue']}"
+    assert not (tiny / "results" / "custom").exists()
+
+
+def test_a_hand_run_written_over_the_chapter_is_no_execution_of_the_book(tiny_smoke):
+    """papermill writing its output over the executed chapter left a notebook whose metadata
+    still carried the execution's key: ``execute`` called it up to date and the site would
+    have published the hand run as the profile's (issue 53, item 8). Now the build names it
+    and ``execute`` runs the chapter again."""
+    tiny = tiny_smoke
+    chapter = tiny / "book/chapters/smoke/tiny.ipynb"
+    proc = papermill(tiny, str(chapter), "-p", "x", "2.0", cwd=tiny)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with pytest.raises(ValueError, match="re-executed by hand"):
+        checked_results(tiny, "smoke", load_specs(tiny / "notebooks"))
+    proc = cli(tiny, "execute", "--profile", "smoke")
+    assert proc.returncode == 0 and "up to date" not in proc.stderr, proc.stderr[-3000:]
+    assert runner_metadata(json.loads(chapter.read_text())["metadata"])["key"]
+    assert len(checked_results(tiny, "smoke", load_specs(tiny / "notebooks"))) == 1
 
 
 def test_override_runs_are_custom_and_say_where(tiny_smoke):
