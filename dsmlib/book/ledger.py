@@ -2,6 +2,7 @@
 from ``results/<profile>/*.json``."""
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from ..figures.tables import BADGES, claims_html, fmt_number
@@ -11,7 +12,7 @@ from .references.scales import (corrections_at_scale, erratum_at_scale, errata_a
 from .references.stored import Reference
 
 __all__ = ["PAPER_ITEMS", "MACHINERY_PROFILES", "machinery_notice", "plural", "kind_of",
-           "KIND_TEXT",
+           "KIND_TEXT", "FINDINGS_RULE", "departure", "findings", "findings_markdown",
            "ledger_markdown", "summary_markdown", "coverage_markdown", "errata_markdown"]
 
 #: Profiles that exist to test the book's machinery: their runs are too short to be evidence
@@ -29,10 +30,14 @@ def kind_of(c: dict[str, Any]) -> str:
     return c.get("kind", "empirical")
 
 
-#: What the two kinds mean, for the ledger and the introduction.
-KIND_TEXT = ("*Identity* checks (tagged *identity*) hold exactly by algebra whenever the code "
-             "matches the math, for any data: they cannot come out otherwise unless the code is "
-             "wrong, so they show that the code is the math, and are counted apart from "
+#: What the two kinds mean, for the ledger and the introduction. (It said an identity "cannot
+#: come out otherwise unless the code is wrong", beside "2 of them identities" refuted: a
+#: reader concluded the code was wrong, where the paper's formula was: issue 53.)
+KIND_TEXT = ("*Identity* claims (tagged *identity*) are settled by algebra, for any data: the "
+             "exact theory decides them, and the measurement checks the code against it. An "
+             "identity of the book's own passes unless the code is wrong; a *refuted* identity "
+             "of the paper means that the paper's formula disagrees with the exact theory, "
+             "which is no matter of chance or of scale. Identities are counted apart from "
              "*empirical* findings, measured facts about SGD, a model or data that could have "
              "come out otherwise.")
 
@@ -46,10 +51,24 @@ def _confirmed_text(claims: Sequence[dict[str, Any]]) -> str:
 
 
 def _identities_text(claims: Sequence[dict[str, Any]], verdict: str) -> str:
-    """`` (1 of them an identity)`` where identities have ``verdict`` (a refuted identity is a
-    bug); "" otherwise."""
-    n = sum(kind_of(c) == "identity" and c["verdict"] == verdict for c in claims)
-    return f" ({n} of them {'an identity' if n == 1 else 'identities'})" if n else ""
+    """`` (1 of them an identity)`` where identities have ``verdict``; for refuted ones, what
+    they mean: the paper's formula disagrees with the exact theory, or, for one of the book's
+    own, a bug; "" with none."""
+    mine = [c for c in claims if kind_of(c) == "identity" and c["verdict"] == verdict]
+    if not mine:
+        return ""
+    if verdict != "refuted":
+        return f" ({len(mine)} of them {'an identity' if len(mine) == 1 else 'identities'})"
+    paper = sum(c.get("source", "paper") == "paper" for c in mine)
+    book = len(mine) - paper
+    if len(mine) == 1:
+        return (" (1 of them an identity of the paper, whose formula disagrees with the exact "
+                "theory)" if paper else " (1 of them an identity of the book's own: a bug)")
+    parts = ([f"{paper} of the paper, whose formula{'' if paper == 1 else 's'} "
+              f"{'disagrees' if paper == 1 else 'disagree'} with the exact theory"]
+             if paper else []) + ([f"{book} of the book's own: {'a bug' if book == 1 else 'bugs'}"]
+                                  if book else [])
+    return f" ({len(mine)} of them identities: {'; '.join(parts)})"
 
 
 def machinery_notice(profile: str) -> str:
@@ -105,6 +124,81 @@ def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
     return "\n".join(lines) + "\n"
 
 
+#: How the introduction chooses the findings a reader should take away (issue 53: "What it
+#: found" was only counts).
+FINDINGS_RULE = ("the refuted claims of the paper, those wrong under its own assumptions "
+                 "(scope *assumptions*) first, then those about its experiments as described "
+                 "(*setting*), then those under one reading of its text (*reading*); within "
+                 "each, the one measured farthest from the paper's value first (by the factor "
+                 "between the two; one whose paper value is 0 has no factor and comes after, "
+                 "by its p-value); at most one per chapter")
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def departure(c: dict[str, Any]) -> float | None:
+    """The factor between a claim's measured value and the paper's (at least 1: 43 for a
+    covariance 43 times smaller than the paper's formula); None where there is none (a paper
+    value of 0, values of opposite signs)."""
+    p, m = _number(c.get("paper")), _number(c.get("measured"))
+    if p is None or m is None or p * m <= 0 or not math.isfinite(p * m):
+        return None
+    return max(m / p, p / m)
+
+
+def findings(docs: Sequence[dict[str, Any]], n: int = 3) -> list[dict[str, Any]]:
+    """The ``n`` claims a reader should take away, chosen from the chapters' results
+    ``docs`` by :data:`FINDINGS_RULE`."""
+    def order(nc: tuple[str, dict[str, Any]]) -> tuple:
+        c = nc[1]
+        scope = SCOPES.index(c["scope"]) if c.get("scope") in SCOPES else len(SCOPES)
+        f = departure(c)
+        return (scope, 0, -f) if f is not None else (scope, 1, c.get("p_value") or 1.0)
+    refuted = [(d["notebook"], c) for d in docs for c in d["claims"]
+               if c.get("source", "paper") == "paper" and c["verdict"] == "refuted"]
+    chosen, chapters = [], set()
+    for notebook, c in sorted(refuted, key=order):
+        if notebook not in chapters and len(chosen) < n:
+            chosen.append(c)
+            chapters.add(notebook)
+    return chosen
+
+
+def findings_markdown(docs: Sequence[dict[str, Any]], profile: str, n: int = 3) -> str:
+    """The introduction's "What it found": the :func:`findings`, each with its statement,
+    its measurement beside the paper's value (and the exact theory's), and what would make it
+    hold, every number read from the claims (Markdown)."""
+    from ..figures.tables import fmt_interval, plain_quantity
+    head = "**What it found.** "
+    if machinery_notice(profile):
+        return (head + f"Nothing, under the `{profile}` profile: its runs test the machinery "
+                "and are no evidence about the paper (the quick and paper profiles' builds name "
+                f"the {n} findings to take away here).\n")
+    chosen = findings(docs, n)
+    if not chosen:
+        return head + "No claim of the paper is refuted under this profile.\n"
+    lines = [head + f"The {plural(len(chosen), 'finding')} to take away, chosen from this "
+             f"build's claims by one rule: {FINDINGS_RULE}.", ""]
+    for i, c in enumerate(chosen, start=1):
+        f = departure(c)
+        m, p, exact = (_number(c.get(k)) for k in ("measured", "paper", "exact"))
+        away = (f", {fmt_number(f)} times {'below' if abs(m) < abs(p) else 'above'} it"
+                if f is not None else "")
+        iv = c.get("interval")
+        ci = f" {fmt_interval(iv)}" if isinstance(iv, (list, tuple)) and len(iv) == 2 else ""
+        theory = f"; the exact theory gives {fmt_number(exact)}" if exact is not None else ""
+        kind = " (an identity: the paper's formula against the exact theory)" \
+            if kind_of(c) == "identity" else ""
+        quantity = plain_quantity(c.get("quantity") or "the measured value")
+        lines.append(
+            f"{i}. {c['statement']} `{c['id']}`, refuted under *{c.get('scope')}*{kind}: "
+            f"{quantity}, measured {fmt_number(m)}{ci} ({int(CONFIDENCE * 100)} %) against the "
+            f"paper's {fmt_number(p)}{away}{theory}. {c.get('condition') or ''}".rstrip())
+    return "\n".join(lines) + "\n"
+
+
 def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str,
                      references: dict[str, list[Reference]] | None = None) -> str:
     """A short count of verdicts, and of refutations by scope, for the introduction; with
@@ -126,7 +220,8 @@ def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str,
             f"{f' ({by_scope})' if by_scope else ''} and {pc['inconclusive']} inconclusive; "
             "the rest are corrections derived here. " + KIND_TEXT + " See the "
             "{doc}`claims ledger <ledger>` for every number and the {doc}`errata <errata>` for "
-            "what the refutations mean.\n"
+            "what the refutations mean.\n\n"
+            + findings_markdown(docs, profile) + "\n"
             + summary_at_scale(docs, references or {}))
 
 

@@ -2,6 +2,7 @@
 ledger, the errata, the summary and the coverage statement."""
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import asdict
 
@@ -110,9 +111,18 @@ def test_kinds_are_counted_apart_in_the_summary_and_the_coverage():
     docs[1]["claims"][1]["kind"] = "identity"          # prop1.p4, refuted: a bug
     s = ledger.summary_markdown(docs, profile="quick")
     assert "3 confirmed (1 empirical confirmation, 2 identity checks passed)" in s
-    assert "3 refuted (1 of them an identity)" in s
+    # issue 53: a refuted identity of the paper is its formula against the exact theory,
+    # not a bug (the intro said identities "cannot come out otherwise unless the code is wrong")
+    assert ("3 refuted (1 of them an identity of the paper, whose formula disagrees with the "
+            "exact theory)") in s
     assert "2 are confirmed (**1 empirical confirmation, 1 identity check passed**)" in s
-    assert "*Identity* checks" in s
+    assert "*Identity* claims" in s and "unless the code is wrong;" in s
+    assert "a *refuted* identity of the paper means that the paper's formula disagrees" in s
+    both = copy.deepcopy(docs)
+    both[1]["claims"][3]["kind"] = "identity"          # prop1.b3, a refuted book claim
+    assert ("3 refuted (2 of them identities: 1 of the paper, whose formula disagrees with the "
+            "exact theory; 1 of the book's own: a bug)") in ledger.summary_markdown(
+                both, profile="quick")
     cov = ledger.coverage_markdown(docs, profile="quick")
     assert ("least squares (Eq. 30): 4 claims: 2 empirical (0 confirmed, 1 refuted, "
             "1 inconclusive) and 2 identity checks (2 passed, 0 refuted, 0 inconclusive)") in cov
@@ -193,3 +203,41 @@ def test_results_record_their_run_and_custom_paths(tmp_path, capsys):
     assert parameters_hash({"b": [1, 2], "a": 1}) == parameters_hash({"a": 1, "b": (1, 2)})
     assert parameters_hash({"eta": 0.01}) != parameters_hash({"eta": 0.005})
     assert not list(tmp_path.glob("**/.*.tmp"))          # the atomic write left no temp file
+
+
+def test_the_findings_are_chosen_from_the_claims_by_their_rule():
+    """Issue 53, item 5: "What it found" was only counts. The findings are the refuted claims
+    of the paper, by scope (assumptions, setting, reading), then by the factor between the
+    measurement and the paper's value (a paper value of 0, with no factor, after), at most one
+    per chapter, and every number shown is read from the claim."""
+    def m(id_, measured, scope, paper=1.0, band=(0.9, 1.1)):
+        return asdict(C.measure(id_, f"Claim {id_}.", paper=paper, measured=measured, se=0.001,
+                                band=band, scope=scope, condition=f"Holds if {id_} is mended."))
+    docs = [{"notebook": "ols", "claims": [
+                m("ols.twice", 2.0, "assumptions"), m("ols.tenth", 0.1, "assumptions"),
+                m("ols.setting", 50.0, "setting")]},
+            {"notebook": "prop1_noise", "claims": [
+                m("prop1.zero", 3.0, "assumptions", paper=0.0, band=(-0.1, 0.1)),
+                m("prop1.thrice", 3.0, "setting"), m("prop1.fine", 1.0, "assumptions")]},
+            {"notebook": "prop3_regularizer", "claims": [m("prop3.reading", 9.0, "reading")]}]
+    assert ledger.departure(docs[0]["claims"][1]) == pytest.approx(10.0)    # 0.1 vs 1
+    assert ledger.departure(docs[1]["claims"][0]) is None                   # paper 0
+    # ols.tenth (10x) before ols.twice; one per chapter: prop1.zero (assumptions, no factor)
+    # before prop1.thrice (setting); then the third chapter's
+    assert [c["id"] for c in ledger.findings(docs)] == ["ols.tenth", "prop1.zero",
+                                                         "prop3.reading"]
+    assert [c["id"] for c in ledger.findings(docs, n=2)] == ["ols.tenth", "prop1.zero"]
+    md = ledger.findings_markdown(docs, "quick")
+    assert ledger.FINDINGS_RULE in md and md.count("\n1. ") == 1 and "\n3. " in md
+    first = md.split("\n1. ")[1].split("\n")[0]
+    assert first.startswith("Claim ols.tenth. `ols.tenth`, refuted under *assumptions*")
+    tenth = docs[0]["claims"][1]
+    assert (f"measured 0.1 [{ledger.fmt_number(tenth['interval'][0])}, "
+            f"{ledger.fmt_number(tenth['interval'][1])}] (99 %) against the paper's 1, "
+            "10 times below it") in first
+    assert first.endswith("Holds if ols.tenth is mended.")
+    assert "against the paper's 0." in md             # no factor, no "times"
+    assert "Nothing, under the `smoke` profile" in ledger.findings_markdown(docs, "smoke")
+    none = [{"notebook": "ols", "claims": [m("ols.fine", 1.0, "assumptions")]}]
+    assert "No claim of the paper is refuted" in ledger.findings_markdown(none, "quick")
+    assert ledger.findings_markdown(docs, "quick") in ledger.summary_markdown(docs, profile="quick")

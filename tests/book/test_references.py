@@ -193,10 +193,12 @@ def test_ledger_shows_every_scale_and_marks_differences_and_stale_references(tmp
     assert stale_differ_text(2, 1) == "2 differ, in a stale reference"
     assert stale_differ_text(3, 2) == "3 differ, in stale references"
     summary = ledger.summary_markdown(docs, profile="quick", references=by_chapter)
-    assert ("the `paper` references re-measure 3 of these claims in 1 chapter, and 1 of their "
-            "verdicts differs") in summary
+    assert ("the `paper` references cover 1 chapter; the fresh one re-measures 3 of these "
+            "claims, and 1 of their verdicts differs") in summary
     assert "1 of their verdicts differs from this build's (1 decided the other way)" in summary
-    assert re.search(r"1 verdict of the stale `gpu` reference differs from this build's \(1 "
+    # a stale reference is counted with the others (issue 53: "4 chapters" of 5 references)
+    assert re.search(r"the `gpu` references cover 1 chapter \(1 of them stale: `\w+`\); "
+                     r"1 verdict of the stale one differs from this build's \(1 "
                      r"(decided the other way|decided here but inconclusive there|inconclusive "
                      r"here but decided there); stale: measured with code that has changed "
                      r"since\)", summary), summary

@@ -297,37 +297,45 @@ def stale_differ_text(n: int, refs: int = 1) -> str:
 
 def summary_at_scale(docs: Sequence[dict[str, Any]],
                      by_chapter: dict[str, list[Reference]]) -> str:
-    """One sentence for the introduction on what the fresh references re-measured, and how
-    many verdicts differ in stale ones (Markdown); "" with no reference."""
+    """One sentence for the introduction on each reference profile: how many chapters it
+    covers, as the ledger lists them (the stale ones named: the sentence said "in 4 chapters"
+    of the five ``paper`` references, counting the fresh ones only: issue 53), what the fresh
+    ones re-measure and how many of their verdicts differ, and how many verdicts differ in
+    the stale ones (Markdown); "" with no reference."""
     parts = []
-    for prof in sorted({r.profile for rs in by_chapter.values() for r in rs if r.fresh}):
+    for prof in sorted({r.profile for rs in by_chapter.values() for r in rs}):
         pairs = [(d, r) for d in docs for r in by_chapter.get(d["notebook"], [])
-                 if r.profile == prof and r.fresh]
-        measured = sum(c["id"] in r.claims() for d, r in pairs for c in d["claims"])
-        kinds = dict.fromkeys(DIFFERENCE_KINDS, 0)
-        for d, r in pairs:
-            for kind, n in difference_kinds(d["claims"], r).items():
-                kinds[kind] += n
-        differ = sum(kinds.values())
-        how = f" ({differences_text(kinds)})" if differ else ""
-        parts.append(f"the `{prof}` references re-measure {measured} of these claims in "
-                     f"{len(pairs)} chapter{'s' if len(pairs) != 1 else ''}, and {differ} of "
-                     f"their verdicts {'differs' if differ == 1 else 'differ'} from this "
-                     f"build's{how}")
-    for prof in sorted({r.profile for rs in by_chapter.values() for r in rs if not r.fresh}):
-        pairs = [(d, r) for d in docs for r in by_chapter.get(d["notebook"], [])
-                 if r.profile == prof and not r.fresh]
-        old = sum(len(differing_claims(d["claims"], [r], stale=True)) for d, r in pairs)
-        kinds = dict.fromkeys(DIFFERENCE_KINDS, 0)
-        for d, r in pairs:
-            for kind, n in difference_kinds(d["claims"], r).items():
-                kinds[kind] += n
+                 if r.profile == prof]
+        fresh = [(d, r) for d, r in pairs if r.fresh]
+        stale = [(d, r) for d, r in pairs if not r.fresh]
+        part = (f"the `{prof}` references cover {len(pairs)} "
+                f"chapter{'s' if len(pairs) != 1 else ''}"
+                + (f" ({len(stale)} of them stale: "
+                   + ", ".join(f"`{d['notebook']}`" for d, _ in stale) + ")" if stale else ""))
+        if fresh:
+            measured = sum(c["id"] in r.claims() for d, r in fresh for c in d["claims"])
+            kinds = dict.fromkeys(DIFFERENCE_KINDS, 0)
+            for d, r in fresh:
+                for kind, n in difference_kinds(d["claims"], r).items():
+                    kinds[kind] += n
+            differ = sum(kinds.values())
+            how = f" ({differences_text(kinds)})" if differ else ""
+            part += (f"; the {'fresh one' if len(fresh) == 1 else f'{len(fresh)} fresh ones'} "
+                     f"re-measure{'s' if len(fresh) == 1 else ''} {measured} of these claims, "
+                     f"and {differ} of their verdicts {'differs' if differ == 1 else 'differ'} "
+                     f"from this build's{how}")
+        old = sum(len(differing_claims(d["claims"], [r], stale=True)) for d, r in stale)
         if old:
-            parts.append(f"{old} verdict{'s' if old != 1 else ''} of the stale `{prof}` "
-                         f"reference{'s' if len(pairs) != 1 else ''} "
-                         f"{'differs' if old == 1 else 'differ'} from this build's "
-                         f"({differences_text(kinds)}; stale: measured with code that has "
-                         "changed since)")
+            kinds = dict.fromkeys(DIFFERENCE_KINDS, 0)
+            for d, r in stale:
+                for kind, n in difference_kinds(d["claims"], r).items():
+                    kinds[kind] += n
+            part += (f"; {old} verdict{'s' if old != 1 else ''} of the stale "
+                     f"{'one' if len(stale) == 1 else 'ones'} "
+                     f"{'differs' if old == 1 else 'differ'} from this build's "
+                     f"({differences_text(kinds)}; stale: measured with code that has changed "
+                     "since)")
+        parts.append(part)
     if not parts:
         return ""
     return "At other scales, " + "; ".join(parts) + " (see the ledger).\n"
