@@ -139,6 +139,7 @@ def provenance_table(runs: dict[str, dict[str, Any] | None], paths: dict[str, st
                         "Commit"], rows, table_class="cases cards provenance-table")
     walls = [float(p["wall_s"]) for p in runs.values() if p]
     total = (f"\n\nTheir executions took {sum(walls):.0f} s in all (each chapter's wall time, "
-             "added; `make book` runs independent chapters side by side, so it waits less)."
+             "added; `make book` runs one chapter per two cores at once, so on more than 3 "
+             "cores it waits less, and on 2 or 3 cores about this long)."
              if walls else "")
     return f"```{{raw}} html\n{table}\n```{total}\n"

@@ -32,7 +32,7 @@ from .store import (book_lock, clear_stage, custom_paths, executed_path, failed_
                     keep_failed, publish, results_mismatch, results_path, stage_dir)
 
 __all__ = ["NotebookFailed", "NotebookRefused", "RunInterrupted", "source_notebook", "Run",
-           "plan", "execute", "run_notebook"]
+           "plan", "default_jobs", "execute", "run_notebook"]
 
 CELL_TIMEOUT_S = 1800
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -136,6 +136,12 @@ def notice_results(nb: dict[str, Any], results: Path) -> None:
                                      "profile's own results and chapter are unchanged."})
 
 
+def default_jobs(cores: int, todo: int, jobs: int | None = None) -> int:
+    """How many notebooks ``execute`` runs at once: ``jobs``, else one per two cores (on 2
+    cores, one at a time: the README says so), never more than there are to run."""
+    return max(1, min(jobs or max(1, cores // 2), todo or 1))
+
+
 def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick",
             overrides: dict[str, Any] | None = None, timeout: int = CELL_TIMEOUT_S,
             progress: bool = True, threads: int | None = None, jobs: int | None = None,
@@ -167,7 +173,7 @@ def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick
                 continue
             todo.append(run)
         cores = os.cpu_count() or 1
-        jobs = max(1, min(jobs or max(1, cores // 2), len(todo) or 1))
+        jobs = default_jobs(cores, len(todo), jobs)
         threads = threads or max(1, cores // jobs)
         gpu_lock, stop, watch = threading.Lock(), threading.Event(), KernelWatch()
 

@@ -347,3 +347,27 @@ def test_outside_the_book_every_command_names_root(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(ROOT), "list"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "ols:" in proc.stdout
+
+
+def test_execute_runs_one_chapter_per_two_cores():
+    """The README says so (issue 53: it said that ``make book`` ran chapters side by side,
+    where on 2 cores ``--jobs`` defaults to 1)."""
+    from dsmlib.book.runner import default_jobs
+    assert [default_jobs(c, 8) for c in (1, 2, 3, 4, 16)] == [1, 1, 1, 2, 8]
+    assert default_jobs(16, 3) == 3 and default_jobs(16, 0) == 1
+    assert default_jobs(2, 8, jobs=4) == 4
+
+
+def test_the_reproducibility_table_gives_each_chapters_wall_time():
+    """The Reproducibility page: one row per chapter with its wall time, and their sum, with
+    how ``make book`` runs them (the README points to it for how long a build takes)."""
+    from dsmlib.book.provenance_html import provenance_table
+    prov = {"hardware": {"cpu": "Test CPU", "cpu_count": 2, "gpu": None},
+            "versions": {"python": "3.11", "numpy": "2", "torch": "2"}, "commit": "abc",
+            "profile": "quick"}
+    md = provenance_table({"ols": {**prov, "wall_s": 61.4}, "prop1_noise": {**prov, "wall_s": 9.0},
+                           "remark3_valley": None},
+                          {n: f"chapters/{n}" for n in ("ols", "prop1_noise", "remark3_valley")})
+    assert "<td data-label='Wall time'>61 s</td>" in md and "9 s" in md
+    assert "not recorded" in md
+    assert "Their executions took 70 s in all" in md and "one chapter per two cores" in md
