@@ -34,10 +34,16 @@
     var up = box.parentElement;
     return box.tagName === "MJX-CONTAINER" && up && up.matches("div.math") ? up : box;
   }
+  // the track as wide as the box and its content as wide as the box's, so that both scroll
+  // the same distance (an equation's box is narrower than the column: its number sits beside)
+  function size(track, box) {
+    track.style.width = box.clientWidth + "px";
+    track.firstChild.style.width = box.scrollWidth + "px";
+  }
   function link(box) {
     var anchor = anchorOf(box), bar = anchor.previousElementSibling;
     if (bar && bar.classList.contains("dsm-xscroll")) {
-      bar.querySelector(".dsm-xscroll-track > div").style.width = box.scrollWidth + "px";
+      size(bar.querySelector(".dsm-xscroll-track"), box);
       return;
     }
     bar = document.createElement("div");
@@ -46,7 +52,7 @@
     bar.innerHTML = '<span class="dsm-xscroll-hint">\u2194 wider than the page: scroll sideways' +
                     '</span><div class="dsm-xscroll-track"><div></div></div>';
     var track = bar.querySelector(".dsm-xscroll-track");
-    track.firstChild.style.width = box.scrollWidth + "px";
+    size(track, box);
     var busy = false;
     function follow(from, to) {
       return function () {

@@ -679,9 +679,10 @@ EQUATIONS_JS = r"""async () => {
     // as it and linked
     const bar = (m.parentElement.matches('div.math') ? m.parentElement : m).previousElementSibling;
     const track = bar && bar.classList.contains('dsm-xscroll') && bar.querySelector('.dsm-xscroll-track');
-    if (!track || track.offsetParent === null || Math.abs(track.scrollWidth - m.scrollWidth) > 2) {
+    if (!track || track.offsetParent === null || Math.abs(track.scrollWidth - m.scrollWidth) > 2
+        || Math.abs(track.clientWidth - m.clientWidth) > 2) {
       out.unhinted.push(label(m)); continue; }
-    track.scrollLeft = 40;
+    track.scrollLeft = Math.min(40, m.scrollWidth - m.clientWidth);
     await wait(120);
     if (Math.abs(m.scrollLeft - track.scrollLeft) > 1) out.unhinted.push(label(m) + ' (not linked)');
     track.scrollLeft = 0;
