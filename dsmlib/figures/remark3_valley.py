@@ -147,8 +147,8 @@ def drift_scaling(sw: DriftSweep) -> go.Figure:
     named by its x title alone: stacked on a phone, a title above a panel ran into the x title
     of the panel above it."""
     names = [("sigma2", "σ²"), ("eta", "η"), ("B", "B")]
-    words = {"sigma2": "label-noise variance σ²", "eta": "learning rate η", "B": "batch size B"}
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.11)
+    words = {"sigma2": "noise variance σ²", "eta": "learning rate η", "B": "batch size B"}
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.15)
     for c, (name, lab) in enumerate(names, start=1):
         i, x = sw.sweep(name)
         order = np.argsort(x)
