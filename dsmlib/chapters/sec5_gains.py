@@ -207,7 +207,7 @@ def accuracy_case(values: np.ndarray, band, quantity: str, n_test: int, *,
     per_seed = v.mean(axis=1) if v.ndim == 2 else v
     if v.ndim == 2:
         cm = crossed_mean(v)
-        measured, se, dof, item_var = cm.mean, cm.se, cm.dof, cm.item_var
+        measured, se, dof, item_var = cm.mean, cm.se, max(1.0, cm.dof), cm.item_var
         parts = {"se_seeds": math.sqrt(cm.unit_var), "se_images": math.sqrt(cm.item_var)}
     else:
         measured, se, dof, item_var = (float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)),
