@@ -83,7 +83,7 @@ def band_words(band: list[float | None]) -> str:
     return f"between {word(lo)} and {word(hi)}"
 
 
-_JARGON = [(re.compile(r" \(deciding case: (.+)\)$"), r" (shown: case \1, the one that decides the verdict)"),
+_JARGON = [(re.compile(r" \(deciding case: (.+)\)$"), r" (shown: case \1, the one that heads the claim)"),
            (re.compile(r", coordinate (\d+) of (\d+) \(joint (\d+) ?% box\)"),
             r", component \1 of \2 (the intervals of all \2 components hold together at \3 %)")]
 

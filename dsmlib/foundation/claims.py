@@ -222,10 +222,10 @@ def measure(id: str, statement: str, *, paper: float, measured: float, se: float
             note: str = "", dof: float = math.inf, details: list[dict[str, Any]] | None = None,
             exact: float | None = None, scope: str | None = None,
             condition: str = "", caveat: str = "", kind: str = "empirical",
-            bounds: Sequence[float] | None = None) -> Claim:
+            bounds: Sequence[float] | None = None, unit: str = "") -> Claim:
     """Build a claim from an estimate and its standard error (see :func:`case`)."""
     c = case(paper=paper, measured=measured, se=se, band=band, quantity=quantity,
-             source=source, dof=dof, exact=exact, caveat=caveat, bounds=bounds)
+             source=source, dof=dof, exact=exact, caveat=caveat, bounds=bounds, unit=unit)
     return from_case(id, statement, c, note=note, details=details, scope=scope,
                      condition=condition, kind=kind)
 
