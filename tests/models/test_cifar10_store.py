@@ -219,6 +219,22 @@ def test_the_plain_split_is_unchanged_by_the_store(tarball, tmp_path):
     assert "80/20" in d.note and len(d.y_val) == 20
 
 
+def test_download_true_fetches_the_store_only_when_it_is_missing(tarball, tmp_path,
+                                                                 monkeypatch):
+    from dsmlib.models import datasets
+    path, _ = tarball
+    calls = []
+
+    def fake_fetch(data_dir):
+        calls.append(data_dir)
+        return fetch(data_dir, path)
+    monkeypatch.setattr(datasets, "fetch_cifar10", fake_fetch)
+    for _ in range(2):
+        d = load_dataset("cifar10", data_dir=tmp_path / "d", download=True, device="cpu")
+        assert len(d.y_train) == 80
+    assert calls == [tmp_path / "d"]
+
+
 REAL = ROOT / "data" / cs.STORE
 
 
