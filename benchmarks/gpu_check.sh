@@ -13,12 +13,18 @@
 #   wheels  -- run HERE, where PyPI is reachable, before the GPU call: downloads the Jupyter
 #              stack the profile step needs (papermill, jupytext, ipykernel, myst-nb, plotly,
 #              submitit and their needs) as wheels for the GPU image's Python 3.12 into .whl/
-#              (git-ignored through .git/info/exclude) and prints their size; it also copies
-#              .git to .gitc (the device tool will not carry .git, and the device's own copy
-#              can be older), which git reads there (GIT_DIR), so the reference's provenance
-#              names the right commit. Run it after your last commit, and carry
-#              `.whl` and `.gitc` with the device call (checkout + wheels + .gitc must stay
-#              under 64 MiB: about 3 + 48 + 2 MiB).
+#              (git-ignored through .git/info/exclude), less what executing a chapter never
+#              imports (NOT_EXECUTED below: Sphinx and its extensions with babel, SQLAlchemy and
+#              jupyter-cache, the notebook widget extensions, jedi and debugpy, which IPython and
+#              ipykernel look for and do without: 32 of 47 MiB; checked by executing
+#              sec5_distillation under smoke with them hidden), and prints their size; it also
+#              copies .git to .gitc (the device tool will not carry .git, and the device's own
+#              copy can be older), which git reads there (GIT_DIR), so the reference's
+#              provenance names the right commit. Run it after your last commit, and carry
+#              `.whl` and `.gitc` with the device call, and `data/cifar10-subset.npz` where the
+#              profile trains on CIFAR-10 (`make data data-subset`: the loader reads it there,
+#              no network). It prints what the call would carry against the device tool's
+#              64 MiB (2026-11-28: checkout 7.2 + wheels 15 + .gitc 10.5 + subset 26.7 MiB).
 #   tests   -- the CUDA cases of the Section 5 and G tests (lockstep, the graph and compiled
 #              steps against eager, engines reused across runs, resume, packed checkpoints,
 #              noise, G of every member in one pass).
@@ -64,6 +70,31 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 steps=${*:-tests profile bench}
 if [ $DRY = 1 ]; then PROFILE=${PROFILE:-smoke}; else PROFILE=${PROFILE:-gpu}; fi
 
+# wheels the profile step never imports (executing a chapter imports myst_nb's glue, which
+# needs docutils but not Sphinx; IPython and ipykernel run without jedi and debugpy)
+NOT_EXECUTED="babel sphinx sphinxcontrib_applehelp sphinxcontrib_devhelp sphinxcontrib_htmlhelp \
+  sphinxcontrib_jsmath sphinxcontrib_qthelp sphinxcontrib_serializinghtml alabaster imagesize \
+  snowballstemmer roman_numerals sqlalchemy greenlet jupyter_cache widgetsnbextension \
+  jupyterlab_widgets jedi parso debugpy"
+
+carry_size() {   # MiB a device call carries: the checkout, .whl, .gitc and the CIFAR-10 subset
+  $PY - <<'PY'
+import os, subprocess
+tree = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                      capture_output=True, text=True).stdout.split("\0")
+def size(paths):
+    return sum(os.path.getsize(p) for p in paths if os.path.isfile(p)) / 2**20
+def walk(top):
+    return [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs]
+parts = {"checkout": size(tree), ".whl": size(walk(".whl")), ".gitc": size(walk(".gitc")),
+         "data/cifar10-subset.npz": size(["data/cifar10-subset.npz"])}
+total = sum(parts.values())
+print("[gpu_check] a device call carrying .whl, .gitc and data/cifar10-subset.npz: "
+      + " + ".join(f"{k} {v:.1f}" for k, v in parts.items()) + f" = {total:.1f} MiB"
+      + (" (over the device tool's 64 MiB)" if total > 64 else " (limit 64 MiB)"))
+PY
+}
+
 run_step() {   # name, timeout (s), command...
   local name=$1 limit=$2; shift 2
   local start=$(date +%s)
@@ -85,6 +116,7 @@ fi
 { command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')"
   echo "commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+  [ "$steps" = wheels ] || $PY -m dsmlib data check 2>&1 | grep '^cifar10'   # the data it has
 } 2>&1 | tee -a "$OUT/summary.txt"   # the device first (the tool brings back 8 files at most)
 
 for step in $steps; do
@@ -101,12 +133,13 @@ for step in $steps; do
       for have in numpy torch pyyaml jinja2 markupsafe pygments packaging requests urllib3 \
           certifi idna charset_normalizer attrs typing_extensions psutil cloudpickle \
           filelock fsspec sympy mpmath networkx markdown_it_py mdurl tqdm click six \
-          python_dateutil setuptools wheel pip zipp narwhals; do
+          python_dateutil setuptools wheel pip zipp narwhals $NOT_EXECUTED; do
         rm -f .whl/${have}-*.whl .whl/${have//_/-}-*.whl
       done
       grep -qx '/.gitc/' .git/info/exclude || echo '/.gitc/' >> .git/info/exclude
       git gc -q 2>/dev/null && rm -rf .gitc && cp -a .git .gitc
-      du -sh .whl .gitc | tee "$OUT/wheels.txt" ;;
+      du -sh .whl .gitc | tee "$OUT/wheels.txt"
+      carry_size | tee -a "$OUT/wheels.txt" ;;
     tests)
       if [ $DRY = 1 ]; then
         run_step tests 300 $PY -m pytest -q -p no:cacheprovider --collect-only \

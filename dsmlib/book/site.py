@@ -13,7 +13,8 @@ from .assets import copy_assets
 from .pages import write_generated_pages
 from .profiles import check_profile, load_specs
 from .references.freshness import current_references
-from .references.section import with_reference_sections
+from .references.contrast import contrast_html, scales_of
+from .references.section import contrast_cell, with_reference_sections
 from .references.stored import Reference
 from .store import book_lock, executed_path, stage_site_copy
 
@@ -26,15 +27,19 @@ SHOWN_PROFILES = ("gpu", "paper")
 
 
 def site_chapter(root: Path, spec, profile: str, refs: list[Reference]) -> str:
-    """The site's copy of a chapter: its execution under ``profile``, and for a GPU chapter
-    a section per ``gpu``/``paper`` reference (a stale one marked stale)."""
+    """The site's copy of a chapter: its execution under ``profile``, its claims beside every
+    reference's where its results name claims to contrast (:mod:`.references.contrast`), and for
+    a GPU chapter a section per ``gpu``/``paper`` reference (a stale one marked stale)."""
     text = executed_path(root, profile, spec.name).read_text()
-    shown = [r for r in refs if r.name == spec.name and spec.gpu
-             and r.profile in SHOWN_PROFILES]
-    if not shown:
+    mine = [r for r in refs if r.name == spec.name]
+    shown = [r for r in mine if spec.gpu and r.profile in SHOWN_PROFILES]
+    built = root / "results" / profile / f"{spec.name}.json"
+    lead = (contrast_cell(contrast_html(scales_of(json.loads(built.read_text()), mine, profile)))
+            if mine and built.exists() else [])
+    if not shown and not lead:
         return text
     nb = with_reference_sections(json.loads(text), [(json.loads(r.notebook.read_text()), r)
-                                                    for r in shown])
+                                                    for r in shown], lead)
     return json.dumps(nb, indent=1, ensure_ascii=False)
 
 

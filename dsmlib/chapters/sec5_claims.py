@@ -34,22 +34,23 @@ sizes) are strict.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..foundation.claims import CONFIDENCE, Case, Claim, every_case, joint_level
 from .sec5_distillation import (Cell, DistillResults, selected_correct, selected_levels,
                                 selected_test_acc, selection, shrinkage_rows)
-from .sec5_gains import (ACCURACY_RULE, DELTA_FRACTION, STRICT, delta_rows, difference, gain_case,
-                         judged_settings, scores, seed_case, shortfall_case, smallest_gain,
-                         some_case, test_images, unfit_caveat)
+from .sec5_gains import (ACCURACY_RULE, DELTA_FRACTION, STRICT, delta_rows, difference, direction,
+                         gain_case, judged_headline, judged_settings, scores, seed_case,
+                         shortfall_case, smallest_gain, some_case, test_images)
 from ..models.run_config import Noise
 from .sec5_grid import HINTON, KINDS
 
-__all__ = ["BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "late_log_gradnorm", "gradnorm_claims",
-           "accuracy_claims", "hindsight_shortfall", "figure2_claims", "distill_claims",
-           "accuracy_readings", "delta_table_rows"]
+__all__ = ["BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "DIRECTION_WORDS", "direction_text",
+           "late_log_gradnorm", "gradnorm_claims", "accuracy_claims", "hindsight_shortfall",
+           "figure2_claims", "distill_claims", "accuracy_readings", "delta_table_rows",
+           "COMPARISONS", "distillation_rows", "distillation_table_data"]
 
 BELOW_BAND = (None, -STRICT)          # log(G_a / G_b): a below b
 STEP_BAND = (None, -STRICT)           # log(G_{k+1} / G_k) between consecutive noisy levels
@@ -61,13 +62,39 @@ _SWAP_NOTE = (" Prop. 3's strength (2η/L)σ²/b·G(θ) assumes noise whose cova
               "depend on the logits; the swap's does (it mixes the entries of y), so its "
               "regulariser is a y-weighted G, and only the sign is tested.")
 _GAIN_RULE = (" δ = {frac:g} of the teacher's test error in the setting. " + ACCURACY_RULE)
+#: Per accuracy claim, what its headline interval says against 0 when it lies above and when
+#: it lies below (:func:`direction_text`); across 0 it cannot tell.
+DIRECTION_WORDS = {
+    "fig1.noisy_beats_teacher": ("the selected noisy student scores higher than its teacher",
+                                 "the selected noisy student scores lower than its teacher"),
+    "fig1.noisy_beats_noiseless": ("noise helps", "noise hurts"),
+    "fig1.some_student_beats_teacher": ("that student scores higher than its teacher",
+                                        "that student scores lower than its teacher"),
+    "fig1.validation_selection_near_best": ("validation selection falls short of the best in "
+                                            "hindsight",
+                                            "validation selection beats the best in hindsight"),
+    "fig2.swap_flatter_and_better": ("the swap helps", "the swap hurts"),
+}
+
+
+def direction_text(claim_id: str, interval: Sequence[float]) -> str:
+    """The direction of an accuracy claim's headline interval against 0, in the claim's own
+    words: e.g. "noise hurts (the interval lies below 0)", "cannot tell (the interval spans 0)"."""
+    up, down = DIRECTION_WORDS[claim_id]
+    d = direction(list(interval))
+    return (f"{up} (the interval lies above 0)" if d == "higher" else
+            f"{down} (the interval lies below 0)" if d == "lower" else
+            "cannot tell (the interval spans 0)")
 
 
 def _every_case(id: str, statement: str, cases: dict[str, Case],
                 extras: dict[str, dict[str, Any]] | None = None, **kw: Any) -> Claim:
     """:func:`every_case`, each case's standard error (what
     :func:`dsmlib.chapters.sec5_readouts.seeds_to_decide` plans with) and ``extras`` kept
-    in its row of ``details``."""
+    in its row of ``details``. An accuracy claim (``extras`` given) is headed by a case that can
+    decide (:func:`dsmlib.chapters.sec5_gains.judged_headline`) and states its direction."""
+    if extras is not None:
+        kw.setdefault("headline", judged_headline)
     claim = every_case(id, statement, cases, **kw)
     for row, (k, c) in zip(claim.details, cases.items()):
         row["se"] = c.se
@@ -191,23 +218,28 @@ def accuracy_claims(res: DistillResults, note: str = "", delta_scale: float = 1.
     against the noiseless students (the book's squared-error one and Hinton's), "some models
     improved over the teacher", and validation selection against the best choice in hindsight;
     each judged by the one accuracy rule against the setting's smallest useful gain
-    (:func:`smallest_gain`, times ``delta_scale``)."""
+    (:func:`smallest_gain`, times ``delta_scale``), in the settings past the gate
+    (:func:`judged_settings`) alone. With no setting past the gate there is no accuracy claim:
+    the page says why (:func:`dsmlib.chapters.sec5_gains.not_judged`)."""
+    judged = judged_settings(res)
+    if not judged:
+        return []
     claims = []
     sel_note = " Selection within each seed over both noise kinds and every level; seeds are the unit."
     cases, extras = {}, {}
-    for s in judged_settings(res):
+    for s in judged:
         n, delta = test_images(res, s), smallest_gain(res, s, delta_scale)
         cases[s], extras[s] = gain_case(
             difference(_selected(res, s), scores(res.teacher(s))), delta,
-            "test accuracy of the validation-selected noisy student − that of the teacher; "
-            "paper: > 0", n, caveat=unfit_caveat(res, s))
+            "test accuracy of the validation-selected noisy student − that of the teacher "
+            "(points); paper: > 0", n)
     claims.append(_every_case(
         "fig1.noisy_beats_teacher", _rule("The noisy student selected by validation accuracy has "
                                           "a higher test accuracy than the teacher (Figure 1)."),
         cases, extras, scope="setting", note=(note + sel_note).strip(),
         condition="Needs a gain of at least δ over a teacher that fits its training images."))
     cases, extras = {}, {}
-    for s in judged_settings(res):
+    for s in judged:
         n, delta = test_images(res, s), smallest_gain(res, s, delta_scale)
         for base, what in ((res.noiseless(s), "the noiseless student (squared error on the "
                             "logits, the book's)"),
@@ -216,8 +248,8 @@ def accuracy_claims(res: DistillResults, note: str = "", delta_scale: float = 1.
             k = f"{s}: vs {base.name}"
             cases[k], extras[k] = gain_case(
                 difference(_selected(res, s), scores(base)), delta,
-                f"test accuracy of the validation-selected noisy student − that of {what}; "
-                "paper: > 0", n, caveat=unfit_caveat(res, s))
+                f"test accuracy of the validation-selected noisy student − that of {what} "
+                "(points); paper: > 0", n)
     claims.append(_every_case(
         "fig1.noisy_beats_noiseless", _rule("The noisy student selected by validation accuracy "
                                             "has a higher test accuracy than the noiseless "
@@ -226,35 +258,31 @@ def accuracy_claims(res: DistillResults, note: str = "", delta_scale: float = 1.
         cases, extras, scope="setting", note=(note + sel_note).strip(),
         condition="Needs a noise level whose student generalises better than the noiseless "
                   "ones by at least δ, and the validation set to find it."))
-    gains = {}
-    for s in judged_settings(res):
-        for k in KINDS:
-            for c in res.noisy(s, k):
-                gains[f"{s}: {c.name}"] = (difference(scores(c), scores(res.teacher(s))),
-                                           smallest_gain(res, s, delta_scale), test_images(res, s),
-                                           unfit_caveat(res, s))
+    gains = {f"{s}: {c.name}": (difference(scores(c), scores(res.teacher(s))),
+                                smallest_gain(res, s, delta_scale), test_images(res, s))
+             for s in judged for k in KINDS for c in res.noisy(s, k)}
     level = joint_level(len(gains))
     cases, extras = {}, {}
-    for key, (v, delta, n, caveat) in gains.items():
+    for key, (v, delta, n) in gains.items():
         cases[key], extras[key] = gain_case(
-            v, delta, f"test accuracy of the student − that of its teacher; paper: > 0 for some "
-            f"student (joint {CONFIDENCE:.0%} box over {len(gains)})", n, level=level,
-            caveat=caveat)
+            v, delta, f"test accuracy of the student − that of its teacher (points); paper: > 0 "
+            f"for some student (joint {CONFIDENCE:.0%} box over {len(gains)})", n, level=level)
     claims.append(some_case(
         "fig1.some_student_beats_teacher", _rule("Some noisily self-distilled students improve "
                                                  "on the teacher's test accuracy (Section 5.4, "
                                                  "result (2))."), cases, extras=extras,
         scope="setting",
         note=(note + " Every noisy student (kind, level) is a candidate; their intervals form a "
-              "joint box, so one confirmed gain is not luck among many.").strip(),
+              "joint box, so one confirmed gain is not luck among many. Headed by the student "
+              "with the highest lower bound, the best evidence for 'some'.").strip(),
         condition="Needs a gain of at least δ over a teacher that fits its training images."))
     cases, extras = {}, {}
-    for s in judged_settings(res):
+    for s in judged:
         cases[s], extras[s] = shortfall_case(
             hindsight_shortfall(res, s), smallest_gain(res, s, delta_scale),
             "test accuracy of the best noise kind and level in hindsight (best mean test "
-            "accuracy over the other seeds) − that of the validation-selected noisy student; "
-            "paper: small", test_images(res, s), caveat=unfit_caveat(res, s))
+            "accuracy over the other seeds) − that of the validation-selected noisy student "
+            "(points); paper: small", test_images(res, s))
     claims.append(_every_case(
         "fig1.validation_selection_near_best",
         "Validation accuracy selects noisy students that generalise as well as the best choice "
@@ -318,8 +346,8 @@ def figure2_claims(res: DistillResults, note: str = "", delta_scale: float = 1.0
                 k = f"{s}: better than {other.name}"
                 flat[k], extras[k] = gain_case(
                     difference(scores(swap), scores(other)), smallest_gain(res, s, delta_scale),
-                    "test accuracy of the swap student − the other's, at the selected levels; "
-                    "paper: > 0", test_images(res, s), caveat=unfit_caveat(res, s))
+                    "test accuracy of the swap student − the other's, at the selected levels "
+                    "(points); paper: > 0", test_images(res, s))
     claims.append(_every_case(
         "fig2.train_loss_to_zero", "The training loss of the noiseless, symmetric-noise and "
         "Gaussian-noise students (each at its validation-optimal level) goes to nearly zero "
@@ -345,13 +373,23 @@ def figure2_claims(res: DistillResults, note: str = "", delta_scale: float = 1.0
     return claims
 
 
+def _with_direction(claims: list[Claim]) -> list[Claim]:
+    """Each accuracy claim headed by an accuracy case gets its direction against 0
+    (:func:`direction_text`); a claim headed by a G case (the swap's "flatter") has none."""
+    for c in claims:
+        if c.id in DIRECTION_WORDS and c.unit == "points":
+            c.direction = direction_text(c.id, c.interval)
+    return claims
+
+
 def distill_claims(res: DistillResults, *, scope_note: str = "",
                    delta_scale: float = 1.0) -> list[Claim]:
     """Every claim of Figures 1 and 2, one case per setting (and per student, level or step).
     ``scope_note`` (see :func:`dsmlib.chapters.sec5_grid.scope_note`) goes into every
     claim's note; ``delta_scale`` scales every smallest useful gain (the δ table's δ/2, 2δ)."""
-    claims = (gradnorm_claims(res, scope_note) + accuracy_claims(res, scope_note, delta_scale)
-              + figure2_claims(res, scope_note, delta_scale))
+    claims = _with_direction(gradnorm_claims(res, scope_note)
+                             + accuracy_claims(res, scope_note, delta_scale)
+                             + figure2_claims(res, scope_note, delta_scale))
     for c in claims:
         c.kind = "empirical"       # measured facts about trained networks, none an identity
         if c.verdict != "refuted":
@@ -380,3 +418,46 @@ def delta_table_rows(res: DistillResults, claims: list[Claim], *, scope_note: st
     re-judged by the same rule at that δ (:func:`dsmlib.chapters.sec5_gains.delta_rows`)."""
     return delta_rows(claims, lambda scale: distill_claims(res, scope_note=scope_note,
                                                            delta_scale=scale))
+
+
+#: The table that separates distillation from noise: what each row compares, and which of the
+#: two it measures.
+COMPARISONS = (("noiseless student − teacher", "distillation"),
+               ("Hinton student − teacher", "distillation"),
+               ("selected noisy student − teacher", "both"),
+               ("selected noisy student − noiseless student", "noise"),
+               ("selected noisy student − Hinton student", "noise"))
+
+
+def distillation_rows(res: DistillResults) -> list[dict[str, Any]]:
+    """Per judged setting, the gains that separate distillation from noise (:data:`COMPARISONS`):
+    each noiseless student over the teacher (what distillation alone gives), the selected
+    noisy student over the teacher, and over each noiseless student (what the noise adds);
+    each in points, judged alone against δ by the accuracy rule at the ledger's 99 % and with its
+    direction against 0."""
+    rows = []
+    for s in judged_settings(res):
+        n, delta = test_images(res, s), smallest_gain(res, s)
+        teacher, sel = scores(res.teacher(s)), _selected(res, s)
+        pairs = (scores(res.noiseless(s)), teacher), (scores(res.hinton(s)), teacher), \
+            (sel, teacher), (sel, scores(res.noiseless(s))), (sel, scores(res.hinton(s)))
+        for (name, measures), (a, b) in zip(COMPARISONS, pairs):
+            c, extras = gain_case(difference(a, b), delta, name, n)
+            rows.append(dict(setting=s, comparison=name, measures=measures,
+                             measured=c.measured, interval=c.interval, se=c.se,
+                             verdict=c.verdict, direction=extras["direction"], delta=delta,
+                             seeds=extras["seeds"], caveat=c.caveat))
+    return rows
+
+
+def distillation_table_data(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`distillation_rows` as a plain table (title, columns, rows of text) for the results'
+    ``extra``, which the ledger shows for every scale."""
+    def pts(x: float) -> str:
+        return f"{x:+.2f}".replace("-", "−")
+    return {"title": "Distillation against noise (test accuracy, points; each alone at 99 %)",
+            "columns": ["setting", "gain", "value [99 % interval]", "δ", "verdict", "direction"],
+            "rows": [[r["setting"], r["comparison"],
+                      f"{pts(r['measured'])} [{r['interval'][0]:.2f}, {r['interval'][1]:.2f}]"
+                      .replace("-", "−"), f"{r['delta']:.2f}", r["verdict"], r["direction"]]
+                     for r in rows]}

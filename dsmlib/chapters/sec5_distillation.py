@@ -31,7 +31,7 @@ from .sec5_grid import (CONTROL, HINTON, KINDS, Setting, curve_runs, grid_levels
 
 __all__ = ["Parameters", "Cell", "DistillResults", "METRICS", "ACCURACIES", "correct_flags",
            "diverged", "divergence_rows", "summarise", "selected_levels", "selected_test_acc",
-           "selected_correct", "selection", "shrinkage", "shrinkage_rows"]
+           "selected_correct", "selection", "shrinkage", "shrinkage_rows", "setting_of"]
 
 
 # The parameters that say where runs live and how unfinished ones are trained: no number depends
@@ -412,6 +412,14 @@ def _curve(grid: Parameters, by_key: dict[str, RunRecord],
                              setting=next((s.role for s in grid.settings
                                            if s.dataset == d and s.train_limit == limit), None)))
     return sorted(rows, key=lambda r: (r["dataset"], r["n_train"]))
+
+
+def setting_of(case: str, settings: Sequence[str]) -> str:
+    """The setting a case belongs to: cases are named ``<setting>`` or ``<setting>: ...``."""
+    for s in sorted(settings, key=len, reverse=True):
+        if case == s or case.startswith(f"{s}:"):
+            return s
+    raise ValueError(f"case {case!r} names none of the settings {list(settings)}")
 
 
 def selected_levels(res: DistillResults, setting: str) -> dict[str, Cell]:

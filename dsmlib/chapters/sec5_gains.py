@@ -1,26 +1,37 @@
 """Section 5's accuracy verdicts (chapter ``sec5_distillation``): one rule, written once.
 
+**Units.** Accuracies are in percent and their differences in points (:data:`POINTS`), in every
+case, interval, band and δ that a reader sees.
+
+**The gate** (:func:`accuracy_gate`, fixed before measuring). A setting is judged for accuracy
+only where its teachers leave a student room: every teacher fits its training images
+(:data:`FIT_ACCURACY`; one that does not is beaten by training longer alone), and δ is at least
+one test image's worth, i.e. the teachers miss at least :data:`GATE_IMAGES` test images on
+average. A setting below the gate is shown as "not judged: its teachers miss k of n test
+images" and enters no family, no seeds-to-decide and no headline.
+
 **The rule.** A test-accuracy gain is judged against the smallest gain worth having, ``delta``
-(:data:`DELTA_FRACTION` of the teachers' test error in the setting, fixed here before
-measuring), as a band ``[delta, inf)``: *confirmed* when its 99 % interval lies above ``delta``,
-*refuted* when it lies below ``delta`` (no gain of useful size, whatever its sign),
-*inconclusive* when it contains ``delta`` (:data:`ACCURACY_RULE`). A shortfall that must stay
-small (the validation-selected student's regret) is the same rule mirrored, the band
-``(-inf, delta]``. It is the ledger's ordinary band verdict, so a case's verdict alone, its
-p-value, Holm's decision inside a claim (:func:`dsmlib.foundation.claims.every_case`), the
-verdicts at ``delta / 2`` and ``2 delta`` (:func:`delta_rows`, each the whole claim re-judged)
-and the seeds that would decide it all follow from one band.
+(:data:`DELTA_FRACTION` of the teachers' test error in the setting), as a band ``[delta, inf)``:
+*confirmed* when its 99 % interval lies above ``delta``, *refuted* when it lies below ``delta``
+(no gain of useful size, whatever its sign), *inconclusive* when it contains ``delta``
+(:data:`ACCURACY_RULE`). A shortfall that must stay small (the validation-selected student's
+regret) is the same rule mirrored, the band ``(-inf, delta]``. Beside every such verdict goes
+the **direction**: the same interval against 0 (:func:`direction`), so that "refuted" (no
+*useful* gain) is never read as "worse".
 
 **The error of a case** has two sources: the seeds (training randomness) and the test images
 (every seed is scored on the same ones). Where the runs recorded which test images they got
 right, a gain's interval is the two-level one of the crossed seeds x images table
-(:func:`dsmlib.foundation.stats.crossed_mean`), so a verdict speaks for digits, not for these
-images; otherwise it is over seeds alone, and the case says that it speaks for these test
-images only (:func:`population`).
+(:func:`dsmlib.foundation.stats.crossed_mean`, Satterthwaite's fractional degrees of freedom),
+so a verdict speaks for digits, not for these images; otherwise it is over seeds alone
+(:func:`population`).
 
-**No decision from a degenerate interval**: a case needs at least :data:`MIN_SEEDS` seeds and,
-for an accuracy, a standard error of at least one test image's worth (``1 / n_test``), or it is
-inconclusive with the reason stated (:func:`degenerate`).
+**Ties are ties** (:func:`degenerate`): fewer than :data:`MIN_SEEDS` seeds, or every seed's
+difference the same (no spread between seeds), decides nothing. A case with a real spread is
+judged at any standard error.
+
+**Headlines** (:func:`judged_headline`, :func:`some_case`): a claim is headed by a case that can
+decide, never one with a caveat, a zero-width interval or the whole possible range.
 """
 from __future__ import annotations
 
@@ -29,23 +40,32 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..foundation.claims import CONFIDENCE, Case, Claim, band_gap, case, combine_all, from_case
+from ..foundation.claims import (CONFIDENCE, Case, Claim, band_gap, case, combine_all,
+                                 deciding_case, from_case)
 from ..foundation.stats import crossed_mean
 from ..models.datasets import OFFICIAL_TEST
-from .sec5_distillation import Cell, DistillResults
-from .sec5_readouts import setting_of
+from .sec5_distillation import Cell, DistillResults, setting_of
 
-__all__ = ["STRICT", "DELTA_FRACTION", "MIN_SEEDS", "FIT_ACCURACY", "ACCURACY_RULE",
-           "ACCURACY_IDS", "SOME_IDS", "smallest_gain", "teachers_fit", "judged_settings",
-           "unfit_caveat", "test_images", "scores", "difference", "degenerate", "population", "seed_case",
-           "accuracy_case", "gain_case", "shortfall_case", "some_case", "verdicts_by_setting",
-           "delta_rows"]
+__all__ = ["STRICT", "POINTS", "UNIT", "DELTA_FRACTION", "GATE_IMAGES", "MIN_SEEDS",
+           "FIT_ACCURACY", "ACCURACY_RULE", "GATE_RULE", "ACCURACY_IDS", "SOME_IDS",
+           "DIRECTIONS", "smallest_gain", "teachers_fit", "missed_images", "accuracy_gate",
+           "judged_settings", "not_judged", "test_images", "scores", "difference",
+           "degenerate", "population", "seed_case", "accuracy_case", "gain_case",
+           "shortfall_case", "direction", "can_decide", "judged_headline", "some_case",
+           "some_verdict", "verdicts_by_setting", "delta_rows"]
 
 STRICT = 1e-12
+#: Accuracies in percent, their differences in points: what every accuracy case is computed in.
+POINTS = 100.0
+UNIT = "points"
 # The smallest test-accuracy gain worth having, as a fraction of the teacher's test error in the
 # setting: a student must remove a tenth of its teacher's mistakes to be worth a second training
 # run of the teacher's length. Fixed before any measurement; never tuned to a result.
 DELTA_FRACTION = 0.1
+# The gate: δ must be at least one test image's worth, so the teachers must miss at least
+# 1 / DELTA_FRACTION test images on average. Below it no gain can be resolved: at the gpu
+# profile's full data (about 1 of 359 digits missed) δ would be a tenth of one image.
+GATE_IMAGES = round(1 / DELTA_FRACTION)
 # Fewer seeds than this decide nothing: two seeds can tie, giving an interval of zero width.
 MIN_SEEDS = 3
 # A teacher "fits its training images" at this training accuracy or above. Students are judged
@@ -55,43 +75,32 @@ FIT_ACCURACY = 0.99
 #: The accuracy rule, as the page and the claims state it.
 ACCURACY_RULE = ("A gain is confirmed when its 99 % interval lies above δ, the smallest gain "
                  "worth having, refuted when it lies below δ (no gain of useful size, whatever "
-                 "its sign), and inconclusive when it contains δ.")
+                 "its sign), and inconclusive when it contains δ. Beside each verdict, the "
+                 "direction: the same interval against 0.")
+#: The gate, as the page states it.
+GATE_RULE = (f"A setting is judged for accuracy only where every teacher fits its training "
+             f"images (at least {100 * FIT_ACCURACY:g} %) and the teachers miss at least "
+             f"{GATE_IMAGES} test images on average, so that δ is at least one test image's "
+             "worth; below that no gain can be resolved, and the setting enters no claim.")
 ACCURACY_IDS = ("fig1.noisy_beats_teacher", "fig1.noisy_beats_noiseless",
                 "fig1.some_student_beats_teacher", "fig1.validation_selection_near_best",
                 "fig2.swap_flatter_and_better")
 SOME_IDS = ("fig1.some_student_beats_teacher",)   # decided by the "some case" rule
+#: The direction of an interval against 0, in words: above, below, or across 0.
+DIRECTIONS = ("higher", "lower", "cannot tell")
 
 
 def smallest_gain(res: DistillResults, setting: str, scale: float = 1.0) -> float:
-    """``delta``: :data:`DELTA_FRACTION` of the mean test error of the teachers judged in
-    ``setting`` (at least :data:`STRICT`, so that a teacher at 100 % still leaves a band), times
-    ``scale`` (the δ table's δ/2 and 2δ)."""
+    """``delta`` in points: :data:`DELTA_FRACTION` of the mean test error of the teachers of
+    ``setting`` (at least :data:`STRICT`), times ``scale`` (the δ table's δ/2 and 2δ)."""
     err = 1.0 - float(res.teacher(setting).final["test_acc"].mean())
-    return scale * max(DELTA_FRACTION * err, STRICT)
+    return scale * max(POINTS * DELTA_FRACTION * err, STRICT)
 
 
 def teachers_fit(res: DistillResults, setting: str) -> bool:
-    """Whether every teacher judged in ``setting`` reaches :data:`FIT_ACCURACY` on its own
-    training images (measured on all of them after the last epoch)."""
+    """Whether every teacher of ``setting`` reaches :data:`FIT_ACCURACY` on its own training
+    images (measured on all of them after the last epoch)."""
     return bool(np.all(res.teacher(setting).final["train_acc"] >= FIT_ACCURACY))
-
-
-def judged_settings(res: DistillResults) -> list[str]:
-    """The settings whose accuracy cases are judged: those whose teachers fit their training
-    images (:func:`teachers_fit`). If none does, every setting, each case then carrying
-    :func:`unfit_caveat`."""
-    fit = [s for s in res.settings if teachers_fit(res, s)]
-    return fit or list(res.settings)
-
-
-def unfit_caveat(res: DistillResults, setting: str) -> str:
-    """Why a setting's accuracy cases cannot decide ("" when its teachers fit)."""
-    if teachers_fit(res, setting):
-        return ""
-    low = float(res.teacher(setting).final["train_acc"].min())
-    return (f"its teachers do not all fit their training images (the lowest reaches "
-            f"{100 * low:.1f} %, below {100 * FIT_ACCURACY:g} %): a student would beat such a "
-            "teacher by training longer alone")
 
 
 def test_images(res: DistillResults, setting: str) -> int:
@@ -100,6 +109,42 @@ def test_images(res: DistillResults, setting: str) -> int:
     if t.test_correct is not None:
         return int(t.test_correct.shape[1])
     return OFFICIAL_TEST[res.setting(setting).dataset]
+
+
+def missed_images(res: DistillResults, setting: str) -> float:
+    """The test images the teachers of ``setting`` get wrong, on average over seeds."""
+    return (1.0 - float(res.teacher(setting).final["test_acc"].mean())) * test_images(res, setting)
+
+
+def _count(x: float) -> str:
+    return f"{x:.0f}" if abs(x - round(x)) < 0.05 else f"{x:.1f}"
+
+
+def accuracy_gate(res: DistillResults, setting: str) -> str:
+    """Why ``setting`` is not judged for accuracy ("" when it is, :data:`GATE_RULE`): a
+    teacher that does not fit its training images, or teachers that leave less than one test
+    image's worth of δ."""
+    if not teachers_fit(res, setting):
+        low = float(res.teacher(setting).final["train_acc"].min())
+        return (f"not judged: its teachers do not all fit their training images (the lowest "
+                f"reaches {100 * low:.1f} %, below {100 * FIT_ACCURACY:g} %), so a student "
+                "would beat such a teacher by training longer alone")
+    missed, n = missed_images(res, setting), test_images(res, setting)
+    if missed < GATE_IMAGES:
+        return (f"not judged: its teachers miss {_count(missed)} of {n} test images on average, "
+                f"fewer than {GATE_IMAGES}, so δ would be less than one test image")
+    return ""
+
+
+def judged_settings(res: DistillResults) -> list[str]:
+    """The settings whose accuracy is judged (:func:`accuracy_gate`), in the grid's order;
+    possibly none."""
+    return [s for s in res.settings if not accuracy_gate(res, s)]
+
+
+def not_judged(res: DistillResults) -> dict[str, str]:
+    """Each setting below the gate, with why (:func:`accuracy_gate`)."""
+    return {s: why for s in res.settings if (why := accuracy_gate(res, s))}
 
 
 def scores(cell: Cell) -> np.ndarray:
@@ -116,79 +161,114 @@ def difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a - b
 
 
-def degenerate(n_seeds: int, se: float, n_test: int | None = None) -> str:
-    """Why a case's interval cannot decide ("" when it can): fewer than :data:`MIN_SEEDS`
-    seeds, or, for an accuracy scored on ``n_test`` images, a standard error below one test
-    image's worth (ties among the seeds, not a measured spread)."""
-    if n_seeds < MIN_SEEDS:
-        return (f"{n_seeds} seeds: a case needs at least {MIN_SEEDS} (two seeds can tie, and "
+def degenerate(per_seed: np.ndarray) -> str:
+    """Why a case cannot decide ("" when it can), from its per-seed values: fewer than
+    :data:`MIN_SEEDS` seeds, or a tie (every seed the same value, so no spread between seeds
+    is measured). A case with a real spread is judged, however small its standard error."""
+    v = np.asarray(per_seed, dtype=float)
+    if v.size < MIN_SEEDS:
+        return (f"{v.size} seeds: a case needs at least {MIN_SEEDS} (two seeds can tie, and "
                 "their interval then has zero width)")
-    if n_test is not None and se < 1.0 / n_test:
-        return (f"its standard error {100 * se:.3g} points is below one test image's worth "
-                f"({100 / n_test:.3g} points of {n_test} images): the seeds tie rather than "
-                "measure a spread")
+    if float(np.ptp(v)) <= STRICT * max(1.0, float(np.abs(v).max())):
+        return (f"a tie: all {v.size} seeds give the same value, so the seeds' spread is not "
+                "measured")
     return ""
 
 
-def population(values: np.ndarray, n_test: int) -> str:
+def population(values: np.ndarray, n_test: int, item_var: float | None = None) -> str:
     """What an accuracy case's interval speaks for."""
-    if values.ndim == 2:
-        return "seeds and test digits: the interval carries both sources of error"
-    return (f"these {n_test} test images only: the interval is over seeds alone, without the "
-            "test set's own sampling error (the runs did not record per-image results)")
+    if values.ndim == 1:
+        return (f"these {n_test} test images only: the interval is over seeds alone, without "
+                "the test set's own sampling error (the runs did not record per-image results)")
+    if not item_var:
+        return ("seeds only: the test images' term is 0 here (no per-image effect beyond the "
+                "seeds' scatter), so the interval speaks for the spread over seeds")
+    return "seeds and test digits: the interval carries both sources of error"
 
 
 def seed_case(values: np.ndarray, band, quantity: str, *, level: float = CONFIDENCE) -> Case:
     """Mean over seeds with its Student-t interval (seeds are independent replicates);
-    inconclusive with fewer than :data:`MIN_SEEDS` seeds."""
+    inconclusive with fewer than :data:`MIN_SEEDS` seeds or a tie (:func:`degenerate`)."""
     v = np.asarray(values, dtype=float)
-    se = float(v.std(ddof=1) / math.sqrt(v.size))
+    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
     return case(paper=0.0, measured=float(v.mean()), se=se, band=band, quantity=quantity,
-                dof=v.size - 1, level=level, caveat=degenerate(v.size, se))
+                dof=max(v.size - 1, 1), level=level, caveat=degenerate(v))
 
 
 def accuracy_case(values: np.ndarray, band, quantity: str, n_test: int, *,
-                  level: float = CONFIDENCE, caveat: str = "") -> tuple[Case, dict[str, Any]]:
-    """A difference of test accuracies judged against ``band``: over seeds and test images
-    (a seeds x images table, :func:`dsmlib.foundation.stats.crossed_mean`) or over seeds
-    alone (a vector), with :func:`degenerate`'s caveat; and the row extras: each source's share
-    of the standard error and the population the interval speaks for."""
-    v = np.asarray(values, dtype=float)
+                  level: float = CONFIDENCE) -> tuple[Case, dict[str, Any]]:
+    """A difference of test accuracies (``values``: fractions, a seeds x images table or a
+    per-seed vector), in points, judged against ``band`` (points): over seeds and test images
+    (:func:`dsmlib.foundation.stats.crossed_mean`, Satterthwaite's degrees of freedom kept
+    fractional) or over seeds alone, with :func:`degenerate`'s caveat; and the row extras:
+    each source's share of the standard error, the degrees of freedom and the population the
+    interval speaks for."""
+    v = POINTS * np.asarray(values, dtype=float)
+    per_seed = v.mean(axis=1) if v.ndim == 2 else v
     if v.ndim == 2:
-        cm = crossed_mean(v)      # Satterthwaite's dof, rounded down (the wider interval)
-        measured, se, dof = cm.mean, cm.se, max(1, math.floor(cm.dof))
+        cm = crossed_mean(v)
+        measured, se, dof, item_var = cm.mean, cm.se, max(1.0, cm.dof), cm.item_var
         parts = {"se_seeds": math.sqrt(cm.unit_var), "se_images": math.sqrt(cm.item_var)}
     else:
-        measured, se, dof = float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)), v.size - 1
+        measured, se, dof, item_var = (float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)),
+                                       float(v.size - 1), None)
         parts = {"se_seeds": se, "se_images": None}
     c = case(paper=0.0, measured=measured, se=se, band=band, quantity=quantity, dof=dof,
-             level=level, caveat=caveat or degenerate(v.shape[0], se, n_test), bounds=(-1, 1))
+             level=level, caveat=degenerate(per_seed), bounds=(-POINTS, POINTS), unit=UNIT)
     return c, {**parts, "seeds": int(v.shape[0]), "dof": float(dof),
-               "population": population(v, n_test)}
+               "population": population(v, n_test, item_var), "direction": direction(c)}
 
 
 def gain_case(values: np.ndarray, delta: float, quantity: str, n_test: int, *,
-              level: float = CONFIDENCE, caveat: str = "") -> tuple[Case, dict[str, Any]]:
+              level: float = CONFIDENCE) -> tuple[Case, dict[str, Any]]:
     """A test-accuracy gain judged by the rule (:data:`ACCURACY_RULE`): the band
-    ``[delta, inf)``."""
-    c, extras = accuracy_case(values, (delta, None), f"{quantity}; δ = {100 * delta:.3g} points",
-                              n_test, level=level, caveat=caveat)
+    ``[delta, inf)``, in points."""
+    c, extras = accuracy_case(values, (delta, None), f"{quantity}; δ = {delta:.3g} points",
+                              n_test, level=level)
     return c, {**extras, "delta": delta, "sense": "gain"}
 
 
 def shortfall_case(values: np.ndarray, delta: float, quantity: str, n_test: int, *,
-                   level: float = CONFIDENCE, caveat: str = "") -> tuple[Case, dict[str, Any]]:
+                   level: float = CONFIDENCE) -> tuple[Case, dict[str, Any]]:
     """A shortfall in test accuracy that must stay below ``delta``: the rule mirrored, the band
-    ``(-inf, delta]``."""
-    c, extras = accuracy_case(values, (None, delta), f"{quantity}; δ = {100 * delta:.3g} points",
-                              n_test, level=level, caveat=caveat)
+    ``(-inf, delta]``, in points."""
+    c, extras = accuracy_case(values, (None, delta), f"{quantity}; δ = {delta:.3g} points",
+                              n_test, level=level)
     return c, {**extras, "delta": delta, "sense": "shortfall"}
 
 
-def _depth(c: Case) -> float:
-    """How far the interval lies inside the band (its distance to the nearer end)."""
-    lo, hi = (-math.inf if b is None else b for b in c.band)
-    return min(c.interval[0] - lo, hi - c.interval[1])
+def direction(c: Case | Claim | Sequence[float]) -> str:
+    """The sign verdict of an interval (a case's, a claim's, or ``[low, high]``) against 0:
+    ``higher`` when it lies above 0, ``lower`` when below, else ``cannot tell``
+    (:data:`DIRECTIONS`)."""
+    lo, hi = c if isinstance(c, (list, tuple)) else c.interval
+    return DIRECTIONS[0] if lo > 0 else DIRECTIONS[1] if hi < 0 else DIRECTIONS[2]
+
+
+def can_decide(c: Case) -> bool:
+    """Whether a case can head a claim: no caveat, an interval of positive width, and not the
+    whole possible range (:attr:`Case.bounds`)."""
+    lo, hi = c.interval
+    whole = c.bounds is not None and lo <= c.bounds[0] and hi >= c.bounds[1]
+    return not c.caveat and hi > lo and not whole
+
+
+def judged_headline(cases: dict[str, Case], verdicts: Sequence[str]) -> tuple[str, Case]:
+    """The case that heads an every-case claim (``verdicts``: under the family-wise rule),
+    among the cases that can decide (:func:`can_decide`): decided, the deciding case
+    (:func:`dsmlib.foundation.claims.deciding_case`); inconclusive, the undecided case
+    nearest a decision (the smallest p-value, then the smallest distance to the band), or,
+    where every undecided case has a caveat, the decidable case nearest a decision. Only
+    when no case can decide, the default deciding case."""
+    rows = [(k, c, v) for (k, c), v in zip(cases.items(), verdicts) if can_decide(c)]
+    if not rows:
+        return deciding_case(cases, verdicts)
+    overall = combine_all(verdicts)
+    if overall != "inconclusive":
+        return deciding_case({k: c for k, c, _ in rows}, [v for _, _, v in rows])
+    pool = [(k, c) for k, c, v in rows if v == "inconclusive"] or [(k, c) for k, c, _ in rows]
+    return min(pool, key=lambda kc: (kc[1].p_value if kc[1].p_value is not None else 1.0,
+                                     abs(band_gap(kc[1]))))
 
 
 def some_case(id: str, statement: str, cases: dict[str, Case], *, note: str = "",
@@ -196,15 +276,14 @@ def some_case(id: str, statement: str, cases: dict[str, Case], *, note: str = ""
               extras: dict[str, dict[str, Any]] | None = None) -> Claim:
     """A claim that holds if *some* case holds: confirmed if any case is confirmed, refuted if
     every case is refuted, else inconclusive. The cases' intervals must form a joint box
-    (:func:`joint_level`), or "some" would be confirmed by chance among many. The headline is the
-    deciding case: the confirmed one furthest inside its band, else the one closest to it."""
+    (:func:`dsmlib.foundation.claims.joint_level`), or "some" would be confirmed by chance among
+    many. The headline is the case with the highest lower bound among those that can decide
+    (:func:`can_decide`; all cases if none can): the best evidence for "some"."""
     if not cases:
         raise ValueError("cases must not be empty")
-    vs = [c.verdict for c in cases.values()]
-    overall = some_verdict(vs)
-    pool = [(k, c) for k, c in cases.items() if c.verdict == overall]
-    key, head = (max(pool, key=lambda kc: _depth(kc[1])) if overall == "confirmed"
-                 else min(pool, key=lambda kc: band_gap(kc[1])))
+    overall = some_verdict([c.verdict for c in cases.values()])
+    pool = [(k, c) for k, c in cases.items() if can_decide(c)] or list(cases.items())
+    key, head = max(pool, key=lambda kc: kc[1].interval[0])
     details = [{"case": k, "paper": c.paper, "measured": c.measured, "interval": c.interval,
                 "band": c.band, "verdict": c.verdict, "se": c.se,
                 **({"caveat": c.caveat} if c.caveat else {}),
@@ -226,7 +305,9 @@ def some_verdict(verdicts: Sequence[str]) -> str:
 
 def verdicts_by_setting(res: DistillResults, claims: list[Claim]) -> list[dict[str, Any]]:
     """Per claim, its verdict restricted to each setting's cases (the claim's own rule: every
-    case, or some case for :data:`SOME_IDS`): the full data and the headroom setting read apart."""
+    case, or some case for :data:`SOME_IDS`): the settings read apart. A setting below the
+    accuracy gate is "not judged" for the accuracy claims (:func:`accuracy_gate`)."""
+    gate = not_judged(res)
     rows = []
     for c in claims:
         by = {s: [] for s in res.settings}
@@ -234,21 +315,23 @@ def verdicts_by_setting(res: DistillResults, claims: list[Claim]) -> list[dict[s
             by[setting_of(d["case"], res.settings)].append(d["verdict"])
         row = {"claim": c.id, "verdict": c.verdict}
         for s, vs in by.items():
-            row[s] = (None if not vs else some_verdict(vs) if c.id in SOME_IDS
+            row[s] = ("not judged" if not vs and c.id in ACCURACY_IDS and s in gate else
+                      None if not vs else some_verdict(vs) if c.id in SOME_IDS
                       else combine_all(vs))
         rows.append(row)
     return rows
 
 
 def delta_rows(claims: list[Claim], at: Callable[[float], list[Claim]]) -> list[dict[str, Any]]:
-    """Every accuracy case of ``claims``: its measured value and interval, ``delta``, and its
-    verdict in its claim at ``delta / 2``, ``delta`` and ``2 delta``, where ``at(scale)`` gives
-    the claims judged with ``delta`` times ``scale`` (the same rule, Holm's decision included:
-    the δ column is the claims' own verdict)."""
+    """Every accuracy case of ``claims``: its measured value and interval (points), ``delta``,
+    its direction, and its verdict in its claim at ``delta / 2``, ``delta`` and ``2 delta``,
+    where ``at(scale)`` gives the claims judged with ``delta`` times ``scale`` (the same rule,
+    Holm's decision included: the δ column is the claims' own verdict)."""
     scaled = {s: {(c.id, d["case"]): d["verdict"] for c in at(s) for d in c.details}
               for s in (0.5, 2.0)}
     return [dict(claim=c.id, case=d["case"], measured=d["measured"], interval=d["interval"],
                  delta=d["delta"], sense=d.get("sense", "gain"),
+                 direction=d.get("direction", direction(d["interval"])),
                  half=scaled[0.5][c.id, d["case"]], at=d["verdict"],
                  double=scaled[2.0][c.id, d["case"]])
             for c in claims for d in c.details if d.get("delta") is not None]

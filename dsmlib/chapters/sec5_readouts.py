@@ -8,14 +8,17 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..foundation.claims import CONFIDENCE, interval, joint_level, quantile, verdict
 from ..foundation.power import POWER, resolvable, units_to_decide
-from .sec5_distillation import DistillResults
+from .sec5_distillation import DistillResults, setting_of
+from .sec5_gains import MIN_SEEDS, POINTS, accuracy_gate, test_images
 from ..models.run_config import Noise
 from .sec5_grid import KINDS
 
 __all__ = ["TARGET_ACCURACY", "teacher_curve", "curve_lines", "noise_rows", "noise_lines",
-           "accuracy_headroom", "setting_of", "seeds_to_decide"]
+           "accuracy_headroom", "seeds_to_decide"]
 
 # The headroom setting's target: a teacher test accuracy in this range, read off the
 # curve of teacher accuracy against training-set size (:func:`teacher_curve`).
@@ -23,44 +26,48 @@ TARGET_ACCURACY = (0.85, 0.93)
 
 
 def teacher_curve(res: DistillResults) -> list[dict[str, Any]]:
-    """The teachers' test accuracy against the training-set size, per data set: the mean over
-    seeds with its Student-t interval at the ledger's level, cut to [0, 1] (one seed: no
-    interval), the mean
-    training accuracy (a teacher that fits its images is data-limited, not step-limited), and
-    whether the mean lies in :data:`TARGET_ACCURACY`."""
+    """The teachers' test accuracy (percent) against the training-set size, per data set: the
+    mean over seeds with its Student-t interval at the ledger's level, cut to [0, 100] (with
+    fewer than :data:`~dsmlib.chapters.sec5_gains.MIN_SEEDS` seeds no interval: two seeds give
+    a t quantile of 63.7 and a bar across the whole axis, so the figure shows each seed's point
+    instead), the seeds' own accuracies, the mean training accuracy (a teacher that fits its
+    images is data-limited, not step-limited), and whether the mean lies in
+    :data:`TARGET_ACCURACY`."""
     out = []
     for r in res.curve:
-        acc = r["test_acc"]
+        acc = POINTS * np.asarray(r["test_acc"], dtype=float)
         mean = float(acc.mean())
-        iv = ([max(0.0, v) if i == 0 else min(1.0, v) for i, v in enumerate(
+        iv = ([max(0.0, v) if i == 0 else min(POINTS, v) for i, v in enumerate(
                   interval(mean, float(acc.std(ddof=1) / math.sqrt(acc.size)), dof=acc.size - 1))]
-              if acc.size > 1 else [math.nan, math.nan])    # cut to the possible [0, 1]
+              if acc.size >= MIN_SEEDS else [math.nan, math.nan])
         out.append(dict(dataset=r["dataset"], n_train=r["n_train"], train_limit=r["train_limit"],
-                        seeds=r["seeds"], mean=mean, interval=iv, setting=r["setting"],
-                        train_acc=float(r["train_acc"].mean()),
-                        in_target=TARGET_ACCURACY[0] <= mean <= TARGET_ACCURACY[1]))
+                        seeds=r["seeds"], mean=mean, interval=iv, points=acc.tolist(),
+                        setting=r["setting"],
+                        train_acc=POINTS * float(np.mean(r["train_acc"])),
+                        in_target=TARGET_ACCURACY[0] <= mean / POINTS <= TARGET_ACCURACY[1]))
     return out
 
 
 def curve_lines(res: DistillResults) -> list[str]:
     """What the curve says about the grid's settings, per data set: each setting's teachers
-    (mean test accuracy, interval, training accuracy) and whether the headroom setting's lie in
-    :data:`TARGET_ACCURACY` -- said plainly when they do not."""
+    (mean test accuracy, interval where there are enough seeds, training accuracy) and whether
+    the headroom setting's lie in :data:`TARGET_ACCURACY` -- said plainly when they do not."""
     lo, hi = (100 * a for a in TARGET_ACCURACY)
     lines = []
     for r in teacher_curve(res):
         if r["setting"] is None:
             continue
-        a, b = (100 * v for v in r["interval"])
+        iv = ("" if math.isnan(r["interval"][0]) else
+              " [" + ", ".join(f"{v:.2f}" for v in r["interval"]) + "]")
         text = (f"{r['dataset']}, {r['setting']} setting ({r['n_train']:,} training images, "
-                f"{r['seeds']} seeds): the teachers reach {100 * r['mean']:.2f} % test accuracy "
-                f"[{a:.2f}, {b:.2f}] and {100 * r['train_acc']:.1f} % on their training images")
+                f"{r['seeds']} seeds): the teachers reach {r['mean']:.2f} % test accuracy"
+                f"{iv} and {r['train_acc']:.1f} % on their training images")
         if r["setting"] == "headroom":
             text += (f"; inside the target of {lo:g}–{hi:g} %." if r["in_target"] else
                      f"; OUTSIDE the target of {lo:g}–{hi:g} %: choose another headroom_size "
                      "from the curve.")
         else:
-            text += f", {100 * (1 - r['mean']):.2f} points from a perfect score."
+            text += f", {100 - r['mean']:.2f} points from a perfect score."
         lines.append(text)
     return lines
 
@@ -120,39 +127,41 @@ def accuracy_headroom(res: DistillResults, claims: Sequence[Any]) -> list[str]:
     """Why the accuracy claims can stay undecided, per setting: the teachers' mean test
     accuracy, the headroom it leaves a student, the smallest useful gain the verdicts use, and
     the half-width of the ledger's interval of the gain of the validation-selected noisy student
-    over its teacher (the case of ``fig1.noisy_beats_teacher`` among ``claims``)."""
-    claim = next(c for c in claims if c.id == "fig1.noisy_beats_teacher")
+    over its teacher (the case of ``fig1.noisy_beats_teacher`` among ``claims``); a setting
+    below the accuracy gate says so (:func:`dsmlib.chapters.sec5_gains.accuracy_gate`)."""
+    claim = next((c for c in claims if c.id == "fig1.noisy_beats_teacher"), None)
     lines = []
     for s in res.settings:
-        acc = float(res.teacher(s).final["test_acc"].mean())
-        row = next((x for x in claim.details if x["case"] == s), None)
-        if row is None:
-            fit = 100 * float(res.teacher(s).final["train_acc"].min())
-            lines.append(f"{s}: the teachers reach {100 * acc:.2f} % test accuracy on average; "
-                         f"its accuracy cases are not judged, since not every teacher fits its "
-                         f"training images (the lowest reaches {fit:.1f} %).")
+        acc = POINTS * float(res.teacher(s).final["test_acc"].mean())
+        gate = accuracy_gate(res, s)
+        row = None if claim is None else next((x for x in claim.details if x["case"] == s), None)
+        if gate or row is None:
+            lines.append(f"{s}: the teachers reach {acc:.2f} % test accuracy on average "
+                         f"({test_images(res, s)} test images); {gate or 'not judged'}.")
             continue
         lo, hi = row["interval"]
-        half, room = (hi - lo) / 2, 1.0 - acc
+        half, room = (hi - lo) / 2, POINTS - acc
         verdict_text = ("so even a student that closed the whole gap would stay unconfirmed at "
                         f"this spread with {res.n_seeds(s)} seeds" if half >= room else
                         "so a gain as large as the headroom could be resolved")
-        delta = row.get("delta")
-        smallest = ("" if delta is None else
-                    f"; the smallest useful gain is δ = {100 * delta:.2f} points")
-        lines.append(f"{s}: the teachers reach {100 * acc:.2f} % test accuracy on average, "
-                     f"leaving {100 * room:.2f} points to gain{smallest}; the "
-                     f"{100 * CONFIDENCE:g} % interval of the selected student's gain is "
-                     f"±{100 * half:.2f} points wide, {verdict_text}.")
+        lines.append(f"{s}: the teachers reach {acc:.2f} % test accuracy on average, "
+                     f"leaving {room:.2f} points to gain; the smallest useful gain is "
+                     f"δ = {row['delta']:.2f} points; the {100 * CONFIDENCE:g} % interval of the "
+                     f"selected student's gain is ±{half:.2f} points wide, {verdict_text}.")
     return lines
 
 
-def setting_of(case: str, settings: Sequence[str]) -> str:
-    """The setting a case belongs to: cases are named ``<setting>`` or ``<setting>: ...``."""
-    for s in sorted(settings, key=len, reverse=True):
-        if case == s or case.startswith(f"{s}:"):
-            return s
-    raise ValueError(f"case {case!r} names none of the settings {list(settings)}")
+def _plan(d: dict[str, Any], measured: float, n: int, k: int, power: float) -> int | None:
+    """The seeds :func:`dsmlib.foundation.power.units_to_decide` projects for the case ``d``
+    were its value ``measured`` (planned at the family-wise level of ``k`` cases)."""
+    dof = d.get("dof", n - 1)
+    q = quantile(dof, joint_level(max(k, 1)))
+    plan = [measured - q * d["se"], measured + q * d["se"]]
+    floor = min(d.get("se_images") or 0.0, d["se"])
+    if d["se"] <= 0 or not resolvable(measured, d["band"]):
+        return None
+    return units_to_decide(measured, d["se"], plan, d["band"], n, power=power, floor_se=floor,
+                           dof=dof)
 
 
 def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *, power: float = POWER,
@@ -162,13 +171,17 @@ def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *, power: float 
     against its own band with probability ``power``, were the measured value and the seeds'
     spread the truth (:func:`dsmlib.foundation.power.units_to_decide`; None: more than
     ``MAX_UNITS``, or a value on the band's edge; a case whose test images' own error
-    (``se_images``) keeps it undecided at any number of seeds gets None too), and the verdict
-    they would reach (``towards``: confirmed if the value lies in the band, else refuted). A
-    value within the claim's resolution of a band edge
-    (:func:`dsmlib.foundation.power.resolvable`) is a rounding residue: ``resolved`` is False and
-    neither seeds nor a verdict are projected. The plan is made at the family-wise level of a
-    claim over ``k`` cases: Bonferroni's ``1 - alpha/k`` per case, which Holm's rule never needs
-    to exceed. A planning figure, not evidence."""
+    (``se_images``) keeps it undecided at any number of seeds gets None too), beside the range
+    of that figure over the measured value ± one standard error (``seeds_range``: the value one
+    SE further from the band's edge, then one SE nearer it), and the verdict they would reach
+    (``towards``: confirmed if the value lies in the band, else refuted). A value within the
+    claim's resolution of a band edge (:func:`dsmlib.foundation.power.resolvable`) is a rounding
+    residue: ``resolved`` is False and neither seeds nor a verdict are projected. The plan is
+    made at the family-wise level of a claim over its ``k`` judged cases: Bonferroni's
+    ``1 - alpha/k`` per case, which Holm's rule never needs to exceed. Only the cases a claim
+    judges are here (a setting below the accuracy gate has none), and a tie is planned like any
+    case: no rule sets a case aside for a small standard error. A planning figure, not
+    evidence."""
     rows = []
     for c in claims:
         if c.verdict != "inconclusive" and c.id not in every:
@@ -180,16 +193,15 @@ def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *, power: float 
             n = res.n_seeds(setting_of(d["case"], res.settings))
             lo, hi = d["interval"]
             resolved = resolvable(d["measured"], d["band"])
-            dof = d.get("dof", n - 1)
-            q = quantile(dof, joint_level(max(k, 1)))
-            plan = [d["measured"] - q * d["se"], d["measured"] + q * d["se"]]
-            floor = min(d.get("se_images") or 0.0, d["se"])
+            edges = [e for e in d["band"] if e is not None]
+            edge = min(edges, key=lambda e: abs(d["measured"] - e)) if edges else 0.0
+            away = 1.0 if d["measured"] >= edge else -1.0     # one SE further from the edge
             rows.append(dict(claim=c.id, case=d["case"], measured=d["measured"],
                              half_width=(hi - lo) / 2, verdict=d["verdict"],
                              delta=d.get("delta"), resolved=resolved,
                              towards=verdict([d["measured"]] * 2, d["band"]) if resolved else None,
-                             seeds=units_to_decide(d["measured"], d["se"], plan, d["band"], n,
-                                                   power=power, floor_se=floor, dof=dof)
-                             if d["se"] > 0 else None))
+                             seeds=_plan(d, d["measured"], n, k, power) if resolved else None,
+                             seeds_range=[_plan(d, d["measured"] + away * d["se"], n, k, power),
+                                          _plan(d, d["measured"] - away * d["se"], n, k, power)]
+                             if resolved and d["se"] > 0 else [None, None]))
     return rows
-

@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
-from ..models.datasets import SPECS
+from ..models.datasets import OFFICIAL_TRAIN, SPECS, train_images
 from .sec5_distillation import DistillResults
 
-__all__ = ["scope_note", "scope_brief", "without_scope", "steps_per_run", "not_measured",
-           "departures", "PAPER_LR"]
+__all__ = ["scope_note", "scope_brief", "without_scope", "steps_per_run", "validation_images",
+           "training_images", "scale_settings", "SETTING_WORDS", "not_measured", "departures",
+           "PAPER_LR"]
 
 
 def steps_per_run(res: DistillResults, setting: str) -> int:
@@ -20,6 +21,45 @@ def steps_per_run(res: DistillResults, setting: str) -> int:
     n = next(r["n_train"] for r in res.curve
              if r["dataset"] == s.dataset and r["train_limit"] == s.train_limit)
     return res.grid.teacher_epochs * s.passes * (n // s.batch_size)
+
+
+def training_images(res: DistillResults, setting: str) -> int:
+    """The images a run of ``setting`` trains on."""
+    s = res.setting(setting)
+    return next(r["n_train"] for r in res.curve
+                if r["dataset"] == s.dataset and r["train_limit"] == s.train_limit)
+
+
+def validation_images(dataset: str) -> int:
+    """The validation images every setting of ``dataset`` selects on: a fifth of its official
+    training set (:func:`dsmlib.models.datasets.load_dataset`'s 80/20 split), whatever the
+    training-set size."""
+    return OFFICIAL_TRAIN[dataset] - train_images(dataset)
+
+
+#: What each entry of :func:`scale_settings` means, for tables that compare scales.
+SETTING_WORDS = {"dataset": "data", "depth": "ResNet depth", "image_size": "image size (pixels)",
+                 "lr": "learning rate η", "batch": "batch b", "eta_over_b": "η/b",
+                 "n_train": "training images", "n_val": "validation images",
+                 "steps": "SGD steps per run", "seeds": "seeds judged"}
+
+
+def scale_settings(res: DistillResults) -> dict[str, dict[str, Any]]:
+    """Per setting, what a comparison across scales must hold fixed (:data:`SETTING_WORDS`):
+    the data, network depth and image size, the learning rate, batch and their ratio η/b
+    (Prop. 3's strength scales with it), the training and validation images, the SGD steps per
+    run and the seeds judged. Stored with the results, so that another scale's execution can be
+    set beside this one."""
+    g = res.grid
+    out = {}
+    for s in g.settings:
+        size = g.image_size or SPECS[s.dataset].image_size
+        out[s.name] = dict(dataset=s.dataset, depth=g.depth, image_size=size, lr=g.lr,
+                           batch=s.batch_size, eta_over_b=g.lr / s.batch_size,
+                           n_train=training_images(res, s.name),
+                           n_val=validation_images(s.dataset),
+                           steps=steps_per_run(res, s.name), seeds=res.n_seeds(s.name))
+    return out
 
 
 def scope_note(res: DistillResults) -> str:
@@ -125,6 +165,15 @@ def departures(res: DistillResults) -> list[str]:
                    "acts as a regulariser (Mobahi et al. 2020), which has the most to give where "
                    "data are scarce; Furlanello et al. (2018) report students of their teacher's "
                    "architecture beating it.")
+    for s in g.settings:
+        n_train, n_val = training_images(res, s.name), validation_images(s.dataset)
+        if n_val > n_train:
+            out.append(f"Validation larger than training ({s.name}): the noisy students are "
+                       f"selected on {n_val:,} validation images while they train on "
+                       f"{n_train:,}; the paper's 80/20 split validates on a quarter of the "
+                       "training images. The validation set is the data set's fixed 20 %, the "
+                       "same in every setting, so the headroom setting's selection sees more "
+                       "labelled images than its training does.")
     for name, bad in res.diverged.items():
         runs = "; ".join(f"seed {seed}: " + ", ".join(labels) for seed, labels in sorted(bad.items()))
         out.append(f"Diverged runs ({name}): {runs}. Their training loss became non-finite, so "

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .sec5_distillation import DistillResults
-from .sec5_gains import teachers_fit
-from .sec5_readouts import setting_of
+from .sec5_distillation import DistillResults, setting_of
+from .sec5_gains import GATE_IMAGES, not_judged
 
-__all__ = ["SHORT", "VERDICT_ORDER", "accuracy_reading", "finding", "in_short"]
+__all__ = ["SHORT", "VERDICT_ORDER", "headline_row", "accuracy_reading", "source_of_gain",
+           "finding", "in_short"]
 
 #: A few words per claim for the page's summary (the ledger keeps each claim's full statement).
 SHORT = {
@@ -38,33 +38,38 @@ VERDICT_ORDER = ("confirmed", "refuted", "inconclusive")
 
 def _points(x: float) -> str:
     """A gain in points of accuracy, signed: ``+0.39``, ``−1.59``."""
-    return f"{100 * x:+.2f}".replace("-", "−")
+    return f"{x:+.2f}".replace("-", "−")
 
 
 def _points_interval(iv: Sequence[float]) -> str:
-    return "[" + ", ".join(f"{100 * v:.2f}".replace("-", "−") for v in iv) + "]"
+    return "[" + ", ".join(f"{v:.2f}".replace("-", "−") for v in iv) + "]"
 
 
 def _claim(claims: Sequence[Any], cid: str) -> Any | None:
     return next((c for c in claims if c.id == cid), None)
 
 
-def _deltas(claim: Any) -> str:
-    """δ of an accuracy claim's cases, in points (one value, or the range over settings)."""
-    ds = sorted({round(100 * d["delta"], 2) for d in claim.details if d.get("delta") is not None})
-    if not ds:
-        return ""
-    return f"δ = {ds[0]:.2f}" if len(ds) == 1 else f"δ = {ds[0]:.2f}–{ds[-1]:.2f}"
+def headline_row(claim: Any) -> dict[str, Any] | None:
+    """The case (row of ``details``) that heads ``claim``: the one whose value and interval the
+    claim shows."""
+    return next((d for d in claim.details if d.get("measured") == claim.measured
+                 and list(d.get("interval", [])) == list(claim.interval)), None)
 
 
 def accuracy_reading(claim: Any) -> str:
     """An accuracy claim's value as the page's opening quotes it: its verdict, then the gain
-    (or the shortfall) in points with its 99 % interval and δ, e.g. ``inconclusive (+0.39
-    points [−0.72, 1.50], δ = 1.13)``."""
-    shortfall = any(d.get("sense") == "shortfall" for d in claim.details)
-    delta = _deltas(claim)
+    (or the shortfall) in points with its 99 % interval, δ of its headline case and its
+    direction, and the headline case where the claim has several in a setting, e.g.
+    ``inconclusive (+0.42 points [−0.53, 1.37], δ = 1.12, direction: cannot tell; case: vs
+    noiseless student)``."""
+    row = headline_row(claim) or {}
+    shortfall = row.get("sense") == "shortfall"
+    delta = f", δ = {row['delta']:.2f}" if row.get("delta") is not None else ""
+    way = f", direction: {claim.direction.split(' (')[0]}" if claim.direction else ""
+    case = row.get("case", "")
+    where = f"; case: {case.split(': ', 1)[1]}" if ": " in case else ""
     return (f"{claim.verdict} ({'shortfall ' if shortfall else ''}{_points(claim.measured)} "
-            f"points {_points_interval(claim.interval)}{', ' + delta if delta else ''})")
+            f"points {_points_interval(claim.interval)}{delta}{way}{where})")
 
 
 def _setting_words(res: DistillResults, setting: str) -> str:
@@ -73,11 +78,47 @@ def _setting_words(res: DistillResults, setting: str) -> str:
     return f"{setting} ({res.n_seeds(setting)} seeds judged, teachers at {acc:.2f} % test accuracy)"
 
 
-def finding(res: DistillResults, claims: Sequence[Any]) -> str:
-    """The page's finding in two sentences, from this execution's claims: what was measured
-    (network, data, settings and seeds), whether label noise lowers G(θ) against its control,
-    and, in the settings whose accuracy is judged, the selected noisy student's gain over its
-    teacher and over the noiseless student (verdict, points, 99 % interval, δ)."""
+def _row_text(r: dict[str, Any]) -> str:
+    return (f"{_points(r['measured'])} points {_points_interval(r['interval'])} "
+            f"({r['direction']})")
+
+
+def _sources_text(rows: Sequence[dict[str, Any]]) -> str:
+    """One sentence on a setting's rows of the distillation-against-noise table."""
+    by = {r["comparison"]: r for r in rows}
+    get = lambda name: _row_text(by[name]) if name in by else "not measured"  # noqa: E731
+    return (f"distillation alone gains {get('noiseless student − teacher')} over the teacher "
+            f"with the noiseless student and {get('Hinton student − teacher')} with the Hinton "
+            f"student; the noise adds {get('selected noisy student − noiseless student')} over "
+            f"the noiseless student and {get('selected noisy student − Hinton student')} over "
+            f"the Hinton student; so {source_of_gain(rows)}")
+
+
+def source_of_gain(rows: Sequence[dict[str, Any]]) -> str:
+    """Where a setting's gain over the teacher comes from, read off its rows of the
+    distillation-against-noise table (:func:`dsmlib.chapters.sec5_claims.distillation_rows`):
+    the directions of the distillation rows (a noiseless student over the teacher) and of the
+    noise rows (the selected noisy student over a noiseless one)."""
+    up = lambda kind, way: any(r["measures"] == kind and r["direction"] == way for r in rows)  # noqa: E731
+    if up("noise", "higher"):
+        return "noise adds test accuracy beyond what distillation gives"
+    if up("distillation", "higher"):
+        return ("the gain over the teacher comes from distillation itself, not from the noise"
+                + (", which costs accuracy" if up("noise", "lower") else
+                   ", which adds nothing measurable"))
+    if up("noise", "lower"):
+        return "the noise costs test accuracy, and distillation alone gains nothing measurable"
+    return "neither distillation nor the noise changes test accuracy measurably at these seeds"
+
+
+def finding(res: DistillResults, claims: Sequence[Any],
+            rows: Sequence[dict[str, Any]] = ()) -> str:
+    """The page's finding, from this execution's claims: what was measured (network, data,
+    settings and seeds), whether label noise lowers G(θ) against its control, and, in the
+    settings whose accuracy is judged (the others named as not judged, with why), the selected
+    noisy student's gain over its teacher and over the noiseless student (verdict, points, 99 %
+    interval, δ, direction), and where the gain comes from (``rows``: the
+    distillation-against-noise table, :func:`dsmlib.chapters.sec5_claims.distillation_rows`)."""
     words = [_setting_words(res, s) for s in res.settings]
     settings = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
     lowers = [c for c in (_claim(claims, "fig1.noise_lowers_gradnorm_sigma2"),
@@ -93,29 +134,32 @@ def finding(res: DistillResults, claims: Sequence[Any]) -> str:
              "that label noise lowers the "
              "students' gradient norm G(θ) below that of a student trained without noise on "
              f"the same mean target is {g_text}.")
+    gate = not_judged(res)
+    skipped = " ".join(f"{s[0].upper()}{s[1:]} is {why}." for s, why in gate.items())
     teacher = _claim(claims, "fig1.noisy_beats_teacher")
     if teacher is None or not teacher.details:
-        return first
-    judged = sorted({setting_of(d["case"], res.settings) for d in teacher.details},
-                    key=list(res.settings).index)
-    fit = all(teachers_fit(res, s) for s in judged)
-    where = " and ".join(judged)
-    second = (f"Accuracy is judged on {where}, "
-              + ("where every teacher fits its training images" if fit else
-                 "although not every teacher fits its training images")
-              + f": the validation-selected noisy student's gain over its teacher is "
+        return f"{first} No setting is judged for accuracy. {skipped}".strip()
+    judged = [s for s in res.settings if s not in gate]
+    second = (f"Accuracy is judged on {' and '.join(judged)}, where every teacher fits its "
+              f"training images and misses at least {GATE_IMAGES} test images: the "
+              f"validation-selected noisy student's gain over its teacher is "
               f"{accuracy_reading(teacher)}")
     noiseless = _claim(claims, "fig1.noisy_beats_noiseless")
     if noiseless is not None:
         second += f", and over the noiseless students {accuracy_reading(noiseless)}"
-    return f"{first} {second}."
+    text = f"{first} {second}."
+    for s in judged:
+        mine = [r for r in rows if r["setting"] == s]
+        if mine:
+            text += f" Where the gain comes from ({s}): {_sources_text(mine)}."
+    return f"{text} {skipped}".strip()
 
 
 def in_short(claims: Sequence[Any]) -> list[str]:
     """The page's summary: one line per verdict (confirmed, refuted, inconclusive), each naming
-    its claims in a few words (:data:`SHORT`), an accuracy claim with its gain in points and
-    99 % interval (:func:`accuracy_reading`). Each claim's full statement, note and cases are in
-    the claims table and the ledger."""
+    its claims in a few words (:data:`SHORT`), an accuracy claim with its gain in points, 99 %
+    interval, δ and direction (:func:`accuracy_reading`). Each claim's full statement, note and
+    cases are in the claims table and the ledger."""
     lines = []
     for v in VERDICT_ORDER:
         these = [c for c in claims if c.verdict == v]
@@ -124,10 +168,8 @@ def in_short(claims: Sequence[Any]) -> list[str]:
         parts = []
         for c in these:
             text = SHORT.get(c.id, c.statement.split(". ")[0])
-            if any(d.get("delta") is not None for d in c.details):
-                shortfall = any(d.get("sense") == "shortfall" for d in c.details)
-                text += (f" ({'shortfall ' if shortfall else ''}{_points(c.measured)} points "
-                         f"{_points_interval(c.interval)}, {_deltas(c)})")
+            if c.unit == "points":
+                text += " (" + accuracy_reading(c).split(" (", 1)[1].replace("; case:", ", case:")
             parts.append(text)
         lines.append(f"**{v.capitalize()}** ({len(these)} of {len(claims)}): "
                      + "; ".join(parts) + ".")

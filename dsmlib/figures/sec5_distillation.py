@@ -22,23 +22,26 @@ from plotly.subplots import make_subplots
 
 from ..chapters.sec5_distillation import DistillResults, selected_levels, shrinkage_rows
 from ..chapters.sec5_grid import CONTROL, HINTON, KINDS
+from ..chapters.sec5_gains import MIN_SEEDS
 from ..chapters.sec5_readouts import TARGET_ACCURACY, teacher_curve
 from ..foundation.power import MAX_UNITS, RESOLUTION
 from ..models.datasets import SPECS
 from ..models.run_config import Noise
 from .common import error_bars
-from .tables import BADGES, data_table, fmt_interval, fmt_number
+from .tables import BADGES, data_table, fmt_number
 
 __all__ = ["KIND_COLORS", "CONTROL_NAME", "curve_figure", "figure1", "gradnorm_epochs",
            "figure2", "shrinkage_table", "noise_table", "settings_table", "delta_table",
-           "error_table", "divergence_table", "readings_table", "seeds_table"]
+           "error_table", "divergence_table", "readings_table", "seeds_table",
+           "distillation_table"]
 
 KIND_COLORS = {Noise.GAUSSIAN: "#1f77b4", Noise.SYMMETRIC: "#d62728", Noise.NONE: "#2ca02c",
                "teacher": "#555555", CONTROL: "#ff9896", HINTON: "#9467bd"}
 CONTROL_NAME = "swap control (no noise, target E[ỹ] = M_p y)"
-_ROWS1 = (("gradnorm", "G(θ) (log scale)"), ("val_acc", "validation accuracy"),
-          ("test_acc", "test accuracy"))
-_RANGE = {"val_acc": (0.0, 1.0), "test_acc": (0.0, 1.0)}   # accuracy bars stop at 0 and 1
+_ROWS1 = (("gradnorm", "G(θ) (log scale)"), ("val_acc", "validation accuracy (%)"),
+          ("test_acc", "test accuracy (%)"))
+_RANGE = {"val_acc": (0.0, 100.0), "test_acc": (0.0, 100.0)}   # accuracy bars stop at 0 and 100 %
+_SCALE = {"val_acc": 100.0, "test_acc": 100.0}     # accuracies are drawn in percent
 
 
 def _mean_se(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -71,15 +74,16 @@ def _eta_eff(res: DistillResults) -> str:
 
 
 def curve_figure(res: DistillResults) -> go.Figure:
-    """The teachers' test accuracy (mean over seeds, 99 % interval, cut to [0, 1] as
-    :func:`dsmlib.chapters.sec5_readouts.teacher_curve` cuts it: the bars are the interval, not a
-    symmetric half-width around the mean) and training accuracy (dotted) against the number of
-    training images, per data set; shaded: the headroom setting's target range
-    :data:`TARGET_ACCURACY`; diamonds: the grid's settings. The accuracy axis spans the points
-    and their bars, never beyond [0, 1]."""
+    """The teachers' test accuracy in percent (mean over seeds, 99 % interval, cut to [0, 100]
+    as :func:`dsmlib.chapters.sec5_readouts.teacher_curve` cuts it: the bars are the interval,
+    not a symmetric half-width around the mean; a size with fewer than three seeds has no bar,
+    and each seed's accuracy is drawn as a small cross instead) and training accuracy (dotted)
+    against the number of training images, per data set; shaded: the headroom setting's target
+    range :data:`TARGET_ACCURACY`; diamonds: the grid's settings. The accuracy axis spans the
+    points and their bars, never beyond [0, 100]."""
     fig = go.Figure()
     rows = teacher_curve(res)
-    lows = list(TARGET_ACCURACY)          # the axis spans these, the points and the bars
+    lows = [100 * a for a in TARGET_ACCURACY]   # the axis spans these, the points and the bars
     for d in res.grid.datasets:
         pts = [r for r in rows if r["dataset"] == d]
         x = [r["n_train"] for r in pts]
@@ -95,15 +99,25 @@ def curve_figure(res: DistillResults) -> go.Figure:
             marker=dict(symbol=["diamond" if r["setting"] else "circle" for r in pts], size=9),
             text=[f"{r['seeds']} seeds" + (f", the {r['setting']} setting" if r["setting"] else "")
                   for r in pts],
-            hovertemplate="%{x} training images: %{y:.4f} (%{text})<extra></extra>"))
+            hovertemplate="%{x} training images: %{y:.2f} % (%{text})<extra></extra>"))
+        few = [r for r in pts if np.isnan(r["interval"][0])]
+        if few:
+            seeds_x = [r["n_train"] for r in few for _ in r["points"]]
+            seeds_y = [v for r in few for v in r["points"]]
+            lows += seeds_y
+            fig.add_trace(go.Scatter(
+                x=seeds_x, y=seeds_y, mode="markers", name=f"{d}: each seed (fewer than 3 "
+                "seeds: no interval)", marker=dict(symbol="x-thin", size=8,
+                                                   line=dict(width=1.5), color="#555555"),
+                hovertemplate="%{x} training images, one seed: %{y:.2f} %<extra></extra>"))
         fig.add_trace(go.Scatter(
             x=x, y=[r["train_acc"] for r in pts], mode="lines", name=f"{d}: training accuracy",
             line=dict(dash="dot", width=1.2),
-            hovertemplate="%{x} training images: %{y:.4f} on them<extra></extra>"))
-    fig.add_hrect(y0=TARGET_ACCURACY[0], y1=TARGET_ACCURACY[1], fillcolor="#ffbb78", opacity=0.25,
-                  line_width=0)
+            hovertemplate="%{x} training images: %{y:.2f} % on them<extra></extra>"))
+    fig.add_hrect(y0=100 * TARGET_ACCURACY[0], y1=100 * TARGET_ACCURACY[1], fillcolor="#ffbb78",
+                  opacity=0.25, line_width=0)
     fig.update_xaxes(type="log", title_text="training images (log scale)")
-    fig.update_yaxes(title_text="teacher accuracy", range=_inside(lows, (0.0, 1.0)))
+    fig.update_yaxes(title_text="teacher accuracy (%)", range=_inside(lows, (0.0, 100.0)))
     fig.update_layout(height=420, legend=dict(orientation="h", y=-0.25),
                       margin=dict(l=70, r=20, t=30, b=60))
     return fig
@@ -140,9 +154,13 @@ def figure1(res: DistillResults) -> go.Figure:
                 cells = [res.noiseless(s)] + res.noisy(s, kind)
                 if len(cells) < 2:
                     continue
-                v = np.stack([c.final[metric] for c in cells], axis=1)
+                v = _SCALE.get(metric, 1.0) * np.stack([c.final[metric] for c in cells], axis=1)
                 mean, se = _mean_se(v)
-                bars = error_bars(se, dof, mean=mean, within=_RANGE.get(metric))
+                if n_seeds >= MIN_SEEDS:
+                    bars = error_bars(se, dof, mean=mean, within=_RANGE.get(metric))
+                else:       # two seeds: t = 63.7, a bar across the axis that says nothing
+                    bars = dict(visible=False, array=np.zeros_like(mean),
+                                arrayminus=np.zeros_like(mean))
                 if metric in _RANGE:
                     span += [*(mean + bars["array"]), *(mean - bars["arrayminus"])]
                 fig.add_trace(go.Scatter(
@@ -156,7 +174,7 @@ def figure1(res: DistillResults) -> go.Figure:
             for cell, dash, key in ((res.teacher(s), "dash", "teacher"),
                                     (res.noiseless(s), "dot", Noise.NONE),
                                     (res.hinton(s), "dashdot", HINTON)):
-                m = float(cell.final[metric].mean())
+                m = _SCALE.get(metric, 1.0) * float(cell.final[metric].mean())
                 span.append(m)
                 fig.add_trace(go.Scatter(
                     x=[0, width], y=[m, m], mode="lines", name=cell.name, legendgroup=key,
@@ -277,11 +295,13 @@ def noise_table(rows: Sequence[dict[str, Any]]) -> Any:
 
 def settings_table(rows: Sequence[dict[str, Any]], settings: Sequence[str]) -> Any:
     """Per claim, its verdict over all settings and restricted to each one
-    (:func:`dsmlib.chapters.sec5_gains.verdicts_by_setting`)."""
+    (:func:`dsmlib.chapters.sec5_gains.verdicts_by_setting`); "not judged" where a setting is
+    below the accuracy gate."""
     from IPython.display import HTML
     head = ["Claim", "All settings"] + [html.escape(s) for s in settings]
     body = [[f"<code>{html.escape(r['claim'])}</code>", BADGES[r["verdict"]]]
-            + [BADGES[r[s]] if r[s] else "—" for s in settings] for r in rows]
+            + [BADGES.get(r[s], html.escape(str(r[s]))) if r[s] else "—" for s in settings]
+            for r in rows]
     return HTML(data_table(head, body, table_class="cases by-setting cards"))
 
 
@@ -292,20 +312,27 @@ def _case_cell(claim: str, case: str) -> str:
 
 
 def _points(x: float) -> str:
-    return fmt_number(100 * x)
+    """A value already in points (or percent), to two decimals."""
+    return f"{x:.2f}".replace("-", "−")
+
+
+def _points_interval(iv: Sequence[float]) -> str:
+    return "[" + ", ".join(_points(v) for v in iv) + "]"
 
 
 def delta_table(rows: Sequence[dict[str, Any]]) -> Any:
     """Every accuracy case's value (a gain, or the validation-selected student's shortfall)
     with its interval, δ, and its verdicts at δ/2, δ and 2δ, each its claim re-judged by the
     same rule (:func:`dsmlib.chapters.sec5_claims.delta_table_rows`), in points of accuracy.
-    Four columns, so that the verdicts fit a 1,280 px page."""
+    Four columns, so that the verdicts fit a 1,280 px page; under the value, its direction
+    (the same interval against 0)."""
     from IPython.display import HTML
     table = data_table(
-        ["Case", "Value (points), 99 % interval", "δ (points)", "At δ/2 · δ · 2δ"],
+        ["Case", "Value (points), 99 % interval, direction", "δ (points)", "At δ/2 · δ · 2δ"],
         [[_case_cell(r["claim"], r["case"]),
           f"{'shortfall ' if r.get('sense') == 'shortfall' else ''}{_points(r['measured'])}"
-          f"<br><span class='interval'>{fmt_interval([100 * v for v in r['interval']])}</span>",
+          f"<br><span class='interval'>{_points_interval(r['interval'])}</span>"
+          f"<br><span class='direction'>{html.escape(r.get('direction', ''))}</span>",
           _points(r["delta"]),
           " · ".join(BADGES[r[k]] for k in ("half", "at", "double"))] for r in rows],
         row_classes=[f"v-{r['at']}" for r in rows], table_class="cases delta-verdicts cards")
@@ -360,9 +387,9 @@ def readings_table(rows: Sequence[dict[str, Any]]) -> Any:
         ["Claim", "Seeds judged", "Every seed"],
         [[f"<code>{html.escape(r['claim'])}</code>",
           f"{BADGES[r['kept']]}<br><span class='interval'>{_points(r['kept_measured'])} "
-          f"{fmt_interval([100 * v for v in r['kept_interval']])}</span>",
+          f"{_points_interval(r['kept_interval'])}</span>",
           f"{BADGES[r['every']]}<br><span class='interval'>{_points(r['every_measured'])} "
-          f"{fmt_interval([100 * v for v in r['every_interval']])}</span>"] for r in rows],
+          f"{_points_interval(r['every_interval'])}</span>"] for r in rows],
         row_classes=[f"v-{r['kept']}" for r in rows], table_class="cases readings cards")
     return HTML(table)
 
@@ -382,7 +409,11 @@ def seeds_table(rows: Sequence[dict[str, Any]], seeds: str) -> Any:
         if r["seeds"] is None:
             return ("not by seeds alone: no spread measured, or the test images' own error "
                     f"keeps it undecided beyond {MAX_UNITS:,} seeds")
-        return f"{r['seeds']:,} seeds → {BADGES[r['towards']]}"
+        lo, hi = r.get("seeds_range") or (None, None)
+        span = ("" if lo is None and hi is None else
+                f" (value ± 1 SE: {'—' if lo is None else f'{lo:,}'} to "
+                f"{'more than ' + f'{MAX_UNITS:,}' if hi is None else f'{hi:,}'})")
+        return f"{r['seeds']:,} seeds → {BADGES[r['towards']]}{span}"
     table = data_table(
         ["Case", "Value ± half-width", "Now", "Seeds to decide → verdict"],
         [[_case_cell(r["claim"], r["case"]),
@@ -391,3 +422,23 @@ def seeds_table(rows: Sequence[dict[str, Any]], seeds: str) -> Any:
         row_classes=[f"v-{r['towards'] or 'inconclusive'}" for r in rows],
         table_class="cases seeds-to-decide cards")
     return HTML(f"<p>This run has {html.escape(seeds)} seeds.</p>{table}")
+
+
+def distillation_table(rows: Sequence[dict[str, Any]]) -> Any:
+    """Distillation against noise (:func:`dsmlib.chapters.sec5_claims.distillation_rows`): per
+    judged setting, each noiseless student's gain over the teacher (distillation alone), the
+    selected noisy student's over the teacher and over each noiseless student (what the noise
+    adds), in points with its 99 % interval, its verdict against δ and its direction."""
+    from IPython.display import HTML
+    if not rows:
+        return HTML("<p>No setting is judged for accuracy, so there is nothing to separate.</p>")
+    table = data_table(
+        ["Setting", "Gain (points)", "Value, 99 % interval", "Against δ · direction"],
+        [[html.escape(r["setting"]), html.escape(r["comparison"]),
+          f"{_points(r['measured'])} <span class='interval'>{_points_interval(r['interval'])}"
+          f"</span>",
+          f"{BADGES[r['verdict']]} (δ = {_points(r['delta'])}) · {html.escape(r['direction'])}"]
+         for r in rows],
+        row_classes=[f"v-{r['verdict']}" for r in rows],
+        table_class="cases distillation-vs-noise cards")
+    return HTML(table)

@@ -83,7 +83,7 @@ def band_words(band: list[float | None]) -> str:
     return f"between {word(lo)} and {word(hi)}"
 
 
-_JARGON = [(re.compile(r" \(deciding case: (.+)\)$"), r" (shown: case \1, the one that decides the verdict)"),
+_JARGON = [(re.compile(r" \(deciding case: (.+)\)$"), r" (shown: case \1, the one that heads the claim)"),
            (re.compile(r", coordinate (\d+) of (\d+) \(joint (\d+) ?% box\)"),
             r", component \1 of \2 (the intervals of all \2 components hold together at \3 %)")]
 
@@ -143,12 +143,18 @@ def _case_verdict(r: dict[str, Any]) -> str:
     return BADGES[r["verdict"]] + alone
 
 
-def _cases_html(details: list[dict[str, Any]]) -> str:
+def _unit(c: dict[str, Any]) -> str:
+    """`` points`` after a number of a claim with a unit, "" for a pure number."""
+    return f" {html.escape(c['unit'])}" if c.get("unit") else ""
+
+
+def _cases_html(details: list[dict[str, Any]], unit: str = "") -> str:
     rows = [r for r in details if "verdict" in r and "interval" in r]
     if not rows:
         return ""
     return data_table(
-        ["Case", "Verdict", "Exact", f"Measured [{LEVEL}]", "Band"],
+        ["Case", "Verdict", "Exact", f"Measured [{LEVEL}]{unit and ', ' + unit.strip()}",
+         f"Band{unit and ', ' + unit.strip()}"],
         [[math_html(str(r["case"])), _case_verdict(r), fmt_number(r.get("exact")),
           f"{fmt_number(r['measured'])} {fmt_interval(r['interval'])}", fmt_band(r["band"])]
          for r in rows],
@@ -166,7 +172,8 @@ def _details_html(c: dict[str, Any]) -> str:
     if c.get("note"):
         items.append(("Note", math_html(c["note"])))
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items if v)
-    return f"<details><summary>Details</summary><dl>{dl}</dl>{_cases_html(c.get('details', []))}</details>"
+    return (f"<details><summary>Details</summary><dl>{dl}</dl>"
+            f"{_cases_html(c.get('details', []), _unit(c))}</details>")
 
 
 def claims_html(claims: Iterable[Any]) -> str:
@@ -179,16 +186,20 @@ def claims_html(claims: Iterable[Any]) -> str:
         tag = " <span class='book-tag'>book</span>" if c.get("source") == "book" else ""
         if c.get("kind") == "identity":
             tag += " <span class='kind-tag' title='checks the code against the math'>identity</span>"
+        unit = _unit(c)
+        way = (f"<div class='direction'>direction: {html.escape(c['direction'])}</div>"
+               if c.get("direction") else "")
         rows.append(
             f"<tr data-scale='{BUILD}' class='claim v-{c['verdict']}'>"
-            f"<td class='c-verdict'><span class='badge {c['verdict']}'>{BADGES[c['verdict']]}</span></td>"
+            f"<td class='c-verdict'><span class='badge {c['verdict']}'>{BADGES[c['verdict']]}</span>"
+            f"{way}</td>"
             f"<td class='c-claim'><code>{html.escape(c['id'])}</code>{tag}"
             f"<div class='stmt'>{math_html(c['statement'])}</div></td>"
             f"<td class='c-paper'>{fmt_number(c['paper'])} "
-            f"<span class='band'>tested: {band_words(c['band'])}</span></td>"
+            f"<span class='band'>tested: {band_words(c['band'])}{unit}</span></td>"
             f"<td class='c-exact'>{fmt_number(c.get('exact'))}</td>"
             f"<td class='c-measured'>{fmt_number(c['measured'])} "
-            f"<span class='iv'>{fmt_interval(c['interval'])}</span></td></tr>"
+            f"<span class='iv'>{fmt_interval(c['interval'])}</span>{unit}</td></tr>"
             f"<tr data-scale='{BUILD}' class='more'><td colspan='5'>{_details_html(c)}</td></tr>")
     return (f"<table class='verdicts'><thead><tr>{head}</tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
@@ -219,7 +230,7 @@ def cases_table(claims) -> Any:
     """The per-case verdicts of claims that must hold in every case, for display."""
     from IPython.display import HTML
     parts = [f"<p><code>{html.escape(c['id'])}</code>: {math_html(c['statement'])}</p>"
-             + _cases_html(c.get("details", [])) for c in map(_as_dict, claims)]
+             + _cases_html(c.get("details", []), _unit(c)) for c in map(_as_dict, claims)]
     return HTML("<div class='cases-block'>" + "".join(parts) + "</div>")
 
 
@@ -234,9 +245,11 @@ def verdict_summary(claims) -> Any:
         hold = (f" *{condition_label(c['verdict'])}:* {c['condition']}"
                 if c.get("condition") and c["verdict"] != "confirmed" else "")
         note = f" {c['note']}" if c.get("note") else ""
+        unit = f" {c['unit']}" if c.get("unit") else ""
+        way = f"; direction: {c['direction']}" if c.get("direction") else ""
         lines.append(
             f"- **{BADGES[c['verdict']]}**{book}: {c['statement']} Measured "
-            f"{fmt_number(c['measured'])}, {LEVEL} CI {fmt_interval(c['interval'])}, band "
-            f"{fmt_band(c['band'])}, paper {fmt_number(c['paper'])}{exact}.{hold}{note} "
-            f"(`{c['id']}`)")
+            f"{fmt_number(c['measured'])}{unit}, {LEVEL} CI {fmt_interval(c['interval'])}{unit}, "
+            f"band {fmt_band(c['band'])}{unit}, paper {fmt_number(c['paper'])}{exact}{way}."
+            f"{hold}{note} (`{c['id']}`)")
     return Markdown("\n".join(lines))

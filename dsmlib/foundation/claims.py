@@ -65,6 +65,7 @@ class Case:
     p_value: float | None = None  # the smallest alpha whose 1 - alpha interval decides (see towards)
     towards: str | None = None    # the verdict a small enough alpha reaches; None: none can
     bounds: list[float] | None = None  # the quantity's possible range, where the interval is cut to it
+    unit: str = ""              # the unit of measured, interval and band ("" : none, a pure number)
 
 
 @dataclass
@@ -90,12 +91,14 @@ class Claim:
     kind: str = "empirical"        # one of KINDS: "identity" or "empirical"
     p_value: float | None = None   # the smallest alpha at which the claim's verdict is reached
     bounds: list[float] | None = None  # the quantity's possible range (see :func:`case`)
+    unit: str = ""                 # the unit of measured, interval and band ("": a pure number)
+    direction: str = ""            # where the band lies away from 0: the interval's sign, in words
 
 
 def case(*, paper: float, measured: float, se: float, band: Sequence[float | None],
          quantity: str = "", source: str = "paper", dof: float = math.inf,
          exact: float | None = None, level: float = CONFIDENCE, caveat: str = "",
-         bounds: Sequence[float] | None = None) -> Case:
+         bounds: Sequence[float] | None = None, unit: str = "") -> Case:
     """A measurement from an estimate and its standard error.
 
     The interval is ``measured +- t * se`` at ``level`` (the ledger's :data:`CONFIDENCE`
@@ -106,7 +109,8 @@ def case(*, paper: float, measured: float, se: float, band: Sequence[float | Non
     by rule, whatever the interval says. The p-value (:func:`decision_p`) does not depend on
     ``level``. ``bounds``: the range the quantity can take (an accuracy lies in [0, 1], a
     difference of two in [-1, 1]); the interval is cut to it, which never loses coverage, and
-    leaves the verdict as it is while the band's edges lie inside the range.
+    leaves the verdict as it is while the band's edges lie inside the range. ``unit``: the unit
+    of the measurement, its interval and its band (e.g. ``"points"`` of accuracy).
     """
     measured = check_real("measured", measured)
     se = check_real("se", se)
@@ -126,7 +130,7 @@ def case(*, paper: float, measured: float, se: float, band: Sequence[float | Non
                 quantity=quantity, source=source, se=se,
                 exact=None if exact is None else float(exact), caveat=caveat,
                 p_value=p, towards=towards,
-                bounds=None if bounds is None else [float(b) for b in bounds])
+                bounds=None if bounds is None else [float(b) for b in bounds], unit=unit)
 
 
 def interval_case(measured: float, interval_at: Callable[[float], Sequence[float]],
@@ -199,8 +203,8 @@ def joint_case(estimates: Sequence[float], ses: Sequence[float], *, paper: float
 
 def from_case(id: str, statement: str, c: Case, *, note: str = "",
               details: list[dict[str, Any]] | None = None, scope: str | None = None,
-              condition: str = "", kind: str = "empirical") -> Claim:
-    """A claim whose verdict is that of one case."""
+              condition: str = "", kind: str = "empirical", direction: str = "") -> Claim:
+    """A claim whose verdict is that of one case (``direction``: see :class:`Claim`)."""
     if c.caveat and c.caveat not in note:
         note = f"{note} {c.caveat}".strip()
     return Claim(id=id, statement=statement, paper=c.paper, measured=c.measured,
@@ -209,7 +213,8 @@ def from_case(id: str, statement: str, c: Case, *, note: str = "",
                  details=list(details or []), exact=c.exact,
                  scope=None if scope is None else check_choice("scope", scope, SCOPES),
                  condition=condition, kind=check_choice("kind", kind, KINDS),
-                 p_value=p_towards(c)[0], bounds=getattr(c, "bounds", None))
+                 p_value=p_towards(c)[0], bounds=getattr(c, "bounds", None),
+                 unit=getattr(c, "unit", ""), direction=direction)
 
 
 def measure(id: str, statement: str, *, paper: float, measured: float, se: float,
@@ -217,10 +222,10 @@ def measure(id: str, statement: str, *, paper: float, measured: float, se: float
             note: str = "", dof: float = math.inf, details: list[dict[str, Any]] | None = None,
             exact: float | None = None, scope: str | None = None,
             condition: str = "", caveat: str = "", kind: str = "empirical",
-            bounds: Sequence[float] | None = None) -> Claim:
+            bounds: Sequence[float] | None = None, unit: str = "") -> Claim:
     """Build a claim from an estimate and its standard error (see :func:`case`)."""
     c = case(paper=paper, measured=measured, se=se, band=band, quantity=quantity,
-             source=source, dof=dof, exact=exact, caveat=caveat, bounds=bounds)
+             source=source, dof=dof, exact=exact, caveat=caveat, bounds=bounds, unit=unit)
     return from_case(id, statement, c, note=note, details=details, scope=scope,
                      condition=condition, kind=kind)
 
@@ -272,14 +277,18 @@ def deciding_case(cases: dict[str, Case | Claim],
     return max(matching, key=lambda kc: (bool(getattr(kc[1], "caveat", "")), overhang(kc[1])))
 
 
+Headline = Callable[[dict[str, Any], Sequence[str]], tuple[str, Any]]
+
+
 def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note: str = "",
                scope: str | None = None, condition: str = "",
-               kind: str = "empirical") -> Claim:
+               kind: str = "empirical", headline: Headline | None = None) -> Claim:
     """A claim that must hold in every case (e.g. every panel of a figure).
 
     Each case is decided under the family-wise rule (:func:`holm_verdicts`); the claim is
     refuted if any case is, confirmed if all are, else inconclusive (:func:`combine_all`). The
-    headline numbers are those of the deciding case (:func:`deciding_case`). Every case is kept
+    headline numbers are those of the deciding case (:func:`deciding_case`, or ``headline(cases,
+    verdicts)``, a chapter's own rule for which case heads the claim). Every case is kept
     in ``details`` with its p-value, and, where its own interval alone would give another
     verdict, that verdict (``verdict_alone``).
     """
@@ -288,7 +297,7 @@ def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note:
     values = list(cases.values())
     verdicts = holm_verdicts(values)
     overall = combine_all(verdicts)
-    key, head = deciding_case(cases, verdicts)
+    key, head = (headline or deciding_case)(cases, verdicts)
     details = []
     for (k, c), v in zip(cases.items(), verdicts):
         row = {"case": k, "paper": c.paper, "measured": c.measured, "interval": c.interval,

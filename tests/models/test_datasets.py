@@ -67,10 +67,13 @@ def test_normalisation_and_upsampling():
 def test_bad_input_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="dataset must be one of"):
         load_dataset("mnist")
-    for name in ("cifar10", "cifar100", "svhn"):
+    for name in ("cifar100", "svhn"):     # where torchvision's files go, or how to fetch them
         with pytest.raises(ValueError, match="is missing.*nothing is downloaded unless asked.*"
-                                             "grid download.*download=True"):
+                                             "put torchvision's files .* in .*grid download.*"
+                                             "download=True"):
             load_dataset(name, data_dir=tmp_path)
+    with pytest.raises(ValueError, match="'cifar10' is missing.*`make data`"):
+        load_dataset("cifar10", data_dir=tmp_path)
     with pytest.raises(ValueError, match="val_fraction"):
         load_dataset("digits", val_fraction=1.0)
     with pytest.raises(ValueError, match="train_limit"):

@@ -65,9 +65,10 @@ def _cell(c: dict[str, Any] | None, stale: bool = False) -> str:
         return "<span class='absent'>not measured</span>"
     cls = "scale-cell stale" if stale else "scale-cell"
     mark = "<span class='stale-tag'>stale</span> " if stale else ""
+    unit = f" {html.escape(c['unit'])}" if c.get("unit") else ""
     return (f"<span class='{cls}'>{mark}<span class='badge {c['verdict']}'>"
             f"{BADGES[c['verdict']]}</span> {fmt_number(c['measured'])} "
-            f"<span class='iv'>{fmt_interval(c['interval'])}</span></span>")
+            f"<span class='iv'>{fmt_interval(c['interval'])}</span>{unit}</span>")
 
 
 def differing_claims(claims: Sequence[dict[str, Any]], refs: Sequence[Reference], *,

@@ -25,7 +25,8 @@ from ..cells import cell_source, cell_tags
 from ..provenance_html import provenance_line
 from .stored import PLOTLY_JSON, Reference
 
-__all__ = ["SECTION_TAG", "site_outputs", "reference_cells", "with_reference_sections"]
+__all__ = ["SECTION_TAG", "site_outputs", "reference_cells", "contrast_cell",
+           "with_reference_sections"]
 
 SECTION_TAG = "dsmlib-reference"
 #: The heading before which reference sections go (else at the end of the page).
@@ -143,16 +144,27 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
     return cells
 
 
+def contrast_cell(contrast: str) -> list[dict[str, Any]]:
+    """The page's section setting this build's claims beside the references' (``contrast``:
+    :func:`dsmlib.book.references.contrast.contrast_html`); none when it is empty."""
+    if not contrast:
+        return []
+    return [_md("## Across scales\n\nThis build's accuracy claims beside those of the "
+                "chapter's committed reference executions (the same table is in the claims "
+                f"ledger).\n\n```{{raw}} html\n{contrast}\n```\n", 0, "contrast")]
+
+
 def with_reference_sections(nb: dict[str, Any],
-                            shown: list[tuple[dict[str, Any], Reference]]) -> dict[str, Any]:
-    """A copy of the page ``nb`` with a section per ``(reference notebook, reference)``,
-    before its reader guide (or at its end)."""
+                            shown: list[tuple[dict[str, Any], Reference]],
+                            lead: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A copy of the page ``nb`` with ``lead`` (e.g. :func:`contrast_cell`), then a section
+    per ``(reference notebook, reference)``, before its reader guide (or at its end)."""
     nb = copy.deepcopy(nb)
-    if not shown:
+    if not shown and not lead:
         return nb
     cells = nb["cells"]
     at = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
                and cell_source(c).lstrip().startswith(BEFORE_HEADING)), len(cells))
-    extra = [c for ref_nb, ref in shown for c in reference_cells(ref_nb, ref)]
+    extra = list(lead or []) + [c for ref_nb, ref in shown for c in reference_cells(ref_nb, ref)]
     cells[at:at] = extra
     return nb
