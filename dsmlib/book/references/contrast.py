@@ -151,17 +151,19 @@ def contrast_html(scales: Sequence[Scale]) -> str:
     shown = {(c["scale"], c["setting"]): c["values"] for r in rows for c in r["cells"]
              if c["values"]}
     keys = list(dict.fromkeys(k for v in shown.values() for k in v))
-    settings = data_table(
-        ["Scale, setting"] + [html.escape(words.get(k, k)) for k in keys],
-        [[f"{html.escape(sc)}<br>{html.escape(name)}"] + [_fmt(v.get(k, "—")) for k in keys]
-         for (sc, name), v in shown.items()], table_class="cases contrast-settings cards")
+    settings = data_table(       # one row per setting, one column per scale: narrow
+        ["Setting"] + [f"{html.escape(sc)}<br>{html.escape(name)}" for sc, name in shown],
+        [[html.escape(words.get(k, k))] + [_fmt(v.get(k, "—")) for v in shown.values()]
+         for k in keys], labels=["Setting"] + [f"{sc}, {name}" for sc, name in shown],
+        table_class="cases contrast-settings cards")
     n = sum(bool(r["contrasts"]) for r in rows)
     return (f"<div class='contrasts'><p><strong>Across scales.</strong> Each claim's headline at "
             f"every scale, side by side. A contrast (≠) is marked wherever one scale's interval "
             f"excludes the other's estimate, whatever the verdicts; {n} of {len(rows)} claims "
             "show one. The settings that differ between two scales are named as confounds: a "
             "contrast is not an effect of any one of them.</p>"
-            f"{table}<p>The settings of each headline:</p>{settings}</div>")
+            f"{table}<details><summary>The settings of each headline</summary>{settings}"
+            "</details></div>")
 
 
 def tables_html(scales: Sequence[Scale]) -> str:

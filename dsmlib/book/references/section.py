@@ -122,7 +122,7 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
         tags = set(cell_tags(cell))
         if cell["cell_type"] == "markdown":
             src = cell_source(cell).lstrip()
-            if src.startswith(BEFORE_HEADING):
+            if any(line.startswith(BEFORE_HEADING) for line in src.splitlines()):
                 break
             titles = [line[3:].strip() for line in src.splitlines() if line.startswith("## ")]
             heading = titles[-1] if titles else heading
@@ -164,7 +164,8 @@ def with_reference_sections(nb: dict[str, Any],
         return nb
     cells = nb["cells"]
     at = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
-               and cell_source(c).lstrip().startswith(BEFORE_HEADING)), len(cells))
+               and any(line.startswith(BEFORE_HEADING) for line in cell_source(c).splitlines())),
+              len(cells))
     extra = list(lead or []) + [c for ref_nb, ref in shown for c in reference_cells(ref_nb, ref)]
     cells[at:at] = extra
     return nb
