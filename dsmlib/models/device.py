@@ -18,7 +18,7 @@ import torch
 from ..foundation.checks import check_choice
 
 __all__ = ["STEP_MODES", "Capture", "DevicePolicy", "device_policy", "resolved_precision",
-           "execution"]
+           "group_members", "execution"]
 
 STEP_MODES = ("auto", "eager", "graph", "compiled")
 
@@ -93,6 +93,13 @@ def device_policy(precision: str, device: torch.device, step: str = "auto") -> D
 def resolved_precision(precision: str, device: torch.device) -> str:
     """``"auto"`` -> bf16 autocast on CUDA, float32 on the CPU; any other precision as it is."""
     return device_policy(precision, device).precision
+
+
+def group_members(device: torch.device) -> int | None:
+    """How many runs of several seeds one group may hold on ``device`` (the runs of one lane
+    always train together): None where it is measured on the runs' own shapes
+    (:func:`dsmlib.models.grouping.measured_members`: memory and throughput)."""
+    return None
 
 
 @contextlib.contextmanager

@@ -33,7 +33,8 @@ from dsmlib.models.device import device_policy
 from dsmlib.models.graph import (WARMUP_STEPS, CapturedEpoch, CapturedGradNorm, CompiledLosses,
                                  Shape, Trainers, load_optimizer_in_place)
 from dsmlib.models.lockstep import member_optimizer_state, member_state
-from dsmlib.models.loop import Batch, GradNormMeter, Trainer, build_model, plan_epoch, train_group
+from dsmlib.models.loop import (Batch, GradNormMeter, Trainer, build_model, plan_epoch, plan_lanes,
+                                train_group)
 from dsmlib.models.run_config import student_of
 from helpers import deterministic_fp32
 from tiny_runs import tiny_teacher
@@ -203,8 +204,8 @@ def test_the_check_catches_a_step_that_reads_a_new_tensor():
     trainer = Trainer([dataclasses.replace(TEACHER, augment=False)], data, None, CPU_EAGER)
     capture = CheckedCapture()
     loop = CapturedEpoch(trainer, capture)
-    plan = plan_epoch(0, 0, n=64, batch_size=8, device=data.device, pad=data.pad, flip=False,
-                      augment=False, num_classes=10)
+    plan = plan_lanes([plan_epoch(0, 0, n=64, batch_size=8, device=data.device, pad=data.pad,
+                                  flip=False, augment=False, num_classes=10)])
     loop(plan)                          # 3 eager warm-up steps, a capture, its replays
     assert capture.captures == 1 and capture.replays == plan.steps - 3
     p = next(iter(trainer.model.parameters()))
@@ -347,9 +348,10 @@ def _trainer(data, students: bool) -> Trainer:
 
 
 def _plan(data, epoch: int):
-    return plan_epoch(0, epoch, n=data.X_train.shape[0], batch_size=32, device=data.device,
-                      pad=data.pad, flip=True, augment=True, num_classes=10,
-                      kinds={"gaussian", "symmetric"})
+    """The plan of a group of one lane."""
+    return plan_lanes([plan_epoch(0, epoch, n=data.X_train.shape[0], batch_size=32,
+                                  device=data.device, pad=data.pad, flip=True, augment=True,
+                                  num_classes=10, kinds={"gaussian", "symmetric"})])
 
 
 @pytest.mark.parametrize("students", [False, True])
@@ -478,8 +480,9 @@ def test_the_losses_are_one_graph_and_equal_the_eager_losses():
     as inductor does, without its C++ compile, so this runs in seconds on the CPU."""
     data = _data(0)
     trainer = _trainer(data, students=True)
-    plan = plan_epoch(0, 0, n=64, batch_size=32, device=data.device, pad=data.pad, flip=False,
-                      augment=True, num_classes=10, kinds={"gaussian", "symmetric"})
+    plan = plan_lanes([plan_epoch(0, 0, n=64, batch_size=32, device=data.device, pad=data.pad,
+                                  flip=False, augment=True, num_classes=10,
+                                  kinds={"gaussian", "symmetric"})])
     traced = torch.compile(trainer.losses, backend="aot_eager", fullgraph=True)
     for s in range(plan.steps):
         eager = trainer.losses(plan.batch(s))
@@ -504,7 +507,7 @@ def test_compiled_losses_of_many_trainers_each_compile_once():
         trainer.model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 + 4 * i, 10))
         compiled = CompiledLosses(trainer, backend="eager")
         for first in (0, 8):
-            batch = Batch(idx=torch.arange(first, first + 8))
+            batch = Batch(idx=torch.arange(first, first + 8)[None])   # one lane
             torch.testing.assert_close(compiled(batch), trainer.losses(batch))
     assert counters["stats"]["unique_graphs"] - frames == limit + 2   # one each, none again
 

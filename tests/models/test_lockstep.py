@@ -28,6 +28,7 @@ How far each quantity moved was measured with the kernel configurations of
 compatible path)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -268,7 +269,7 @@ TEACHER = tiny_teacher(n_gradnorm=6)
 
 
 def _group(precision: str) -> list[RunConfig]:
-    t = RunConfig(**{**TEACHER.to_dict(), "precision": precision})
+    t = dataclasses.replace(TEACHER, precision=precision)
     return [student_of(t, "none", 0.0), student_of(t, "gaussian", 4.0),
             student_of(t, "symmetric", 0.3), student_of(t, "symmetric_mean", 0.3),
             student_of(t, "hinton", 4.0)]
