@@ -48,14 +48,16 @@ from ..models.runs import (CLUSTERS, RunRecord, load_record, lockstep_groups, ru
 from .profiles import (DEFAULT_PROFILE, PROFILES, chapters_with_runs, load_specs, parse_value,
                        resolve)
 
-__all__ = ["CLUSTERS", "GridJob", "grid_chapter", "profile_grid",
-           "failure_line", "prepare_data", "group_cost", "balance", "launch", "status",
-           "collect", "add_grid_parser", "grid_command"]
+__all__ = ["CLUSTERS", "MEMBER_CHOICES", "GridJob", "grid_chapter", "profile_grid",
+           "failure_line", "prepare_data", "group_cost", "balance", "group_limits", "launch",
+           "status", "collect", "add_grid_parser", "grid_command"]
 
 EXECUTE_OPTIONS = ("data_dir", "download", "device", "deterministic", "progress", "step",
-                   "lockstep", "members")
+                   "lockstep")
 #: The options that decide how runs are grouped (in :func:`launch`, before the jobs).
-GROUPING_OPTIONS = ("lockstep", "members")
+GROUPING_OPTIONS = ("lockstep",)
+#: ``members`` other than a number: the device policy's group size, or one measured here.
+MEMBER_CHOICES = ("auto", "measure")
 
 
 def grid_chapter(root: Path, name: str | None = None) -> str:
@@ -180,13 +182,17 @@ def balance(groups: Sequence[Sequence[RunConfig]], workers: int
 def group_limits(runs: Sequence[RunConfig], members: int | str, *, cluster: str,
                  threads: int | None, options: dict[str, Any]) -> int | dict[str, int]:
     """How many runs a group may hold (:func:`dsmlib.models.runs.lockstep_groups`' ``members``):
-    ``members`` as given, or ``"auto"``: the device policy's
-    (:func:`dsmlib.models.device.group_members`), which on a GPU is measured here, with the
-    workers' threads, per kind of runs (:func:`dsmlib.models.grouping.measured_members`)."""
-    if members != "auto":
+    ``members`` as given; ``"auto"``: the device policy's
+    (:func:`dsmlib.models.device.group_members`: 1 on the CPU, measured on a GPU);
+    ``"measure"``: measured on any device. Measured here, with the workers' threads, per kind
+    of runs (:func:`dsmlib.models.grouping.measured_members`). On SLURM this machine is not
+    where the runs train: ``auto`` and ``measure`` are 1 there (give a number)."""
+    if members not in MEMBER_CHOICES:
         return check_int("members", members, minimum=1)
+    if cluster == "slurm":
+        return 1
     device = resolve_device(options.get("device", "auto"))
-    if group_members(device) is not None:
+    if members == "auto" and group_members(device) is not None:
         return group_members(device)
     with torch_threads(threads):
         sizes = measured_members(runs, device=device, data_dir=options.get("data_dir", "data"),
@@ -201,7 +207,7 @@ def group_limits(runs: Sequence[RunConfig], members: int | str, *, cluster: str,
 def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "local",
            workers: int = 1, threads: int | None = None, folder: str | Path | None = None,
            timeout_min: int = 24 * 60, slurm: dict[str, Any] | None = None,
-           **options: Any) -> list:
+           members: int | str = "auto", **options: Any) -> list:
     """Check the parameters and the data (see :func:`prepare_data`; with ``download``, missing
     sets are fetched here, once, not by the workers), then submit the unfinished ``runs``
     (teachers, then students) and, except on SLURM, wait for them. ``options`` (``data_dir``,
@@ -230,8 +236,7 @@ def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "l
         threads = max(1, (os.cpu_count() or 1) // workers)
     executor = submitit.AutoExecutor(folder=Path(folder or runs_dir / "submitit"), cluster=cluster)
     executor.update_parameters(timeout_min=timeout_min, name="dsm-distill")
-    limits = group_limits(pending, options.pop("members", 1), cluster=cluster, threads=threads,
-                          options=options)
+    limits = group_limits(pending, members, cluster=cluster, threads=threads, options=options)
     lockstep = options.pop("lockstep", True)
     phases = [lockstep_groups([c for c in pending if c.role == role], lockstep, limits)
               for role in ("teacher", "student")]
@@ -325,8 +330,24 @@ def add_grid_parser(sub: argparse._SubParsersAction) -> None:
                         "auto on CUDA), compiled (torch.compile) or eager")
     p.add_argument("--no-lockstep", action="store_true",
                    help="train each student alone instead of a teacher's students together")
+    p.add_argument("--members", default="auto",
+                   help="the most runs of several seeds one group may hold (1: none across "
+                        "seeds); auto: the device policy's (1 on the CPU, measured on a GPU); "
+                        "measure: measured here")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                    metavar=("NAME", "VALUE"), help="override one notebook parameter (YAML value)")
+
+
+def _members(text: str) -> int | str:
+    """``--members``: ``auto``, ``measure`` or a whole number >= 1 (one line naming the option
+    if not)."""
+    if text in MEMBER_CHOICES:
+        return text
+    try:
+        return check_int("--members", int(text), minimum=1)
+    except ValueError:
+        raise ValueError(f"--members must be auto, measure or a whole number >= 1, got "
+                         f"{text!r}") from None
 
 
 def _one_line_warning(message, category, *args: Any, **kwargs: Any) -> None:
@@ -356,7 +377,7 @@ def grid_command(root: Path, args: argparse.Namespace) -> int:
                           slurm={"slurm_partition": args.partition} if args.partition else None,
                           data_dir=data_dir, download=bool(args.download or params.download),
                           deterministic=args.deterministic, step=args.step,
-                          lockstep=not args.no_lockstep,
+                          lockstep=not args.no_lockstep, members=_members(args.members),
                           progress=True)   # local and SLURM workers write their bars to job logs
             print(f"[dsmlib] {len(jobs)} job(s) for {len(runs)} runs of profile {args.profile} "
                   f"({args.cluster}); runs in {runs_dir}", file=sys.stderr)

@@ -145,7 +145,7 @@ def group_rate(trainer: Trainer, plan: EpochPlan, steps: int, repeats: int = 2) 
 
 
 def group_size(lane: Sequence[RunConfig], data: DataSplit, policy: DevicePolicy,
-               max_copies: int, *, steps: int = 6, gain: float = GAIN) -> GroupSize:
+               max_copies: int, *, steps: int = 4, gain: float = GAIN) -> GroupSize:
     """How many runs of ``lane``'s kind (a teacher, or one teacher's students) a group should
     hold, at most ``max_copies`` lanes: memory and throughput measured on ``data`` with
     ``policy`` (eager steps; :func:`choose_members`), doubling the lanes while each doubling
