@@ -13,6 +13,12 @@ Rows:
 - ``distill_lockstep_cpu_k<K>``: the ``K`` students of a teacher (noiseless, Gaussian, swap,
   swap control) trained together (:func:`dsmlib.models.loop.train_group`) against the
   same students trained one after another; per epoch of training.
+- ``teachers_across_seeds`` and ``students_across_seeds`` (issue 52), at the quick profile's
+  headroom setting (digits, 50 images, batch 32, 43 passes, ResNet-8): its 6 teachers, each on
+  its own seed's split, in one group against the same teachers one at a time (images/s), and
+  the students of 2 of them (22) in one group against one group per teacher
+  (student-images/s); eager steps, medians over the epochs. What they measured, and why the
+  CPU groups nothing across seeds: :func:`dsmlib.models.device.group_members`.
 - ``distill_checkpoint_k10``: one epoch's checkpoints of a lockstep group of 10 ResNet-56
   students (every member's weights and momentum, each in its own run directory, atomically):
   :func:`dsmlib.models.runs.epoch_saver` (packed, :mod:`dsmlib.models.checkpoints`) against a
@@ -22,6 +28,13 @@ Rows:
   left is file I/O).
 - ``--gpu`` (CUDA; ``--device cpu`` is a dry run with tiny settings): ResNet-56 on random
   CIFAR-shaped tensors (3x32x32, 10 classes), batch 64:
+  first, for the steps in ``--across-for`` (default graph), ``gpu_teachers_across_seeds_<step>``
+  (10 teachers of 10 seeds, each on its own random split, in one group against the same
+  teachers one at a time on a kept trainer; images/s; goal >= 3x and >= 40,000 images/s) and
+  ``gpu_students_across_seeds_<step>`` (the 11 students of each of 4 teachers in one group of
+  44 against one group per teacher; student-images/s; goal >= 2x and >= 100,000), each with
+  ``gpu_busy_fraction``, kernel time / wall time of the grouped run (set-up, capture and its
+  epochs; goal >= 0.7);
   ``gpu_checkpoint_k<K>``: the row above for the largest lockstep group, on the device;
   ``gpu_teacher_<step>``: a teacher's ``train`` epoch (images/s) against the ``DataLoader``
   loop (float32, 4 workers); ``gpu_busy_<step>`` (for the steps in ``--busy-for``): the
@@ -44,7 +57,7 @@ Rows:
   ``cudagraph_skips`` (how often inductor fell back from CUDA graphs).
 
 Usage: ``python benchmarks/bench_distill.py [--quick] [--gpu] [--device cpu] [--no-cpu]
-[--steps graph,eager,compiled] [--busy-for graph,eager,compiled]``.
+[--steps graph,eager,compiled] [--busy-for graph,eager,compiled] [--across-for graph]``.
 """
 from __future__ import annotations
 
