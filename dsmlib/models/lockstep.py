@@ -23,7 +23,8 @@ from torch import Tensor
 from ..foundation.checks import check_int
 from .run_config import Noise, RunConfig
 
-__all__ = ["lockstep_key", "across_seeds_key", "lanes_of", "stack_states", "member_state", "stack_optimizer_states",
+__all__ = ["lockstep_key", "across_seeds_key", "lanes_of", "stack_states", "member_state",
+           "stack_optimizer_states",
            "member_optimizer_state"]
 
 

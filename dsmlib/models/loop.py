@@ -1,10 +1,11 @@
 """Section 5's training loop (models layer): a teacher trained with cross-entropy, or the
 students of one teacher, in lockstep, each regressing on the teacher's logits plus its own
-noise redrawn at every step; and what it measures after every epoch. It reads top to bottom:
+noise redrawn at every step -- or several of either, of several seeds, as one group; and what
+it measures after every epoch. It reads top to bottom:
 
-1. **The epoch's draws** (:func:`plan_epoch`): every random number of an epoch, drawn before
-   its first step -- one :class:`Batch` per step: which images, their crops and flips, and the
-   label noise of their targets.
+1. **The epoch's draws** (:func:`plan_epoch`, per lane; :func:`plan_lanes`): every random
+   number of an epoch, drawn before its first step -- one :class:`Batch` per step: which
+   images, their crops and flips, and the label noise of their targets.
 2. **The step** (:meth:`Trainer.step`): one step of SGD on one batch -- the batch's images,
    cropped and flipped; the teacher's logits and each member's noisy target; each member's
    loss (:meth:`Trainer.losses`); one ``.backward()`` for all; SGD's update.
@@ -35,7 +36,10 @@ lockstep: ``K`` students are the members of one grouped network
 per batch, the teacher's forward pass computed once for all of them; member ``k`` keeps its own
 target and loss, the sum of the ``K`` losses is minimised (member ``k``'s parameters see only
 loss ``k``'s gradient), and its state is a slice of the group's (:mod:`dsmlib.models.lockstep`),
-so each member's numbers equal those of its separate run up to rounding.
+so each member's numbers equal those of its separate run up to rounding. Runs of other seeds
+(other lanes) join the group the same way: each lane's batches come from its own stream, its
+images from its own split, its targets from its own teacher, its ``G`` probes from its own
+seed, and a teacher's initialisation from its own seed (:func:`initial_state`).
 
 Measured before training (epoch 0) and after every epoch, per member: accuracy and loss on the
 training (un-augmented; between the first and the last epoch on ``n_train_eval`` of its images)
@@ -68,17 +72,17 @@ from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise
 from .datasets import DataSplit, apply_augment, augment_draws
 from .device import DevicePolicy, device_policy
 from .lanes import SPLITS, Lanes
-from .lockstep import (across_seeds_key, lanes_of, member_state, stack_optimizer_states,
-                       stack_states)
+from .lockstep import across_seeds_key, lanes_of, stack_optimizer_states, stack_states
 from .networks import cifar_resnet
 from .run_config import Noise, RunConfig
 
 __all__ = ["STREAM_INIT", "STREAM_DATA", "STREAM_NOISE", "STREAM_GRADNORM", "STREAM_STUDENTS",
-           "stream_seed", "lr_at", "build_model", "initial_state", "teacher_model", "group_teacher", "Batch",
-           "EpochPlan", "plan_epoch", "plan_lanes", "Member", "members_of", "member_noise",
-           "member_targets", "hinton_loss", "member_losses", "Trainer", "clock", "predict",
-           "noiseless_targets", "logit_variance", "noise_variance", "GradNormMeter", "measure",
-           "Baseline", "TrainerSource", "lane_configs", "lane_seeds", "train_group", "train"]
+           "stream_seed", "lr_at", "build_model", "initial_state", "teacher_model",
+           "group_teacher", "Batch", "EpochPlan", "plan_epoch", "plan_lanes", "Member",
+           "members_of", "member_noise", "member_targets", "hinton_loss", "member_losses",
+           "Trainer", "clock", "predict", "noiseless_targets", "logit_variance",
+           "noise_variance", "GradNormMeter", "measure", "Baseline", "TrainerSource",
+           "lane_configs", "lane_seeds", "train_group", "train"]
 
 STREAM_INIT, STREAM_DATA, STREAM_NOISE, STREAM_GRADNORM, STREAM_STUDENTS = 1, 2, 3, 4, 5
 # the noise model of each kind that has one (the control uses only its mean)
@@ -638,9 +642,11 @@ class Baseline:
     noise_vars: list[float | None]
 
     @classmethod
-    def of(cls, trainer: Trainer, configs: Sequence[RunConfig]) -> Baseline:
-        members, lanes, policy, teacher = (trainer.members, trainer.lanes, trainer.policy,
-                                           trainer.teacher)
+    def of(cls, trainer: Trainer, configs: Sequence[RunConfig],
+           teacher: nn.Module | None) -> Baseline:
+        """The baseline of ``trainer``'s group with ``teacher`` (the lanes' teachers, as
+        :func:`group_teacher` gives them; None for teachers)."""
+        members, lanes, policy = trainer.members, trainer.lanes, trainer.policy
         targets = noiseless_targets(teacher, members, lanes, policy)
         t_train, k_all = targets["train"], len(members)
         if t_train is None:
@@ -677,10 +683,20 @@ def _start(trainer: Trainer, teachers: Sequence[nn.Module], states: Sequence[dic
     return [list(s["history"]) for s in states]
 
 
+def _first_rows(trainer: Trainer, configs: Sequence[RunConfig], base: Baseline
+                ) -> list[list[dict[str, Any]]]:
+    """Each member's history so far: its row 0, measured before training."""
+    measured = measure(trainer.model, trainer.lanes, base.targets, configs, trainer.policy, 0,
+                       trainer.gradnorm)
+    return [[row] for row in base.rows(0, 0.0, 0.0, [None] * len(configs), trainer.X.shape[1],
+                                       measured)]
+
+
 def _epochs(configs: Sequence[RunConfig], start: int, stop_after: int | None,
             progress: bool) -> Any:
     c, k_all = configs[0], len(configs)
-    epochs: Any = range(start, c.epochs if stop_after is None else min(c.epochs, start + stop_after))
+    end = c.epochs if stop_after is None else min(c.epochs, start + stop_after)
+    epochs: Any = range(start, end)
     if progress:
         from tqdm.auto import tqdm
         what = c.label() + (f" (+{k_all - 1} together)" if k_all > 1 else "")
@@ -739,7 +755,7 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSpl
     steps need :class:`dsmlib.models.graph.Trainers`, which keeps a trainer, captured or
     compiled once, for the next run of its shape.
     """
-    teachers = [] if teacher is None else [teacher] if isinstance(teacher, nn.Module) else list(teacher)
+    teachers = [] if teacher is None else [teacher] if isinstance(teacher, nn.Module) else teacher
     lanes = Lanes.of_group(lanes_of(configs), data) if configs else None
     _check_group(configs, lanes, teachers)
     policy = _policy(step, configs[0], lanes.device, trainers)
@@ -747,12 +763,9 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSpl
                                                       lanes.first)
     trainer = (Trainer(configs, lanes, grouped, policy) if trainers is None
                else trainers.get(configs, lanes, grouped, policy))
-    histories = _start(trainer, teachers, states)
-    base = Baseline.of(trainer, configs)
-    if histories is None:
-        first = measure(trainer.model, lanes, base.targets, configs, policy, 0, trainer.gradnorm)
-        histories = [[row] for row in base.rows(0, 0.0, 0.0, [None] * len(configs),
-                                                trainer.X.shape[1], first)]
+    resumed = _start(trainer, teachers, states)
+    base = Baseline.of(trainer, configs, grouped)
+    histories = resumed or _first_rows(trainer, configs, base)
     for epoch in _epochs(configs, len(histories[0]) - 1, stop_after, progress):
         for hist, row in zip(histories, _train_epoch(trainer, configs, base, epoch)):
             hist.append(row)
