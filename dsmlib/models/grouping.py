@@ -39,8 +39,8 @@ from .loop import (EpochPlan, Trainer, members_of, plan_epoch, plan_lanes, strea
 from .run_config import RunConfig
 
 __all__ = ["GAIN", "MEMORY_SHARE", "GroupSize", "choose_members", "seed_copies",
-           "member_bytes", "free_bytes", "group_rate", "group_size", "lanes_by_kind",
-           "measured_members"]
+           "trial_group", "member_bytes", "free_bytes", "group_rate", "group_size",
+           "lanes_by_kind", "measured_members"]
 
 #: A larger group must train this much faster (member-images per second) than the one chosen.
 GAIN = 1.15
@@ -85,8 +85,8 @@ def seed_copies(lane: Sequence[RunConfig], copies: int) -> list[RunConfig]:
     return out
 
 
-def _trainer(lane: Sequence[RunConfig], data: DataSplit, policy: DevicePolicy,
-             copies: int) -> tuple[Trainer, EpochPlan]:
+def trial_group(lane: Sequence[RunConfig], data: DataSplit, policy: DevicePolicy,
+                copies: int) -> tuple[Trainer, EpochPlan]:
     """An eager trainer of ``copies`` seeds of ``lane`` (an untrained teacher for students:
     the rate is the same) on ``data``, and its first epoch's plan."""
     configs, c = seed_copies(lane, copies), lane[0]
@@ -151,14 +151,14 @@ def group_size(lane: Sequence[RunConfig], data: DataSplit, policy: DevicePolicy,
     ``policy`` (eager steps; :func:`choose_members`), doubling the lanes while each doubling
     gains at least ``gain``."""
     policy = replace(policy, step="eager")
-    trainer, plan = _trainer(lane, data, policy, 1)
+    trainer, plan = trial_group(lane, data, policy, 1)
     each = member_bytes(trainer, plan)
     fits = max(len(lane), int(MEMORY_SHARE * free_bytes(data.device) // max(each, 1)))
     rates = {len(lane): group_rate(trainer, plan, steps)}
     copies = 1
     while copies < max_copies and min(2 * copies, max_copies) * len(lane) <= fits:
         copies = min(2 * copies, max_copies)
-        trainer, plan = _trainer(lane, data, policy, copies)
+        trainer, plan = trial_group(lane, data, policy, copies)
         rates[copies * len(lane)] = group_rate(trainer, plan, steps)
         if choose_members(rates, fits, gain) != copies * len(lane):
             break

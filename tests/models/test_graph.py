@@ -161,6 +161,27 @@ def test_a_reused_trainer_equals_fresh_eager_runs(role):
     assert len(trainers.kept) == 1 and capture.replays > 0
 
 
+@pytest.mark.parametrize("role", ["teachers", "students"])
+def test_a_group_across_seeds_on_the_captured_step_equals_eager(role):
+    """Runs of two seeds in one group (each lane its own split, batches and teacher) on the
+    captured step, then another two seeds on the same trainer, reset (its graphs replayed):
+    the numbers of the eager group, bit for bit, and each step replays what it captured."""
+    capture, trainers = CheckedCapture(), Trainers()
+    policy = graph_policy(capture)
+    for seeds in ((0, 1), (2, 3)):
+        groups = [_group(seed) for seed in seeds]
+        data = [g[0] for g in groups]
+        if role == "teachers":
+            configs, teacher = [g[1] for g in groups], None
+        else:
+            configs, teacher = [c for g in groups for c in g[3][:2]], [g[2] for g in groups]
+        eager = train_group(configs, data, teacher=teacher, step="eager")
+        graph = train_group(configs, data, teacher=teacher, step=policy, trainers=trainers)
+        _same(eager, graph)
+        assert {h[-1]["lockstep"] for h in graph} == {len(configs)}
+    assert capture.captures == 4 and len(trainers.kept) == 1   # the second pair replayed
+
+
 def test_a_new_shape_replaces_the_trainer_of_its_role():
     capture, trainers = CheckedCapture(), Trainers()
     policy = graph_policy(capture)
