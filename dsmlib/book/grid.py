@@ -18,7 +18,9 @@ so the command and the notebook always agree), then:
   one job per teacher, then one job per teacher's students (in lockstep) starting after the
   teachers' (``afterok``), at most ``N`` at a time. Finished runs are skipped and unfinished ones resume from their
   checkpoints, so launching again after an interruption (or a SLURM preemption) loses at most
-  one epoch per run.
+  one epoch per run. ``--members N`` lets runs of several seeds train as one group of at most
+  ``N`` runs (the teachers of a setting; the students of several of its teachers); the default,
+  ``auto``, is the device policy's (:func:`group_limits`: none on the CPU, measured on a GPU).
 - ``status`` counts finished, partial and new runs.
 - ``collect`` gathers the finished runs into ``<runs_dir>/collected-<profile>.json`` (written
   atomically, only by this command: a notebook run with other parameters must not replace a

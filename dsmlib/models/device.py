@@ -101,15 +101,16 @@ def group_members(device: torch.device) -> int | None:
     train on their own shapes (:func:`dsmlib.models.grouping.measured_members`: memory and
     throughput; a ResNet step of one run is launch-bound there).
 
-    On the CPU 1, no group across seeds, by the same measurement (``make bench``'s
-    ``teachers_across_seeds`` and ``students_across_seeds`` rows, 2026-11-28, AMD EPYC, 2 cores
-    shared, one thread, the quick profile's shapes, interleaved): a group of 2 and of 4 seeds'
-    students trained 0.92x and 0.86x as many student-images per second as one teacher's (full
-    data) and 1.01x and 1.02x (50 images) -- the students are ~85 % of the quick profile's
-    training -- while teachers gained 1.14x and 1.11x (full data) and 1.23x and 1.68x (50
-    images); the quick grid's teacher phase on 2 workers took 33-35 s grouped against 42-44 s.
-    About 9 s of the quick profile's 8 minutes, within a shared machine's run-to-run spread, is
-    not worth numbers that would hinge on a timing (a group moves a run's numbers by rounding,
+    On the CPU 1, no group across seeds, by the same measurement (2026-11-28, a 2-core Intel
+    Xeon shared with other work, one thread, the quick profile's shapes, eager steps
+    interleaved): groups of 2 and 4 seeds' students trained 0.92x and 0.86x as many
+    student-images per second as one teacher's students (full data), 1.01x and 1.02x (50
+    images; ``make bench``'s ``students_across_seeds``, 22 students of 2 teachers: 1.005x) --
+    and students are most of the quick profile's training -- while teachers gained 1.14x and
+    1.11x (full data) and 1.23x and 1.68x (50 images; ``teachers_across_seeds``, 6 teachers:
+    1.66x). On the quick grid's 2 workers the teachers took 33-35 s grouped against 42-44 s
+    alone, of a grid of about 4 minutes: 9 s, within a shared machine's spread between runs,
+    is not worth numbers that hinge on a timing (a group moves a run's numbers by rounding,
     which training amplifies) or on a gain near :data:`dsmlib.models.grouping.GAIN`. Ask for
     groups on the CPU with ``members`` (``measure`` measures there too)."""
     return None if device.type == "cuda" else 1

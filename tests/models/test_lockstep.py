@@ -422,9 +422,10 @@ def test_interrupted_lockstep_group_resumes_exactly(tmp_path):
 # --- groups across seeds: each lane its own split, batches, crops, noise, teacher and probes ---
 #
 # Whole runs in float64 against their separate runs, to RUN_RTOL64: the largest relative gap of
-# the two tests below (rows and final states, teachers and students) was 1.4e-15 on this AMD EPYC
-# natively, with two threads, with ATen's, oneDNN's and MKL's dispatch lowered (1.4e-15), and
-# with oneDNN off and MKL_CBWR=COMPATIBLE on two threads (1.1e-15). By hand, each of these
+# the two tests below (rows and final states, teachers and students) was 1.4e-15 on a 2-core
+# Intel Xeon natively and with two threads, 1.4e-15 with ATen's, oneDNN's and MKL's dispatch
+# lowered (tests/reduced_simd.py's "reduced"), and 1.1e-15 with oneDNN off and
+# MKL_CBWR=COMPATIBLE on two threads. By hand, each of these
 # mutants failed them: every lane fed the first lane's batches (a shared stream); a teacher's
 # seed ignored in its initialisation; a lane's seed ignored in G's probes; every student
 # reading the first lane's teacher.
