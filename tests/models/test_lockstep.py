@@ -537,3 +537,26 @@ def test_groups_across_seeds_hold_whole_lanes_up_to_the_limit():
     assert lockstep_groups(runs, members={across_seeds_key(teachers[0]): 3}) == [
         teachers[:3], [teachers[3]], [other]] + [students[i:i + 2] for i in (0, 2, 4)]
     assert lanes_of(students[:4]) == (0, 0, 1, 1)
+
+
+@pytest.mark.kernels
+def test_an_interrupted_group_across_seeds_resumes_exactly(tmp_path):
+    """Teachers of three seeds and their students as groups across seeds (``members``),
+    interrupted after one epoch and resumed as groups of other sizes, give the runs that
+    trained alone, to :data:`RUN_RTOL64` (float64)."""
+    teachers = [tiny_teacher(n_gradnorm=6, precision="fp64", seed=s) for s in SEEDS]
+    students = [student_of(t, k, lv) for t in teachers for k, lv in (("none", 0.0),
+                                                                     ("gaussian", 4.0))]
+    everything = teachers + students
+    alone = run_many(everything, tmp_path / "alone", threads=1, lockstep=False)
+    run_many(teachers, tmp_path / "g", threads=1, members=3, stop_after=1)
+    assert {run_status(c, tmp_path / "g") for c in teachers} == {("partial", 1)}
+    run_many(teachers[:1], tmp_path / "g", threads=1)              # one resumed alone
+    run_many(teachers, tmp_path / "g", threads=1, members=3)       # the others as a group of 2
+    run_many(students, tmp_path / "g", threads=1, members=6, stop_after=1)
+    grouped = run_many(everything, tmp_path / "g", threads=1, members=4)   # lanes of 2: 4, 2
+    for a, b in zip(alone, grouped):
+        assert b.done
+        _assert_rows_close(a.history, b.history, RUN_RTOL64)
+    assert [h.history[1]["lockstep"] for h in grouped] == [3] * 3 + [6] * 6
+    assert [h.history[-1]["lockstep"] for h in grouped] == [1, 2, 2] + [4] * 4 + [2] * 2
