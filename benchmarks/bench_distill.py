@@ -13,6 +13,12 @@ Rows:
 - ``distill_lockstep_cpu_k<K>``: the ``K`` students of a teacher (noiseless, Gaussian, swap,
   swap control) trained together (:func:`dsmlib.models.loop.train_group`) against the
   same students trained one after another; per epoch of training.
+- ``teachers_across_seeds`` and ``students_across_seeds`` (issue 52), at the quick profile's
+  headroom setting (digits, 50 images, batch 32, 43 passes, ResNet-8): its 6 teachers, each on
+  its own seed's split, in one group against the same teachers one at a time (images/s), and
+  the students of 2 of them (22) in one group against one group per teacher
+  (student-images/s); eager steps, medians over the epochs. What they measured, and why the
+  CPU groups nothing across seeds: :func:`dsmlib.models.device.group_members`.
 - ``distill_checkpoint_k10``: one epoch's checkpoints of a lockstep group of 10 ResNet-56
   students (every member's weights and momentum, each in its own run directory, atomically):
   :func:`dsmlib.models.runs.epoch_saver` (packed, :mod:`dsmlib.models.checkpoints`) against a
@@ -22,6 +28,13 @@ Rows:
   left is file I/O).
 - ``--gpu`` (CUDA; ``--device cpu`` is a dry run with tiny settings): ResNet-56 on random
   CIFAR-shaped tensors (3x32x32, 10 classes), batch 64:
+  first, for the steps in ``--across-for`` (default graph), ``gpu_teachers_across_seeds_<step>``
+  (10 teachers of 10 seeds, each on its own random split, in one group against the same
+  teachers one at a time on a kept trainer; images/s; goal >= 3x and >= 40,000 images/s) and
+  ``gpu_students_across_seeds_<step>`` (the 11 students of each of 4 teachers in one group of
+  44 against one group per teacher; student-images/s; goal >= 2x and >= 100,000), each with
+  ``gpu_busy_fraction``, kernel time / wall time of the grouped run (set-up, capture and its
+  epochs; goal >= 0.7);
   ``gpu_checkpoint_k<K>``: the row above for the largest lockstep group, on the device;
   ``gpu_teacher_<step>``: a teacher's ``train`` epoch (images/s) against the ``DataLoader``
   loop (float32, 4 workers); ``gpu_busy_<step>`` (for the steps in ``--busy-for``): the
@@ -44,7 +57,7 @@ Rows:
   ``cudagraph_skips`` (how often inductor fell back from CUDA graphs).
 
 Usage: ``python benchmarks/bench_distill.py [--quick] [--gpu] [--device cpu] [--no-cpu]
-[--steps graph,eager,compiled] [--busy-for graph,eager,compiled]``.
+[--steps graph,eager,compiled] [--busy-for graph,eager,compiled] [--across-for graph]``.
 """
 from __future__ import annotations
 
@@ -71,6 +84,9 @@ from dsmlib.models.loop import build_model, clock, train, train_group  # noqa: E
 
 PAPER_TRAIN_IMAGES = {"svhn": 58_606, "cifar10": 40_000, "cifar100": 40_000}   # 80 % splits
 PAPER_STUDENTS, PAPER_EPOCHS = 11, 200
+#: The training hyperparameters of every run here: the chapter's quick values.
+HYPER = dict(lr=0.1, lr_drops=(0.5, 0.75), lr_drop_factor=0.1, momentum=0.9, weight_decay=1e-4,
+             precision="auto", batch_size=64)
 
 
 class _Crop:
@@ -145,7 +161,8 @@ def students(teacher: RunConfig, k: int) -> list[RunConfig]:
 def bench_cpu(args) -> None:
     data = load_dataset("digits", split_seed=0, device="cpu")
     epochs = args.epochs or (3 if args.quick else 5)
-    cfg = RunConfig(dataset="digits", depth=8, epochs=epochs, n_gradnorm=16, gradnorm_probes=2)
+    cfg = RunConfig(dataset="digits", depth=8, epochs=epochs, n_gradnorm=16, gradnorm_probes=2,
+                    **HYPER)
     hist = train(cfg, data)
     train_s, g_s = epoch_times(hist), epoch_times(hist, "gradnorm_s")
     n_img = (data.X_train.shape[0] // 64) * 64
@@ -173,6 +190,86 @@ def bench_cpu(args) -> None:
          sequential_student_images_per_s=round(k * n_img / alone, 1), **common)
     emit_checkpoint("distill_checkpoint_k10", torch.device("cpu"), 56, 10,
                     dict(model="resnet56", threads=torch.get_num_threads()))
+    bench_across_cpu(args)
+
+
+def quick_setting(args):
+    """The quick profile's headroom setting of Section 5 (digits, 50 images, batch 32, 43
+    passes, ResNet-8) with ``--epochs`` epochs: the teachers and students the CPU trains most
+    steps of, and the setting where grouping pays most on the CPU if anywhere."""
+    from pathlib import Path
+    from dsmlib.book.profiles import load_specs, resolve
+    from dsmlib.chapters.sec5_grid import students_of, teacher_config
+    root = Path(__file__).resolve().parents[1]
+    grid = resolve(load_specs(root / "notebooks")["sec5_distillation"], "quick",
+                   {"teacher_epochs": args.epochs or (2 if args.quick else 3)})
+    setting = next(s for s in grid.settings if s.headroom)
+    teachers = [teacher_config(grid, setting, seed) for seed in setting.seeds]
+    return teachers, [students_of(grid, setting, t) for t in teachers]
+
+
+def bench_across_cpu(args) -> None:
+    """The across-seeds rows on the CPU, at the quick profile's headroom setting."""
+    teachers, student_groups = quick_setting(args)
+    splits = [load_dataset(t.dataset, split_seed=t.split_seed, train_limit=t.train_limit,
+                           device="cpu") for t in teachers]
+    common = dict(model=f"resnet{teachers[0].depth}", dataset="digits 8x8",
+                  setting=f"{teachers[0].train_limit} images, batch {teachers[0].batch_size}, "
+                          f"{teachers[0].passes} passes", epochs=teachers[0].epochs,
+                  threads=torch.get_num_threads())
+    emit_across(teachers, student_groups[:2], splits, "eager", None, common)
+
+
+def emit_across(teachers, student_groups, splits, step, trainers_of, common, prefix="") -> None:
+    """The ``teachers_across_seeds`` row (one group of ``teachers``, each on its own split,
+    against the same teachers one at a time in the same step form) and the
+    ``students_across_seeds`` row (one group of the students of several teachers,
+    ``student_groups`` one list per teacher, against one group per teacher): rates from the median epoch, and on
+    CUDA the GPU's busy share (kernel time / wall time) of the grouped run's set-up and
+    epochs. ``trainers_of()``: a fresh :class:`~dsmlib.models.graph.Trainers` (graph and
+    compiled steps), else None."""
+    dev = splits[0].device
+    fresh = trainers_of or (lambda: None)
+    models = [build_model(t, d).eval() for t, d in zip(teachers, splits)]
+    n = splits[0].X_train.shape[0]
+    per_epoch = teachers[0].passes * (n - n % teachers[0].batch_size)
+    extra = dict(step=step, **common)
+    kept = fresh()
+    alone = sum(epoch_times(train(t, d, step=step, trainers=kept)) for t, d in zip(teachers, splits))
+    busy, hist = grouped_run(lambda kept: train_group(teachers, splits, step=step, trainers=kept),
+                             fresh, dev)
+    together = epoch_times(hist[0])
+    k = len(teachers)
+    emit(name=f"{prefix}teachers_across_seeds{'_' + step if prefix else ''}",
+         ours_s=round(together, 4), baseline_s=round(alone, 4), ratio=round(alone / together, 3),
+         teachers=k, images_per_s=round(k * per_epoch / together, 1),
+         one_at_a_time_images_per_s=round(k * per_epoch / alone, 1), gpu_busy_fraction=busy,
+         **extra)
+    lanes = [c for group in student_groups for c in group]
+    data = [splits[teachers.index(g[0].teacher)] for g in student_groups]
+    tms = [models[teachers.index(g[0].teacher)] for g in student_groups]
+    kept = fresh()
+    alone = sum(epoch_times(train_group(g, d, teacher=m, step=step, trainers=kept)[0])
+                for g, d, m in zip(student_groups, data, tms))
+    busy, hist = grouped_run(lambda kept: train_group(lanes, data, teacher=tms, step=step,
+                                                      trainers=kept), fresh, dev)
+    together = epoch_times(hist[0])
+    emit(name=f"{prefix}students_across_seeds{'_' + step if prefix else ''}",
+         ours_s=round(together, 4), baseline_s=round(alone, 4), ratio=round(alone / together, 3),
+         teachers=len(student_groups), students=len(lanes),
+         student_images_per_s=round(len(lanes) * per_epoch / together, 1),
+         per_teacher_student_images_per_s=round(len(lanes) * per_epoch / alone, 1),
+         gpu_busy_fraction=busy, **extra)
+
+
+def grouped_run(fn, fresh, dev):
+    """``fn(trainers)``'s histories, with the GPU's busy share of the whole call (set-up,
+    capture and every epoch) on CUDA (None elsewhere)."""
+    if dev.type != "cuda":
+        return None, fn(fresh())
+    out = {}
+    wall, kernel = busy_times(lambda: out.setdefault("h", fn(fresh())))
+    return round(kernel / wall, 4), out["h"]
 
 
 def statedict_checkpoints(configs, dirs, histories, model, opt) -> None:
@@ -197,7 +294,7 @@ def emit_checkpoint(name: str, dev: torch.device, depth: int, k: int, common: di
     """The per-epoch checkpoints of a ``k``-student lockstep group (ResNet-``depth``, SGD with
     momentum): the library's ``epoch_saver`` (packed) against plain state dicts; medians."""
     import tempfile
-    teacher = RunConfig(dataset="cifar10", depth=depth, epochs=3, n_gradnorm=256)
+    teacher = RunConfig(dataset="cifar10", depth=depth, epochs=3, n_gradnorm=256, **HYPER)
     configs = students(teacher, k)
     model = build_model(configs[0], synthetic_split(64, dev, size=8), k)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -227,9 +324,9 @@ def emit_checkpoint(name: str, dev: torch.device, depth: int, k: int, common: di
          "(weights and momentum): packed against a state dict per member", **common)
 
 
-def synthetic_split(n: int, device: torch.device, size: int = 32) -> DataSplit:
+def synthetic_split(n: int, device: torch.device, size: int = 32, seed: int = 0) -> DataSplit:
     """Random CIFAR-shaped data on ``device`` (throughput only: nothing is learnt)."""
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(seed)
 
     def images(m: int) -> torch.Tensor:
         return torch.randn(m, 3, size, size, generator=g).to(device)
@@ -276,9 +373,17 @@ def bench_gpu(args) -> None:
                                   device=dev, workers=0 if dry else 4) for _ in range(2))
     # 4x the epochs timed, so the timed ones share one learning rate (one graph, no re-capture)
     cfg = RunConfig(dataset="cifar10", depth=depth, epochs=4 * epochs,
-                    n_gradnorm=256 if not dry else 8)
+                    n_gradnorm=256 if not dry else 8, **HYPER)
     teacher = build_model(cfg, data).eval()
     emit_checkpoint(f"gpu_checkpoint_k{ks[-1]}", dev, depth, ks[-1], common)
+    for step in [s for s in args.across_for.split(",") if s]:
+        if dry and step == "graph" or dry and step == "compiled" and not args.compile_on_cpu:
+            step = "eager"
+        try:
+            bench_across_gpu(step, cfg, n, dev, dry, common, epochs)
+        except Exception as exc:   # one broken path must not hide the others' figures
+            emit(name=f"gpu_across_seeds_{step}_error", ours_s=None, baseline_s=None,
+                 ratio=None, error=f"{type(exc).__name__}: {exc}"[:500], **common)
     rates: dict = {}
     hours_done: set = set()
     busy_for = set(args.busy_for.split(",")) if args.busy_for else set()
@@ -296,6 +401,21 @@ def bench_gpu(args) -> None:
             for done in [s for (k, s) in rates if k == ks[-1] and s not in hours_done]:
                 emit_hours(done, rates, ks[-1], common)
                 hours_done.add(done)
+
+
+def bench_across_gpu(step: str, cfg: RunConfig, n: int, dev: torch.device, dry: bool,
+                     common: dict, epochs: int) -> None:
+    """``gpu_teachers_across_seeds_<step>`` (a group of 10 teachers, 3 when dry, each on its
+    own random split) and ``gpu_students_across_seeds_<step>`` (the 11 students of each of 4
+    teachers, 2 x 3 when dry, in one group against one group per teacher), ``epochs`` epochs
+    of ``n`` random CIFAR-shaped images each (the first epoch left out of the medians)."""
+    seeds, n_teachers, k = (3, 2, 3) if dry else (10, 4, 11)
+    base = replace(cfg, epochs=epochs)
+    teachers = [replace(base, seed=s) for s in range(seeds)]
+    splits = [synthetic_split(n, dev, size=8 if dry else 32, seed=s) for s in range(seeds)]
+    students_of_each = [students(t, k) for t in teachers[:n_teachers]]
+    emit_across(teachers, students_of_each, splits, step,
+                None if step == "eager" else Trainers, common, prefix="gpu_")
 
 
 def emit_busy(step: str, cfg: RunConfig, data: DataSplit, common: dict) -> None:
@@ -402,6 +522,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="for --gpu: the steps whose GPU busy fraction is measured (profiler)")
     ap.add_argument("--steps", default="graph,eager,compiled",
                     help="for --gpu: the step modes to time, in this order (graph needs CUDA)")
+    ap.add_argument("--across-for", default="graph",
+                    help="for --gpu: the steps whose across-seeds rows are timed, first "
+                         "(eager on a dry run); empty: none")
     ap.add_argument("--compile-on-cpu", action="store_true",
                     help="dry run: also the compiled step on the CPU (minutes of compilation)")
     ap.add_argument("--epochs", type=int, default=None)

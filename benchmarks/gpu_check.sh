@@ -28,7 +28,13 @@
 #   tests   -- the CUDA cases of the Section 5 and G tests (lockstep, the graph and compiled
 #              steps against eager, engines reused across runs, resume, packed checkpoints,
 #              noise, G of every member in one pass).
-#   bench   -- benchmarks/bench_distill.py --gpu: the library's train and train_group, teacher and
+#   bench   -- benchmarks/bench_distill.py --gpu: first the runs grouped across seeds (issue 52;
+#              ACROSS_FOR, default graph): gpu_teachers_across_seeds_<step> (10 teachers of 10
+#              seeds in one group, against the same teachers one at a time in the same step
+#              form; images/s) and gpu_students_across_seeds_<step> (the 11 students of each of 4
+#              teachers in one group of 44, against one group per teacher; student-images/s),
+#              each with the GPU busy share of the grouped run; then the library's train and
+#              train_group, teacher and
 #              lockstep K = 7, 11, eager, graph and compiled, against the DataLoader loop and against
 #              sequential runs; a lockstep group's per-epoch checkpoints, packed against state
 #              dicts; the GPU busy fraction; G's share of an epoch; the GPU-hours of
@@ -55,7 +61,7 @@
 # On the GPU machine, a missing papermill is installed from .whl/ into /tmp/site first.
 # Limits and choices can be overridden: LIMIT_TESTS, LIMIT_BENCH, LIMIT_PROFILE, LIMIT_DRIFT,
 # LIMIT_EXPLORE (s), EXPLORE_STUDENT_EPOCHS, EXPLORE_SEEDS, EXPLORE_SIGMA2S, EXPLORE_PS,
-# BENCH_STEPS, BUSY_FOR (comma lists of graph, eager, compiled).
+# BENCH_STEPS, BUSY_FOR, ACROSS_FOR (comma lists of graph, eager, compiled).
 # --dry-run: the same steps on the CPU with tiny settings (the test suite runs it, so the
 # script cannot rot): tests are only collected, the bench runs a dry ResNet-8, and the profile
 # is `smoke` (PROFILE=... overrides) and re-executes the chapter only where its executed copy
@@ -154,13 +160,13 @@ for step in $steps; do
     bench)
       if [ $DRY = 1 ]; then
         run_step bench 300 $PY benchmarks/bench_distill.py --gpu --no-cpu --device cpu \
-          --images 64 --epochs 1 --depth 8
+          --images 64 --epochs 1 --depth 8 --across-for eager
       else
         # graph first (the headline), compiled last: its compilations are the slowest part,
         # and a cut-off loses only them
         run_step bench ${LIMIT_BENCH:-140} $PY benchmarks/bench_distill.py --gpu --no-cpu --quick \
           --threads 0 --steps ${BENCH_STEPS:-graph,eager,compiled} \
-          --busy-for ${BUSY_FOR:-graph,eager,compiled}
+          --busy-for ${BUSY_FOR:-graph,eager,compiled} --across-for ${ACROSS_FOR:-graph}
       fi
       grep '^{' "$OUT/bench.txt" > "$OUT/bench.jsonl" ;;
     profile)

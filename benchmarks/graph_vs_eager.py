@@ -65,7 +65,9 @@ def main(argv: list[str] | None = None) -> None:
         data = dataclasses.replace(data, X_val=data.X_val[:64], y_val=data.y_val[:64],
                                    X_test=data.X_test[:64], y_test=data.y_test[:64])
     base = RunConfig(dataset="digits", depth=8, epochs=epochs, batch_size=32, train_limit=64,
-                     n_gradnorm=4, gradnorm_probes=2)   # the CUDA test's runs
+                     n_gradnorm=4, gradnorm_probes=2, lr=0.1, lr_drops=(0.5, 0.75),
+                     lr_drop_factor=0.1, momentum=0.9, weight_decay=1e-4,
+                     precision="auto")   # the CUDA test's runs (the chapter's quick values)
     for name, precision, det in (("bf16", "bf16", False), ("fp32", "fp32", False),
                                  ("fp32_deterministic", "fp32", True)):
         setting(det)

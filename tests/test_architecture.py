@@ -1,6 +1,7 @@
 """The package's architecture: imports point down the layers, no private names cross modules,
 no two modules import each other (directly or round a circle), and nothing sets global state at
-import. Modules are cut by concept, not by a line count: there is no line cap (issue 32)."""
+import. Modules are cut by concept, not by a line count: there is no line cap on a module (issue
+32); a function of the models layer, which trains, reads on one screen (issue 52)."""
 from __future__ import annotations
 
 import ast
@@ -194,3 +195,57 @@ def test_each_notebook_imports_its_chapter_module():
         plain = (re.search(rf"^from dsmlib\.chapters\.{p.stem} import", text, re.M)
                  or re.search(rf"^from dsmlib\.chapters import [^\n]*\b{p.stem}\b", text, re.M))
         assert plain, f"{p.name} does not import dsmlib.chapters.{p.stem}"
+
+
+#: The longest a function of the models layer may be (issue 52): its lines from ``def`` (its
+#: decorators aside) to its last, its docstring aside.
+MAX_FUNCTION_LINES = 50
+
+
+def function_lengths(path: Path) -> list[tuple[str, int]]:
+    """(qualified name, lines) of every function and method in ``path``, its docstring aside."""
+    tree = ast.parse(path.read_text())
+    out = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = child.end_lineno - child.lineno + 1
+                doc = child.body[0] if child.body else None
+                if (isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
+                        and isinstance(doc.value.value, str)):
+                    lines -= doc.end_lineno - doc.lineno + 1
+                out.append((prefix + child.name, lines))
+                visit(child, prefix + child.name + ".")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".")
+    visit(tree, "")
+    return out
+
+
+def test_function_lengths_counts_code_lines_not_docstrings(tmp_path):
+    import textwrap
+    src = textwrap.dedent('''
+        def f(x):
+            """Two lines
+            of docstring."""
+            y = x
+            return y
+
+        class C:
+            def g(self):
+                def inner():
+                    return 1
+                return inner()
+        ''')
+    path = tmp_path / "probe.py"
+    path.write_text(src)
+    assert function_lengths(path) == [("f", 3), ("C.g", 4), ("C.g.inner", 2)]
+
+
+def test_no_function_of_the_models_layer_is_over_fifty_lines():
+    """Section 5's training code reads top-down on one screen: no function of
+    ``dsmlib.models`` is longer than :data:`MAX_FUNCTION_LINES`, the rest in named helpers."""
+    long = [f"{dotted(p)}.{name}: {n} lines" for p in modules() if p.parent.name == "models"
+            for name, n in function_lengths(p) if n > MAX_FUNCTION_LINES]
+    assert not long, long

@@ -7,8 +7,13 @@ import dataclasses
 
 from dsmlib.models.run_config import RunConfig
 
+#: The training hyperparameters RunConfig takes without defaults: the chapter's quick values
+#: (a test states only what it changes).
+HYPER = dict(lr=0.1, lr_drops=(0.5, 0.75), lr_drop_factor=0.1, momentum=0.9, weight_decay=1e-4,
+             precision="auto")
+
 TINY_TEACHER = RunConfig(dataset="digits", depth=8, epochs=2, batch_size=32, train_limit=96,
-                         n_gradnorm=4)
+                         n_gradnorm=4, **HYPER)
 
 
 def tiny_teacher(**changes) -> RunConfig:

@@ -19,7 +19,9 @@ so the command and the notebook always agree), then:
   one job per teacher, then one job per teacher's students (in lockstep) starting after the
   teachers' (``afterok``), at most ``N`` at a time. Finished runs are skipped and unfinished ones resume from their
   checkpoints, so launching again after an interruption (or a SLURM preemption) loses at most
-  one epoch per run.
+  one epoch per run. ``--members N`` lets runs of several seeds train as one group of at most
+  ``N`` runs (the teachers of a setting; the students of several of its teachers); the default,
+  ``auto``, is the device policy's (:func:`group_limits`: none on the CPU, measured on a GPU).
 - ``status`` counts finished, partial and new runs.
 - ``collect`` gathers the finished runs into ``<runs_dir>/collected-<profile>.json`` (written
   atomically, only by this command: a notebook run with other parameters must not replace a
@@ -41,18 +43,24 @@ from ..foundation.files import atomic_write_text
 from ..models.dataset_files import DatasetFileError, how_to_get
 from ..models.datasets import check_data, train_images
 from ..models.run_config import RunConfig
-from ..models.runs import RunRecord, load_record, lockstep_groups, run_many, run_status
-from ..models.device import STEP_MODES
+from ..foundation.rng import resolve_device
+from ..models.device import STEP_MODES, group_members
+from ..models.grouping import measured_members
+from ..models.runs import (CLUSTERS, RunRecord, load_record, lockstep_groups, run_groups,
+                           run_status, torch_threads)
 from .profiles import (DEFAULT_PROFILE, PROFILES, chapters_with_runs, load_specs, parse_value,
                        resolve)
 
-__all__ = ["CLUSTERS", "GridJob", "grid_chapter", "profile_grid",
-           "failure_line", "prepare_data", "group_cost", "balance", "launch", "status",
-           "collect", "add_grid_parser", "grid_command"]
+__all__ = ["CLUSTERS", "MEMBER_CHOICES", "GridJob", "grid_chapter", "profile_grid",
+           "failure_line", "prepare_data", "group_cost", "balance", "group_limits", "launch",
+           "status", "collect", "add_grid_parser", "grid_command"]
 
-CLUSTERS = ("local", "slurm", "debug")
 EXECUTE_OPTIONS = ("data_dir", "download", "device", "deterministic", "progress", "step",
                    "lockstep")
+#: The options that decide how runs are grouped (in :func:`launch`, before the jobs).
+GROUPING_OPTIONS = ("lockstep",)
+#: ``members`` other than a number: the device policy's group size, or one measured here.
+MEMBER_CHOICES = ("auto", "measure")
 
 
 def grid_chapter(root: Path, name: str | None = None) -> str:
@@ -84,14 +92,17 @@ def profile_grid(root: Path, profile: str, overrides: dict[str, Any] | None = No
 
 
 class GridJob:
-    """One submitit job: its runs, in order, on the worker. On SLURM a timeout or a preemption
-    requeues the job (submitit's ``checkpoint`` hook), and the rerun resumes every unfinished
-    run from its last per-epoch checkpoint."""
+    """One submitit job: its groups of runs, in order, on the worker (``configs``: one group, or
+    a list of groups). On SLURM a timeout or a preemption requeues the job (submitit's
+    ``checkpoint`` hook), and the rerun resumes every unfinished run from its last per-epoch
+    checkpoint."""
 
-    def __call__(self, configs: list[RunConfig], runs_dir: str, threads: int | None,
-                 options: dict[str, Any]) -> list[tuple[str, bool]]:
+    def __call__(self, configs: list[RunConfig] | list[list[RunConfig]], runs_dir: str,
+                 threads: int | None, options: dict[str, Any]) -> list[tuple[str, bool]]:
+        groups = configs if configs and isinstance(configs[0], list) else [configs]
+        run_options = {k: v for k, v in options.items() if k not in GROUPING_OPTIONS}
         return [(r.config.key(), r.done)
-                for r in run_many(configs, runs_dir, threads=threads, **options)]
+                for r in run_groups(groups, runs_dir, threads=threads, **run_options)]
 
     def checkpoint(self, *args: Any, **kwargs: Any):
         import submitit
@@ -151,30 +162,59 @@ def group_cost(group: Sequence[RunConfig]) -> float:
     return len(group) * c.epochs * (c.passes * n + 1000)
 
 
-def balance(groups: Sequence[Sequence[RunConfig]], workers: int) -> list[list[RunConfig]]:
-    """The groups dealt to at most ``workers`` chunks, the costliest first, each to the chunk
-    with the least work so far (:func:`group_cost`; greedy longest-processing-time), so that
-    one worker does not train the big groups while another waits. Groups stay whole."""
-    chunks: list[list[RunConfig]] = [[] for _ in range(workers)]
+def balance(groups: Sequence[Sequence[RunConfig]], workers: int
+            ) -> list[list[list[RunConfig]]]:
+    """The groups dealt to at most ``workers`` chunks (each a list of groups), the costliest
+    first, each to the chunk with the least work so far (:func:`group_cost`; greedy
+    longest-processing-time), so that one worker does not train the big groups while another
+    waits. Groups stay whole."""
+    chunks: list[list[list[RunConfig]]] = [[] for _ in range(workers)]
     loads = [0.0] * workers
     for g in sorted(groups, key=group_cost, reverse=True):
         i = loads.index(min(loads))
-        chunks[i] += g
+        chunks[i].append(list(g))
         loads[i] += group_cost(g)
     return [c for c in chunks if c]
+
+
+def group_limits(runs: Sequence[RunConfig], members: int | str, *, cluster: str,
+                 threads: int | None, options: dict[str, Any]) -> int | dict[str, int]:
+    """How many runs a group may hold (:func:`dsmlib.models.runs.lockstep_groups`' ``members``):
+    ``members`` as given; ``"auto"``: the device policy's
+    (:func:`dsmlib.models.device.group_members`: 1 on the CPU, measured on a GPU);
+    ``"measure"``: measured on any device. Measured here, with the workers' threads, per kind
+    of runs (:func:`dsmlib.models.grouping.measured_members`). On SLURM this machine is not
+    where the runs train: ``auto`` and ``measure`` are 1 there (give a number)."""
+    if members not in MEMBER_CHOICES:
+        return check_int("members", members, minimum=1)
+    if cluster == "slurm":
+        return 1
+    device = resolve_device(options.get("device", "auto"))
+    if members == "auto" and group_members(device) is not None:
+        return group_members(device)
+    with torch_threads(threads):
+        sizes = measured_members(runs, device=device, data_dir=options.get("data_dir", "data"),
+                                 step=options.get("step", "auto"))
+    for key, size in sizes.items():
+        print(f"[dsmlib] group size {size.members} (measured rates "
+              f"{ {k: round(v) for k, v in size.rates.items()} } member-images/s; memory holds "
+              f"{size.fits})", file=sys.stderr)
+    return {key: size.members for key, size in sizes.items()}
 
 
 def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "local",
            workers: int = 1, threads: int | None = None, folder: str | Path | None = None,
            timeout_min: int = 24 * 60, slurm: dict[str, Any] | None = None,
-           **options: Any) -> list:
+           members: int | str = "auto", **options: Any) -> list:
     """Check the parameters and the data (see :func:`prepare_data`; with ``download``, missing
     sets are fetched here, once, not by the workers), then submit the unfinished ``runs``
     (teachers, then students) and, except on SLURM, wait for them. ``options`` (``data_dir``,
-    ``download``, ``device``, ``deterministic``, ``progress``, ``step``, ``lockstep``) go to
-    :func:`dsmlib.models.runs.run_many`; the students of one teacher stay in one job, so they
-    train in lockstep; ``slurm`` holds extra submitit parameters
-    (``slurm_partition``, ``gpus_per_node``, ...). Returns the submitted jobs."""
+    ``download``, ``device``, ``deterministic``, ``progress``, ``step``) go to
+    :func:`dsmlib.models.runs.run_groups`; ``lockstep`` and ``members`` (an int, or ``"auto"``:
+    :func:`group_limits`) decide the groups (:func:`dsmlib.models.runs.lockstep_groups`), each
+    of which stays in one job: the students of one teacher train in lockstep, and runs of
+    several seeds as one group where ``members`` allows; ``slurm`` holds extra submitit
+    parameters (``slurm_partition``, ``gpus_per_node``, ...). Returns the submitted jobs."""
     import submitit
     cluster = check_choice("cluster", cluster, CLUSTERS)
     workers = check_int("workers", workers, minimum=1)
@@ -194,28 +234,37 @@ def launch(runs: Sequence[RunConfig], runs_dir: str | Path, *, cluster: str = "l
         threads = max(1, (os.cpu_count() or 1) // workers)
     executor = submitit.AutoExecutor(folder=Path(folder or runs_dir / "submitit"), cluster=cluster)
     executor.update_parameters(timeout_min=timeout_min, name="dsm-distill")
-    teachers = [c for c in pending if c.role == "teacher"]
-    students = [c for c in pending if c.role == "student"]
+    limits = group_limits(pending, members, cluster=cluster, threads=threads, options=options)
+    lockstep = options.pop("lockstep", True)
+    phases = [lockstep_groups([c for c in pending if c.role == role], lockstep, limits)
+              for role in ("teacher", "student")]
     if cluster == "slurm":
-        executor.update_parameters(**{"gpus_per_node": 1, "cpus_per_task": 8,
-                                      "slurm_array_parallelism": workers, **(slurm or {})})
-        jobs = executor.map_array(GridJob(), [[c] for c in teachers], [str(runs_dir)] * len(teachers),
-                                  [threads] * len(teachers), [options] * len(teachers)) if teachers else []
-        if jobs:
-            arrays = sorted({j.job_id.split("_")[0] for j in jobs})
-            executor.update_parameters(slurm_additional_parameters={
-                **(slurm or {}).get("slurm_additional_parameters", {}),
-                "dependency": "afterok:" + ":".join(arrays)})
-        groups = lockstep_groups(students, options.get("lockstep", True))
-        return jobs + executor.map_array(GridJob(), groups, [str(runs_dir)] * len(groups),
-                                         [threads] * len(groups), [options] * len(groups))
+        return _slurm_arrays(executor, phases, runs_dir, threads, options, workers, slurm)
     submitted = []
-    for phase in (teachers, students):
-        chunks = balance(lockstep_groups(phase, options.get("lockstep", True)), workers)
-        jobs = [executor.submit(GridJob(), chunk, str(runs_dir), threads, options) for chunk in chunks]
+    for groups in phases:
+        jobs = [executor.submit(GridJob(), chunk, str(runs_dir), threads, options)
+                for chunk in balance(groups, workers)]
         _wait(jobs, cluster)
         submitted += jobs
     return submitted
+
+
+def _slurm_arrays(executor: Any, phases: list[list[list[RunConfig]]], runs_dir: Path,
+                  threads: int | None, options: dict[str, Any], workers: int,
+                  slurm: dict[str, Any] | None) -> list:
+    """Two job arrays, one job per group: the teachers', then the students' after them."""
+    executor.update_parameters(**{"gpus_per_node": 1, "cpus_per_task": 8,
+                                  "slurm_array_parallelism": workers, **(slurm or {})})
+    teachers, students = phases
+    jobs = executor.map_array(GridJob(), teachers, [str(runs_dir)] * len(teachers),
+                              [threads] * len(teachers), [options] * len(teachers)) if teachers else []
+    if jobs:
+        arrays = sorted({j.job_id.split("_")[0] for j in jobs})
+        executor.update_parameters(slurm_additional_parameters={
+            **(slurm or {}).get("slurm_additional_parameters", {}),
+            "dependency": "afterok:" + ":".join(arrays)})
+    return jobs + executor.map_array(GridJob(), students, [str(runs_dir)] * len(students),
+                                     [threads] * len(students), [options] * len(students))
 
 
 def status(runs: Sequence[RunConfig], runs_dir: str | Path) -> dict[str, Any]:
@@ -279,8 +328,24 @@ def add_grid_parser(sub: argparse._SubParsersAction) -> None:
                         "auto on CUDA), compiled (torch.compile) or eager")
     p.add_argument("--no-lockstep", action="store_true",
                    help="train each student alone instead of a teacher's students together")
+    p.add_argument("--members", default="auto",
+                   help="the most runs of several seeds one group may hold (1: none across "
+                        "seeds); auto: the device policy's (1 on the CPU, measured on a GPU); "
+                        "measure: measured here")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                    metavar=("NAME", "VALUE"), help="override one notebook parameter (YAML value)")
+
+
+def _members(text: str) -> int | str:
+    """``--members``: ``auto``, ``measure`` or a whole number >= 1 (one line naming the option
+    if not)."""
+    if text in MEMBER_CHOICES:
+        return text
+    try:
+        return check_int("--members", int(text), minimum=1)
+    except ValueError:
+        raise ValueError(f"--members must be auto, measure or a whole number >= 1, got "
+                         f"{text!r}") from None
 
 
 def _one_line_warning(message, category, *args: Any, **kwargs: Any) -> None:
@@ -310,7 +375,7 @@ def grid_command(root: Path, args: argparse.Namespace) -> int:
                           slurm={"slurm_partition": args.partition} if args.partition else None,
                           data_dir=data_dir, download=bool(args.download or params.download),
                           deterministic=args.deterministic, step=args.step,
-                          lockstep=not args.no_lockstep,
+                          lockstep=not args.no_lockstep, members=_members(args.members),
                           progress=True)   # local and SLURM workers write their bars to job logs
             print(f"[dsmlib] {len(jobs)} job(s) for {len(runs)} runs of profile {args.profile} "
                   f"({args.cluster}); runs in {runs_dir}", file=sys.stderr)

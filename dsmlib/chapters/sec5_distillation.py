@@ -24,7 +24,7 @@ from ..foundation.checks import check_choice, check_int, check_positive, check_p
 from ..foundation.parameters import ChapterParameters, param
 from ..models.datasets import DATASETS
 from ..models.run_config import RunConfig
-from ..models.runs import RunRecord
+from ..models.runs import CLUSTERS, RunRecord
 from ..models.run_config import Noise
 from .sec5_grid import (CONTROL, HINTON, KINDS, Setting, curve_runs, grid_levels, grid_runs,
                         students_of, teacher_config)
@@ -75,7 +75,13 @@ class Parameters(ChapterParameters):
                                                         "steps as the headroom setting's)")
     curve_seeds: tuple[int, ...] = param([0, 1], "and their seeds")
     batch_size: int = param(64, "minibatch size")
-    lr: float = param(0.1, "learning rate")
+    lr: float = param(0.1, "SGD's learning rate at the start")
+    lr_drops: tuple[float, ...] = param([0.5, 0.75], "fractions of the epochs at which the "
+                                                     "learning rate drops (the paper: epochs "
+                                                     "100 and 150 of 200)")
+    lr_drop_factor: float = param(0.1, "the learning rate's factor at each drop")
+    momentum: float = param(0.9, "SGD's momentum")
+    weight_decay: float = param(1e-4, "SGD's weight decay")
     augment: bool = param(True, "random crops (and flips where the data set allows them)")
     train_limit: int | None = param(None, "the full setting's training images (None: all; "
                                           "tiny runs)")
@@ -143,6 +149,7 @@ class Parameters(ChapterParameters):
                 raise ValueError(f"headroom_size (training images) must be below train_limit "
                                  f"({self.train_limit}), got {n}")
         check_int("workers", self.workers, minimum=1)
+        check_choice("cluster", self.cluster, CLUSTERS)
         grid_runs(self)   # builds every configuration, so bad values fail here
 
     def grid_values(self) -> dict[str, Any]:

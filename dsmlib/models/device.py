@@ -18,7 +18,7 @@ import torch
 from ..foundation.checks import check_choice
 
 __all__ = ["STEP_MODES", "Capture", "DevicePolicy", "device_policy", "resolved_precision",
-           "execution"]
+           "group_members", "execution"]
 
 STEP_MODES = ("auto", "eager", "graph", "compiled")
 
@@ -93,6 +93,27 @@ def device_policy(precision: str, device: torch.device, step: str = "auto") -> D
 def resolved_precision(precision: str, device: torch.device) -> str:
     """``"auto"`` -> bf16 autocast on CUDA, float32 on the CPU; any other precision as it is."""
     return device_policy(precision, device).precision
+
+
+def group_members(device: torch.device) -> int | None:
+    """How many runs of several seeds one group may hold on ``device`` (the runs of one lane,
+    the students of one teacher, always train together): on CUDA None, measured where the runs
+    train on their own shapes (:func:`dsmlib.models.grouping.measured_members`: memory and
+    throughput; a ResNet step of one run is launch-bound there).
+
+    On the CPU 1, no group across seeds, by the same measurement (2026-11-28, a 2-core Intel
+    Xeon shared with other work, one thread, the quick profile's shapes, eager steps
+    interleaved): groups of 2 and 4 seeds' students trained 0.92x and 0.86x as many
+    student-images per second as one teacher's students (full data), 1.01x and 1.02x (50
+    images; ``make bench``'s ``students_across_seeds``, 22 students of 2 teachers: 1.005x) --
+    and students are most of the quick profile's training -- while teachers gained 1.14x and
+    1.11x (full data) and 1.23x and 1.68x (50 images; ``teachers_across_seeds``, 6 teachers:
+    1.66x). On the quick grid's 2 workers the teachers took 33-35 s grouped against 42-44 s
+    alone, of a grid of about 4 minutes: 9 s, within a shared machine's spread between runs,
+    is not worth numbers that hinge on a timing (a group moves a run's numbers by rounding,
+    which training amplifies) or on a gain near :data:`dsmlib.models.grouping.GAIN`. Ask for
+    groups on the CPU with ``members`` (``measure`` measures there too)."""
+    return None if device.type == "cuda" else 1
 
 
 @contextlib.contextmanager

@@ -34,7 +34,7 @@ from __future__ import annotations
 import gc
 import types
 import weakref
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Sequence
 
 import torch
@@ -42,7 +42,10 @@ from torch import Tensor, nn
 
 from .datasets import DataSplit, DatasetSpec
 from .device import Capture, DevicePolicy
-from .loop import Batch, EpochPlan, GradNormMeter, Member, Trainer, build_model, members_of
+from .lanes import Lanes
+from .lockstep import lanes_of
+from .loop import (Batch, EpochPlan, GradNormMeter, Member, Trainer, initial_state, lane_seeds,
+                   members_of, teacher_model)
 from .run_config import RunConfig
 
 __all__ = ["WARMUP_STEPS", "cuda_capture", "GraphPool", "on_side_stream", "Replayed",
@@ -184,9 +187,9 @@ class CapturedGradNorm:
         self.q: Tensor | None = None
         self.pass_ = Replayed(self._pass, meter.X.device, capture, pool or GraphPool(), warmup=1)
 
-    def rebind(self, X: Tensor, seed: int) -> None:
+    def rebind(self, X: Tensor, seed: int | Sequence[int]) -> None:
         """Measure another run of the same shape: its images ``X`` (copied into the meter's
-        own) and its seed; a captured pass stays valid."""
+        own) and its seed (each lane's, for several); a captured pass stays valid."""
         if X.shape != self.meter.X.shape:
             raise ValueError(f"X must have the shape {tuple(self.meter.X.shape)} of the images "
                              f"this meter was built for, got {tuple(X.shape)}")
@@ -262,13 +265,14 @@ class Shape:
     buffers (a graph captured without them would clone the gradient into a new buffer at every
     replay: no momentum)."""
     members: tuple[Member, ...]   # their kinds and levels
+    lanes: tuple[int, ...]        # their lanes
     depth: int
     num_classes: int
     batch_size: int
     passes: int                   # with the batch: the plan's shape
     augment: bool
     spec: DatasetSpec             # its flips: a plan's flips exist or not
-    images: tuple[int, ...]
+    images: tuple[int, ...]       # every lane's training images, (L, n, C, H, W)
     image_dtype: torch.dtype
     pad: int
     n_gradnorm: int
@@ -279,13 +283,14 @@ class Shape:
     kernels: tuple[bool, ...]
 
     @classmethod
-    def of(cls, configs: Sequence[RunConfig], data: DataSplit, students: bool,
-           policy: DevicePolicy) -> Shape:
-        c = configs[0]
-        return cls(members_of(configs), c.depth, c.num_classes, c.batch_size, c.passes,
-                   c.augment, data.spec, tuple(data.X_train.shape), data.X_train.dtype,
-                   data.pad, c.n_gradnorm, c.gradnorm_probes, students, policy, c.momentum != 0,
-                   _kernel_settings())
+    def of(cls, configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSplit] | Lanes,
+           students: bool, policy: DevicePolicy) -> Shape:
+        c, lanes = configs[0], Lanes.of_group(lanes_of(configs), data)
+        X = lanes.first.X_train
+        return cls(members_of(configs), lanes.of, c.depth, c.num_classes, c.batch_size,
+                   c.passes, c.augment, lanes.first.spec, (lanes.count, *X.shape), X.dtype,
+                   lanes.first.pad, c.n_gradnorm, c.gradnorm_probes, students, policy,
+                   c.momentum != 0, _kernel_settings())
 
 
 def _zero_momentum(opt: torch.optim.Optimizer) -> None:
@@ -327,14 +332,14 @@ class ReusableTrainer(Trainer):
     gradients must not be touched; a captured step zeroes them in place instead (it keeps their
     addresses)."""
 
-    def __init__(self, configs: Sequence[RunConfig], data: DataSplit,
+    def __init__(self, configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSplit] | Lanes,
                  teacher: nn.Module | None, policy: DevicePolicy) -> None:
-        c = configs[0]
-        self.shape = Shape.of(configs, data, teacher is not None, policy)
-        owned = replace(data, X_train=data.X_train.clone(), y_train=data.y_train.clone())
+        c, lanes = configs[0], Lanes.of_group(lanes_of(configs), data)
+        self.shape = Shape.of(configs, lanes, teacher is not None, policy)
         own_teacher = (None if teacher is None else
-                       build_model(c.teacher, data, 1, policy).eval().requires_grad_(False))
-        super().__init__(configs, owned, own_teacher, policy)
+                       teacher_model(c.teacher, lanes.count, policy, lanes.first))
+        super().__init__(configs, lanes, own_teacher, policy)
+        self.X, self.y = self.X.clone(), self.y.clone()   # its own: a capture keeps addresses
         self.drop_grads = policy.compiled
         self.compiled: CompiledLosses | None = None
         if policy.compiled:
@@ -361,26 +366,27 @@ class ReusableTrainer(Trainer):
     def load_optimizer(self, state_dict: dict[str, Any]) -> None:
         load_optimizer_in_place(self.opt, state_dict)
 
-    def fits(self, configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module | None,
-             policy: DevicePolicy) -> bool:
+    def fits(self, configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSplit] | Lanes,
+             teacher: nn.Module | None, policy: DevicePolicy) -> bool:
         """Whether a run of ``configs`` can be trained by this trainer after :meth:`reset`."""
         return self.shape == Shape.of(configs, data, teacher is not None, policy)
 
-    def reset(self, configs: Sequence[RunConfig], data: DataSplit,
+    def reset(self, configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSplit] | Lanes,
               teacher: nn.Module | None) -> None:
         """Bind this trainer to another run of its shape, in place (every tensor a capture
-        read stays where it is): the run's training images, ``G``'s images and seed, zero
+        read stays where it is): the runs' training images, ``G``'s images and seeds, zero
         momentum, a teacher run's initialisation (a student starts from its teacher, set by
         :func:`~dsmlib.models.loop.train_group`), the teacher's weights and the optimizer's
         hyper-parameters."""
         c = configs[0]
-        self.X.copy_(data.X_train)
-        self.y.copy_(data.y_train)
-        self.gradnorm.rebind(data.X_train[:c.n_gradnorm], c.seed)
+        self.lanes = lanes = Lanes.of_group(lanes_of(configs), data)
+        X, y = lanes.training_images()
+        self.X.copy_(X)
+        self.y.copy_(y)
+        self.gradnorm.rebind(lanes.subsample(c.n_gradnorm), lane_seeds(configs, lanes))
         _zero_momentum(self.opt)
         if teacher is None:
-            self.model.load_state_dict(build_model(c, data, len(configs),
-                                                   self.policy).state_dict())
+            self.model.load_state_dict(initial_state(configs, lanes, self.policy))
         self._bind(configs, teacher)
 
     def _bind(self, configs: Sequence[RunConfig], teacher: nn.Module | None) -> None:
@@ -401,8 +407,8 @@ class Trainers:
     def __init__(self) -> None:
         self.kept: dict[str, ReusableTrainer] = {}
 
-    def get(self, configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module | None,
-            policy: DevicePolicy) -> Trainer:
+    def get(self, configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSplit] | Lanes,
+            teacher: nn.Module | None, policy: DevicePolicy) -> Trainer:
         role = "students" if teacher is not None else "teacher"
         kept = self.kept.get(role)
         if kept is not None and kept.fits(configs, data, teacher, policy):

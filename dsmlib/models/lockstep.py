@@ -1,9 +1,15 @@
-"""Lockstep (models layer): the students of one teacher that differ only in their noise kind and
-level train together, as the ``K`` members of one grouped network
-(:class:`dsmlib.models.networks.CifarResNet` with ``members=K``), whose every parameter and
-buffer is its members' tensors concatenated along the first axis. So a member's state -- and
-its SGD state -- is a slice, in exactly the layout of a separately trained network: these
-functions stack members' state dicts into the group's and slice them back out.
+"""Lockstep and groups (models layer): runs that train together, as the ``K`` members of one
+grouped network (:class:`dsmlib.models.networks.CifarResNet` with ``members=K``), whose every
+parameter and buffer is its members' tensors concatenated along the first axis. So a member's
+state -- and its SGD state -- is a slice, in exactly the layout of a separately trained network:
+these functions stack members' state dicts into the group's and slice them back out.
+
+Two levels of grouping. A **lane** is the runs that read the same batches: the students of one
+teacher (and student stream) that differ only in their noise kind and level (equal
+:func:`lockstep_key`: *lockstep*), or one teacher. A **group** is one or more lanes whose runs
+differ only in their seed (equal :func:`across_seeds_key`): the teachers of a setting's seeds,
+or the students of several of its teachers; each lane has its own data split, batches, crops,
+noise and teacher (:func:`lanes_of` numbers them).
 """
 from __future__ import annotations
 
@@ -17,7 +23,8 @@ from torch import Tensor
 from ..foundation.checks import check_int
 from .run_config import Noise, RunConfig
 
-__all__ = ["lockstep_key", "stack_states", "member_state", "stack_optimizer_states",
+__all__ = ["lockstep_key", "across_seeds_key", "lanes_of", "stack_states", "member_state",
+           "stack_optimizer_states",
            "member_optimizer_state"]
 
 
@@ -27,6 +34,22 @@ def lockstep_key(config: RunConfig) -> str:
     if config.role == "teacher":
         return config.key()
     return replace(config, noise=Noise.NONE.value, level=0.0).key()
+
+
+def across_seeds_key(config: RunConfig) -> str:
+    """Runs with equal keys can train in one group, each lane on its own batches: they differ
+    only in their seed (a student: its teacher's seed), their student stream, and their noise
+    kind and level."""
+    teacher = None if config.teacher is None else replace(config.teacher, seed=0)
+    return replace(config, seed=0, stream=0, noise=Noise.NONE.value, level=0.0,
+                   teacher=teacher).key()
+
+
+def lanes_of(configs: Sequence[RunConfig]) -> tuple[int, ...]:
+    """Each run's lane in a group: the runs of equal :func:`lockstep_key` share one, numbered
+    in the order of their first run."""
+    first: dict[str, int] = {}
+    return tuple(first.setdefault(lockstep_key(c), len(first)) for c in configs)
 
 
 def _cat(name: str, tensors: Sequence[Any]) -> Any:

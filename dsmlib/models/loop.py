@@ -1,10 +1,11 @@
 """Section 5's training loop (models layer): a teacher trained with cross-entropy, or the
 students of one teacher, in lockstep, each regressing on the teacher's logits plus its own
-noise redrawn at every step; and what it measures after every epoch. It reads top to bottom:
+noise redrawn at every step -- or several of either, of several seeds, as one group; and what
+it measures after every epoch. It reads top to bottom:
 
-1. **The epoch's draws** (:func:`plan_epoch`): every random number of an epoch, drawn before
-   its first step -- one :class:`Batch` per step: which images, their crops and flips, and the
-   label noise of their targets.
+1. **The epoch's draws** (:func:`plan_epoch`, per lane; :func:`plan_lanes`): every random
+   number of an epoch, drawn before its first step -- one :class:`Batch` per step: which
+   images, their crops and flips, and the label noise of their targets.
 2. **The step** (:meth:`Trainer.step`): one step of SGD on one batch -- the batch's images,
    cropped and flipped; the teacher's logits and each member's noisy target; each member's
    loss (:meth:`Trainer.losses`); one ``.backward()`` for all; SGD's update.
@@ -14,7 +15,11 @@ noise redrawn at every step; and what it measures after every epoch. It reads to
    each run's rows of metrics.
 
 Words. A *step* is one SGD update on one batch, and nothing else: an epoch has
-:attr:`EpochPlan.steps` of them. A *member* is one run of a lockstep group. The *form* of the
+:attr:`EpochPlan.steps` of them. A *member* is one run of a group. A *lane* is the members that
+read the same batches (:mod:`dsmlib.models.lockstep`): one teacher, or the students of one
+teacher in lockstep; a group of several lanes trains runs of several seeds at once, each lane
+on its own data split, batches, crops, noise and teacher (:class:`~dsmlib.models.lanes.Lanes`),
+so each run's numbers are still those of its separate run, up to rounding. The *form* of the
 step (``step="eager" | "graph" | "compiled"``, :mod:`dsmlib.models.device`) is how it executes:
 eagerly here, or replayed from a CUDA graph or compiled by :mod:`dsmlib.models.graph`, whose
 trainers run this module's :meth:`Trainer.step` and :meth:`Trainer.losses` as they are.
@@ -31,7 +36,10 @@ lockstep: ``K`` students are the members of one grouped network
 per batch, the teacher's forward pass computed once for all of them; member ``k`` keeps its own
 target and loss, the sum of the ``K`` losses is minimised (member ``k``'s parameters see only
 loss ``k``'s gradient), and its state is a slice of the group's (:mod:`dsmlib.models.lockstep`),
-so each member's numbers equal those of its separate run up to rounding.
+so each member's numbers equal those of its separate run up to rounding. Runs of other seeds
+(other lanes) join the group the same way: each lane's batches come from its own stream, its
+images from its own split, its targets from its own teacher, its ``G`` probes from its own
+seed, and a teacher's initialisation from its own seed (:func:`initial_state`).
 
 Measured before training (epoch 0) and after every epoch, per member: accuracy and loss on the
 training (un-augmented; between the first and the last epoch on ``n_train_eval`` of its images)
@@ -49,6 +57,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, fields
+from fractions import Fraction
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
@@ -62,15 +71,18 @@ from ..theory.gradient_norm import (ProbeEstimate, member_probe_estimates, membe
 from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise
 from .datasets import DataSplit, apply_augment, augment_draws
 from .device import DevicePolicy, device_policy
-from .lockstep import lockstep_key, stack_optimizer_states, stack_states
+from .lanes import SPLITS, Lanes
+from .lockstep import across_seeds_key, lanes_of, stack_optimizer_states, stack_states
 from .networks import cifar_resnet
 from .run_config import Noise, RunConfig
 
 __all__ = ["STREAM_INIT", "STREAM_DATA", "STREAM_NOISE", "STREAM_GRADNORM", "STREAM_STUDENTS",
-           "stream_seed", "lr_at", "build_model", "Batch", "EpochPlan", "plan_epoch", "Member",
+           "stream_seed", "lr_at", "build_model", "initial_state", "teacher_model",
+           "group_teacher", "Batch", "EpochPlan", "plan_epoch", "plan_lanes", "Member",
            "members_of", "member_noise", "member_targets", "hinton_loss", "member_losses",
            "Trainer", "clock", "predict", "noiseless_targets", "logit_variance",
-           "noise_variance", "GradNormMeter", "measure", "TrainerSource", "train_group", "train"]
+           "noise_variance", "GradNormMeter", "measure", "Baseline", "TrainerSource",
+           "lane_configs", "lane_seeds", "train_group", "train"]
 
 STREAM_INIT, STREAM_DATA, STREAM_NOISE, STREAM_GRADNORM, STREAM_STUDENTS = 1, 2, 3, 4, 5
 # the noise model of each kind that has one (the control uses only its mean)
@@ -94,22 +106,55 @@ def stream_seed(config: RunConfig) -> int:
 
 
 def lr_at(config: RunConfig, epoch: int) -> float:
-    """The paper's schedule: ``lr`` divided by 10 at 50 % and again at 75 % of the epochs
-    (epochs 100 and 150 of 200); ``epoch`` counts from 0."""
-    drops = (epoch >= config.epochs // 2) + (epoch >= (3 * config.epochs) // 4)
-    return config.lr * 0.1 ** drops
+    """The learning rate of epoch ``epoch`` (from 0): ``lr`` times ``lr_drop_factor`` for each
+    fraction ``f`` of ``lr_drops`` with ``epoch >= floor(f * epochs)`` (the fractions read as
+    the decimals they are written as). The paper's: divided by 10 at 50 % and again at 75 % of
+    the epochs (epochs 100 and 150 of 200)."""
+    drops = sum(epoch >= math.floor(Fraction(repr(f)) * config.epochs) for f in config.lr_drops)
+    return config.lr * config.lr_drop_factor ** drops
 
 
 def build_model(config: RunConfig, data: DataSplit, members: int = 1,
-                policy: DevicePolicy | None = None) -> nn.Module:
+                policy: DevicePolicy | None = None,
+                lanes: Sequence[int] | None = None) -> nn.Module:
     """The CIFAR ResNet of ``config.depth`` for the data's channels and classes, initialised from
     ``child_seed(seed, INIT)`` (a student's weights are then replaced by its teacher's);
-    ``members`` networks in one grouped module for lockstep students."""
+    ``members`` networks in one grouped module, reading per-lane images where ``lanes`` gives
+    each member's lane."""
     policy = policy or device_policy(config.precision, data.device)
     model = cifar_resnet(config.depth, data.spec.num_classes, in_channels=data.spec.in_channels,
                          seed=child_seed(config.seed, STREAM_INIT), device=data.device,
-                         members=members, dtype=policy.dtype)
+                         members=members, dtype=policy.dtype, lanes=lanes)
     return model.to(memory_format=torch.channels_last) if policy.channels_last else model
+
+
+def initial_state(configs: Sequence[RunConfig], lanes: Lanes,
+                  policy: DevicePolicy) -> dict[str, Tensor]:
+    """The state a group of teachers starts from: each member's own initialisation, as its
+    separate run builds it (:func:`build_model` from its seed), stacked."""
+    return stack_states([build_model(c, lanes.splits[lane], 1, policy).state_dict()
+                         for c, lane in zip(configs, lanes.of)])
+
+
+def teacher_model(config: RunConfig, lanes: int, policy: DevicePolicy,
+                  data: DataSplit) -> nn.Module:
+    """A network of the shape of the teacher of a group of ``lanes`` lanes (of configuration
+    ``config``), frozen in eval mode: one lane's plain; several lanes' one grouped network of
+    ``lanes`` members, member ``l`` reading lane ``l``'s images."""
+    model = build_model(config, data, lanes, policy,
+                        lanes=None if lanes == 1 else range(lanes))
+    return model.eval().requires_grad_(False)
+
+
+def group_teacher(config: RunConfig, teachers: Sequence[nn.Module], policy: DevicePolicy,
+                  data: DataSplit) -> nn.Module:
+    """The teacher of a group's lanes (``teachers[l]``, of configuration ``config``), in eval
+    mode: one lane's as it is; several lanes' in one :func:`teacher_model`."""
+    if len(teachers) == 1:
+        return teachers[0].eval()
+    model = teacher_model(config, len(teachers), policy, data)
+    model.load_state_dict(stack_states([t.state_dict() for t in teachers]))
+    return model
 
 
 # --- 1. the epoch's draws -----------------------------------------------------------------------
@@ -188,6 +233,18 @@ def plan_epoch(seed: int, epoch: int, *, n: int, batch_size: int, device: torch.
                            swap_r=swap_r))
 
 
+def plan_lanes(plans: Sequence[EpochPlan]) -> EpochPlan:
+    """The epoch plan of a group from each lane's (:func:`plan_epoch`, same shapes): every
+    field ``(S, L, ...)``, step by step, lane by lane (one lane's: its plan with a lane axis
+    of one)."""
+    if len(plans) == 1:
+        return EpochPlan(plans[0].batches.map(lambda t: t.unsqueeze(1)))
+    first = plans[0].batches
+    return EpochPlan(Batch(**{f.name: None if getattr(first, f.name) is None else
+                              torch.stack([getattr(p.batches, f.name) for p in plans], dim=1)
+                              for f in fields(Batch)}))
+
+
 # --- 2. the targets and the losses --------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -211,24 +268,35 @@ def member_noise(m: Member) -> GaussianNoise | SymmetricSwapNoise | None:
     return None if model is None else model(m.level)
 
 
+def _target(m: Member, noise: GaussianNoise | SymmetricSwapNoise | None, t: Tensor,
+            batch: Batch | None) -> Tensor:
+    if m.kind == Noise.GAUSSIAN:
+        return noise.apply(t, batch.gauss)
+    if m.kind == Noise.SYMMETRIC:
+        return noise.apply(t, (batch.swap_u, batch.swap_r))
+    if m.kind == Noise.CONTROL:
+        return noise.apply_mean(t)
+    return t
+
+
 def member_targets(t: Tensor, members: Sequence[Member], batch: Batch | None = None,
-                   noises: Sequence[GaussianNoise | SymmetricSwapNoise | None] | None = None
-                   ) -> Tensor:
+                   noises: Sequence[GaussianNoise | SymmetricSwapNoise | None] | None = None,
+                   lanes: Sequence[int] | None = None) -> Tensor:
     """``(b, K, L)`` regression targets from the teacher's logits ``t`` (b, L) and the
     ``batch``'s noise draws: the logits (noiseless, and a Hinton student's), plus ``sigma z``
     (Gaussian, Sec. 5.2), copy-swapped where ``u < p`` (symmetric), or the swap's mean
     ``M_p t`` (Eq. 24; the swap's noiseless control). Without a batch, only members that draw
-    nothing. ``noises``: the members' :func:`member_noise`, if built already."""
+    nothing. ``noises``: the members' :func:`member_noise`, if built already. ``lanes`` (a
+    group of several lanes): member ``k``'s lane; ``t`` is then ``(b, lanes, L)`` and the
+    batch's draws have a lane axis first, and member ``k`` reads lane ``lanes[k]``'s."""
     out = []
-    for m, noise in zip(members, noises or [member_noise(m) for m in members]):
-        if m.kind == Noise.GAUSSIAN:
-            out.append(noise.apply(t, batch.gauss))
-        elif m.kind == Noise.SYMMETRIC:
-            out.append(noise.apply(t, (batch.swap_u, batch.swap_r)))
-        elif m.kind == Noise.CONTROL:
-            out.append(noise.apply_mean(t))
-        else:
-            out.append(t)
+    for k, (m, noise) in enumerate(zip(members, noises or [member_noise(m) for m in members])):
+        if lanes is None:
+            out.append(_target(m, noise, t, batch))
+            continue
+        lane = lanes[k]
+        mine = None if batch is None else batch.map(lambda v: v[lane])
+        out.append(_target(m, noise, t[:, lane], mine))
     return torch.stack(out, dim=1)
 
 
@@ -242,24 +310,30 @@ def hinton_loss(out: Tensor, t: Tensor, temperature: float) -> Tensor:
     return temperature ** 2 * (log_p.exp() * (log_p - log_q)).sum(-1).mean()
 
 
-def member_losses(out: Tensor, t: Tensor, target: Tensor, members: Sequence[Member]) -> Tensor:
+def member_losses(out: Tensor, t: Tensor, target: Tensor, members: Sequence[Member],
+                  lanes: Sequence[int] | None = None) -> Tensor:
     """The ``K`` members' losses from their logits ``out`` (b, K, L), the teacher's ``t``
-    (b, L) and the regression targets ``target`` (b, K, L): the quadratic loss per logit,
-    ``mean_l (f_l - y~_l)^2`` (PyTorch's ``MSELoss``: ``2/L`` times the gradient of Eq. 13's
-    ``1/2 ||f - y~||^2``), or :func:`hinton_loss` for a Hinton student."""
+    (b, L; with ``lanes``, each member's lane, ``(b, lanes, L)``) and the regression targets
+    ``target`` (b, K, L): the quadratic loss per logit, ``mean_l (f_l - y~_l)^2`` (PyTorch's
+    ``MSELoss``: ``2/L`` times the gradient of Eq. 13's ``1/2 ||f - y~||^2``), or
+    :func:`hinton_loss` for a Hinton student."""
     mse = (out - target).pow(2).mean(dim=(0, 2))
     if not any(m.kind == Noise.HINTON for m in members):
         return mse
-    return torch.stack([hinton_loss(out[:, k], t, m.level) if m.kind == Noise.HINTON else mse[k]
-                        for k, m in enumerate(members)])
+    return torch.stack([hinton_loss(out[:, k], t if lanes is None else t[:, lanes[k]], m.level)
+                        if m.kind == Noise.HINTON else mse[k] for k, m in enumerate(members)])
 
 
 # --- 3. the step and the epoch ------------------------------------------------------------------
 
 class Trainer:
-    """What a group -- one teacher, or the students of one teacher in lockstep -- trains with:
-    the grouped network of its ``K`` members, the teacher its targets come from (in eval mode),
-    SGD, the training images and the ``G`` meter; and its step and its epoch.
+    """What a group -- one teacher, the students of one teacher in lockstep, or several lanes
+    of them across seeds -- trains with: the grouped network of its ``K`` members, the teacher
+    its targets come from (in eval mode; for several lanes, one grouped network of their
+    teachers, :func:`group_teacher`), SGD, every lane's training images and the ``G`` meter;
+    and its step and its epoch. ``data``: one split (one lane), one per lane, or
+    :class:`~dsmlib.models.lanes.Lanes`. A group of teachers starts from each member's own
+    initialisation (:func:`initial_state`).
 
     ``drop_grads``: each step sets the gradients to None before its backward pass instead of
     zeroing them in place (a form of the step may need either:
@@ -267,41 +341,61 @@ class Trainer:
 
     drop_grads = False
 
-    def __init__(self, configs: Sequence[RunConfig], data: DataSplit,
+    def __init__(self, configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSplit] | Lanes,
                  teacher: nn.Module | None, policy: DevicePolicy) -> None:
         c, k_all = configs[0], len(configs)
         self.policy, self.teacher = policy, teacher
         self.members = members_of(configs)
         self.noises = tuple(member_noise(m) for m in self.members)
-        self.X, self.y, self.pad, self.augment = data.X_train, data.y_train, data.pad, c.augment
-        self.model = build_model(c, data, k_all, policy)
+        self.lanes = Lanes.of_group(lanes_of(configs), data)
+        self.X, self.y = self.lanes.training_images()
+        self.rows = torch.arange(self.lanes.count, device=self.X.device)[:, None]
+        self.pad, self.augment = self.lanes.first.pad, c.augment
+        self.model = build_model(c, self.lanes.first, k_all, policy, self.lanes.member_lanes)
+        if teacher is None and k_all > 1:
+            self.model.load_state_dict(initial_state(configs, self.lanes, policy))
         self.opt = torch.optim.SGD(self.model.parameters(), lr=c.lr, momentum=c.momentum,
                                    weight_decay=c.weight_decay)
-        self.gradnorm = GradNormMeter(self.model, self.X[:c.n_gradnorm], k_all, seed=c.seed,
+        self.gradnorm = GradNormMeter(self.model, self.lanes.subsample(c.n_gradnorm), k_all,
+                                      seed=lane_seeds(configs, self.lanes),
                                       n_probes=c.gradnorm_probes,
-                                      chunk_size=policy.gradnorm_chunk)
+                                      chunk_size=policy.gradnorm_chunk,
+                                      lanes=self.lanes.member_lanes)
+
+    def inputs(self, batch: Batch) -> Tensor:
+        """The batch's images (every field of ``batch`` with a lane axis first), cropped and
+        flipped: one lane's ``(b, C, H, W)``, several lanes' ``(b, L, C, H, W)``."""
+        n_lanes, b = batch.idx.shape
+        x = self.X[self.rows, batch.idx].to(self.policy.dtype).flatten(0, 1)
+        if self.augment:
+            x = apply_augment(x, *(None if v is None else v.flatten()
+                                   for v in (batch.dy, batch.dx, batch.flips)), pad=self.pad)
+        if n_lanes > 1:
+            return x.view(n_lanes, b, *x.shape[1:]).transpose(0, 1)
+        return x.contiguous(memory_format=torch.channels_last) if self.policy.channels_last else x
 
     def losses(self, batch: Batch) -> Tensor:
-        """The members' losses on ``batch``, ``(K,)``: its images, cropped and flipped; the
-        teacher's logits and each member's noisy target; each member's loss (a teacher's:
-        cross-entropy on the labels). Draws nothing and reads nothing back to the host."""
-        dtype = self.policy.dtype
-        x = self.X[batch.idx].to(dtype)
-        if self.augment:
-            x = apply_augment(x, batch.dy, batch.dx, batch.flips, pad=self.pad)
-        if self.policy.channels_last:
-            x = x.contiguous(memory_format=torch.channels_last)
+        """The members' losses on ``batch`` (every field with a lane axis first), ``(K,)``: its
+        images, cropped and flipped; the teacher's logits and each member's noisy target; each
+        member's loss (a teacher's: cross-entropy on the labels). Draws nothing and reads
+        nothing back to the host."""
+        dtype, lanes = self.policy.dtype, self.lanes.member_lanes
+        x = self.inputs(batch)
+        b, k_all = x.shape[0], len(self.members)
         # no autocast weight cache: a captured step must not keep casts from its capture
         with torch.autocast(x.device.type, torch.bfloat16, enabled=self.policy.amp,
                             cache_enabled=False):
             out = self.model(x).to(dtype)
             if self.teacher is None:
-                return F.cross_entropy(out.view(x.shape[0], -1), self.y[batch.idx]).reshape(1)
+                y = self.y[self.rows, batch.idx]
+                if lanes is None:
+                    return F.cross_entropy(out.view(b, -1), y[0]).reshape(1)
+                return F.cross_entropy(out.permute(0, 2, 1), y.t(), reduction="none").mean(0)
             with torch.no_grad():
                 t = self.teacher(x).to(dtype)
-        target = member_targets(t, self.members, batch, self.noises)
-        return member_losses(out.view(x.shape[0], len(self.members), -1), t, target,
-                             self.members)
+        draws = batch if lanes is not None else batch.map(lambda v: v[0])
+        target = member_targets(t, self.members, draws, self.noises, lanes)
+        return member_losses(out.view(b, k_all, -1), t, target, self.members, lanes)
 
     def step(self, batch: Batch) -> Tensor:
         """One step of SGD on ``batch``: the losses, one backward pass for all members, the
@@ -350,26 +444,27 @@ def predict(model: nn.Module, X: Tensor, *, amp: bool, batch: int = 1024,
     return torch.cat(out)
 
 
-def _splits(data: DataSplit) -> dict[str, tuple[Tensor, Tensor]]:
-    return {"train": (data.X_train, data.y_train), "val": (data.X_val, data.y_val),
-            "test": (data.X_test, data.y_test)}
-
-
 def _mean_members(members: Sequence[Member]) -> list[Member]:
     """The noiseless target ``E[y~]`` of each member, as a member drawing nothing."""
     return [Member(Noise.CONTROL, m.level) if m.kind in (Noise.SYMMETRIC, Noise.CONTROL) else
             Member(Noise.NONE) for m in members]
 
 
-def noiseless_targets(teacher: nn.Module | None, members: Sequence[Member], data: DataSplit,
-                      policy: DevicePolicy) -> dict[str, Tensor | None]:
-    """Per split, the members' noiseless targets ``(N, K, L)`` (None for a teacher run)."""
+def _predict(model: nn.Module, X: Tensor, policy: DevicePolicy, batch: int = 1024) -> Tensor:
+    return predict(model, X, amp=policy.amp, batch=batch, dtype=policy.dtype,
+                   channels_last=policy.channels_last)
+
+
+def noiseless_targets(teacher: nn.Module | None, members: Sequence[Member],
+                      data: DataSplit | Lanes, policy: DevicePolicy) -> dict[str, Tensor | None]:
+    """Per split, the members' noiseless targets ``(N, K, L)`` (None for a teacher run), each
+    from its own lane's teacher on its lane's images (``data``: one split, or the lanes)."""
+    lanes = data if isinstance(data, Lanes) else Lanes.of_group([0] * len(members), data)
     if teacher is None:
-        return {k: None for k in _splits(data)}
-    return {name: member_targets(predict(teacher, X, amp=policy.amp, dtype=policy.dtype,
-                                         channels_last=policy.channels_last),
-                                 _mean_members(members))
-            for name, (X, _) in _splits(data).items()}
+        return {k: None for k in SPLITS}
+    return {name: member_targets(_predict(teacher, lanes.split(name)[0], policy),
+                                 _mean_members(members), lanes=lanes.member_lanes)
+            for name in SPLITS}
 
 
 def logit_variance(t: Tensor) -> float:
@@ -395,18 +490,24 @@ def noise_variance(member: Member, t: Tensor) -> float:
 class GradNormMeter:
     """``G`` of every member of ``model`` on (its own copy of) ``X`` by ``n_probes`` Rademacher
     probes per image, in one pass of per-sample probes; the probes of epoch ``e`` drawn from
-    ``child_seed(seed, GRADNORM, e)``."""
+    ``child_seed(seed, GRADNORM, e)``. Several lanes (``lanes``: each member's lane): ``X`` is
+    ``(N, L, C, H, W)`` and ``seed`` holds each lane's seed; a member gets its lane's probes."""
 
-    def __init__(self, model: nn.Module, X: Tensor, members: int, *, seed: int, n_probes: int,
-                 chunk_size: int) -> None:
-        self.model, self.members, self.seed = model, members, seed
+    def __init__(self, model: nn.Module, X: Tensor, members: int, *, seed: int | Sequence[int],
+                 n_probes: int, chunk_size: int, lanes: Sequence[int] | None = None) -> None:
+        self.model, self.members, self.seed, self.lanes = model, members, seed, lanes
         self.X = X.to(next(model.parameters()).dtype, copy=True)
         self.n_probes, self.chunk_size = n_probes, chunk_size
 
     def probes(self, epoch: int) -> Tensor:
         """Epoch ``epoch``'s probes, ``(N, n_probes, K * L)``."""
-        gen = as_torch_generator(child_seed(self.seed, STREAM_GRADNORM, epoch), self.X.device)
-        return member_probes(self.model, self.X, self.members, self.n_probes, "rademacher", gen)
+        def gen(seed: int) -> torch.Generator:
+            return as_torch_generator(child_seed(seed, STREAM_GRADNORM, epoch), self.X.device)
+        if self.lanes is None:
+            return member_probes(self.model, self.X, self.members, self.n_probes, "rademacher",
+                                 gen(self.seed))
+        return member_probes(self.model, self.X, self.members, self.n_probes, "rademacher",
+                             [gen(s) for s in self.seed], self.lanes)
 
     def sq_norms(self, U: Tensor) -> Tensor:
         """The probes ``U`` pulled back through each member's parameters, squared norms
@@ -422,42 +523,54 @@ class GradNormMeter:
         return self.estimates(U, self.sq_norms(U))
 
 
-def measure(model: nn.Module, data: DataSplit, targets: dict[str, Tensor | None],
+def _split_rows(model: nn.Module, lanes: Lanes, name: str, target: Tensor | None,
+                policy: DevicePolicy, part: int | None) -> list[dict[str, Any]]:
+    """Each member's accuracy and loss on split ``name`` (its first ``part`` images if not
+    None), on its lane's images and labels."""
+    X, y = lanes.split(name)
+    if part is not None and part < X.shape[0]:
+        X, y = X[:part], y[..., :part]
+        target = None if target is None else target[:part]
+    k_all = len(lanes.of)
+    logits = _predict(model, X, policy, policy.eval_batch).view(X.shape[0], k_all, -1)
+    rows = []
+    for k in range(k_all):
+        yk = lanes.labels_of(y, k)
+        right = logits[:, k].argmax(dim=1) == yk
+        row = {f"{name}_acc": float(right.float().mean())}
+        if name == "test":    # which test images: the test set's own error (Section 5)
+            row["test_correct"] = "".join("01"[int(b)] for b in right.tolist())
+        row[f"{name}_loss"] = float(F.cross_entropy(logits[:, k], yk) if target is None
+                                    else F.mse_loss(logits[:, k], target[:, k]))
+        rows.append(row)
+    return rows
+
+
+def measure(model: nn.Module, data: DataSplit | Lanes, targets: dict[str, Tensor | None],
             configs: Sequence[RunConfig], policy: DevicePolicy, epoch: int,
             gradnorm: Callable[[int], list[ProbeEstimate]], *, whole: bool = True
             ) -> list[dict[str, Any]]:
-    """Per member: accuracies and losses on every split, then ``G(theta)`` on the fixed
-    subsample, every member in one pass. ``whole=False`` (the epochs between the first and the
-    last): the training loss and accuracy on the first ``n_train_eval`` training images only
-    (a fixed random subsample: the split is a seeded permutation), and nothing on the test set
-    (None), which is read before training and after the last epoch alone."""
+    """Per member: accuracies and losses on every split (its lane's: ``data`` is one split, or
+    the group's lanes), then ``G(theta)`` on the fixed subsample, every member in one pass.
+    ``whole=False`` (the epochs between the first and the last): the training loss and
+    accuracy on the first ``n_train_eval`` training images only (a fixed random subsample: the
+    split is a seeded permutation), and nothing on the test set (None), which is read before
+    training and after the last epoch alone."""
+    lanes = data if isinstance(data, Lanes) else Lanes.of_group(lanes_of(configs), data)
     model.eval()
-    k_all = len(configs)
-    t0 = clock(data.device)
+    t0 = clock(lanes.device)
     rows: list[dict[str, Any]] = [{} for _ in configs]
-    part = configs[0].n_train_eval
-    for name, (X, y) in _splits(data).items():
-        target = targets[name]
+    for name in SPLITS:
         if not whole and name == "test":
             for row in rows:
                 row.update(test_acc=None, test_loss=None)
             continue
-        if not whole and name == "train" and part is not None and part < X.shape[0]:
-            X, y = X[:part], y[:part]
-            target = None if target is None else target[:part]
-        logits = predict(model, X, amp=policy.amp, batch=policy.eval_batch, dtype=policy.dtype,
-                         channels_last=policy.channels_last).view(X.shape[0], k_all, -1)
-        for k, row in enumerate(rows):
-            right = logits[:, k].argmax(dim=1) == y
-            row[f"{name}_acc"] = float(right.float().mean())
-            if name == "test":    # which test images: the test set's own error (Section 5)
-                row["test_correct"] = "".join("01"[int(b)] for b in right.tolist())
-            row[f"{name}_loss"] = float(
-                F.cross_entropy(logits[:, k], y) if target is None
-                else F.mse_loss(logits[:, k], target[:, k]))
-    t1 = clock(data.device)
+        part = configs[0].n_train_eval if not whole and name == "train" else None
+        for row, got in zip(rows, _split_rows(model, lanes, name, targets[name], policy, part)):
+            row.update(got)
+    t1 = clock(lanes.device)
     ests = gradnorm(epoch)
-    t2 = clock(data.device)
+    t2 = clock(lanes.device)
     for row, est in zip(rows, ests):
         row.update(gradnorm=est.estimate, gradnorm_se=est.standard_error, eval_s=t1 - t0,
                    gradnorm_s=t2 - t1)
@@ -470,102 +583,194 @@ class TrainerSource(Protocol):
     """Where :func:`train_group` gets its :class:`Trainer` for a step form other than eager
     (:class:`dsmlib.models.graph.Trainers`)."""
 
-    def get(self, configs: Sequence[RunConfig], data: DataSplit, teacher: nn.Module | None,
+    def get(self, configs: Sequence[RunConfig], data: Lanes, teacher: nn.Module | None,
             policy: DevicePolicy) -> Trainer: ...
 
 
-def _check_group(configs: Sequence[RunConfig], teacher: nn.Module | None) -> None:
+def lane_configs(configs: Sequence[RunConfig], lanes: Lanes) -> list[RunConfig]:
+    """The first run of each lane, in lane order: what the lane's batches (its stream) and
+    ``G``'s probes (its seed) are drawn from."""
+    return [configs[lanes.of.index(lane)] for lane in range(lanes.count)]
+
+
+def lane_seeds(configs: Sequence[RunConfig], lanes: Lanes) -> int | list[int]:
+    """The seed of each lane's ``G`` probes (its runs' seed): one lane's as an int."""
+    seeds = [c.seed for c in lane_configs(configs, lanes)]
+    return seeds[0] if lanes.count == 1 else seeds
+
+
+def _check_group(configs: Sequence[RunConfig], lanes: Lanes, teachers: Sequence[nn.Module]
+                 ) -> None:
     if not configs:
         raise ValueError("configs must hold at least one run configuration")
-    if len({lockstep_key(c) for c in configs}) > 1:
-        raise ValueError("runs in lockstep must be students of one teacher that differ only in "
-                         "noise and level: " + ", ".join(c.label() for c in configs))
-    if (teacher is None) != (configs[0].role == "teacher"):
+    if len({across_seeds_key(c) for c in configs}) > 1:
+        raise ValueError("runs of one group must differ only in their seed, student stream, "
+                         "noise and level (students in lockstep: of one teacher): "
+                         + ", ".join(c.label() for c in configs))
+    if (not teachers) != (configs[0].role == "teacher"):
         raise ValueError("a student run needs its trained teacher, and a teacher run none")
-
-
-def train_group(configs: Sequence[RunConfig], data: DataSplit, *,
-                teacher: nn.Module | None = None, states: Sequence[dict] | None = None,
-                on_epoch: EpochHook | None = None, stop_after: int | None = None,
-                progress: bool = False, step: str | DevicePolicy = "eager",
-                trainers: TrainerSource | None = None) -> list[list[dict[str, float]]]:
-    """Train ``configs`` -- one teacher, or students of one teacher (:func:`lockstep_key`) --
-    together on ``data``; return each run's metrics rows (row 0: before training).
-
-    ``teacher``: the trained teacher (students only; used in eval mode for the targets).
-    ``states``: one checkpoint per run (``model``, ``optimizer``, ``history``; all at the same
-    epoch) to continue from. ``on_epoch(epoch, histories, model, optimizer)`` runs after every
-    epoch (checkpoints: :func:`~dsmlib.models.lockstep.member_state` splits the grouped state).
-    ``stop_after``: at most that many epochs in this call. ``step``: the step's form, ``eager``
-    | ``auto`` | ``graph`` | ``compiled`` (:func:`dsmlib.models.device.device_policy`), or a
-    whole policy. ``trainers``: where the trainer comes from (a fresh :class:`Trainer` if
-    None); the ``graph`` and ``compiled`` steps need :class:`dsmlib.models.graph.Trainers`,
-    which keeps a trainer, captured or compiled once, for the next run of its shape.
-    """
-    _check_group(configs, teacher)
-    c, k_all = configs[0], len(configs)
-    policy = step if isinstance(step, DevicePolicy) else device_policy(c.precision, data.device,
-                                                                       step)
-    n, b = data.X_train.shape[0], c.batch_size
-    if b > n:
-        raise ValueError(f"batch_size must be <= the {n} training images, got {b}")
+    if teachers and len(teachers) != lanes.count:
+        raise ValueError(f"the group's {lanes.count} lanes need one teacher each, got "
+                         f"{len(teachers)}")
+    n, c = lanes.first.X_train.shape[0], configs[0]
+    if c.batch_size > n:
+        raise ValueError(f"batch_size must be <= the {n} training images, got {c.batch_size}")
     if c.n_gradnorm > n:   # G is measured on the first n_gradnorm training images
         raise ValueError(f"n_gradnorm must be <= the {n} training images, got {c.n_gradnorm}")
+
+
+def _policy(step: str | DevicePolicy, config: RunConfig, device: torch.device,
+            trainers: TrainerSource | None) -> DevicePolicy:
+    policy = step if isinstance(step, DevicePolicy) else device_policy(config.precision, device,
+                                                                       step)
     if trainers is None and policy.reusable:
         raise ValueError(f"step={policy.step!r} runs on a trainer kept for reuse: pass "
                          "trainers=dsmlib.models.graph.Trainers()")
-    trainer = (Trainer(configs, data, teacher, policy) if trainers is None
-               else trainers.get(configs, data, teacher, policy))
-    model, opt, members = trainer.model, trainer.opt, trainer.members
-    if teacher is not None:
-        teacher.eval()
-        model.load_state_dict(stack_states([teacher.state_dict()] * k_all))
-    targets = noiseless_targets(teacher, members, data, policy)
-    t_train = targets["train"]   # the loss of predicting the mean target: the loss's scale
-    scales = ([math.log(c.num_classes)] if t_train is None else
-              [float(F.mse_loss(t, t.mean(0).expand_as(t))) for t in t_train.unbind(1)])
-    if teacher is None:
-        logit_var, noise_vars = None, [None] * k_all
-    else:   # the noise in the teacher's logit units
-        raw = predict(teacher, data.X_train, amp=policy.amp, dtype=policy.dtype,
-                      channels_last=policy.channels_last)
-        logit_var, noise_vars = logit_variance(raw), [noise_variance(m, raw) for m in members]
-    if states is not None:
-        model.load_state_dict(stack_states([s["model"] for s in states]))
-        trainer.load_optimizer(stack_optimizer_states([s["optimizer"] for s in states]))
-        histories = [list(s["history"]) for s in states]
-    else:
-        histories = [[dict(epoch=0, lr=0.0, train_objective=None, train_s=0.0, loss_scale=sc,
-                           logit_var=logit_var, noise_var=nv, n_train=n, lockstep=k_all, **row)]
-                     for sc, nv, row in zip(scales, noise_vars,
-                                            measure(model, data, targets, configs, policy, 0,
-                                                    trainer.gradnorm))]
-    start = len(histories[0]) - 1
-    epochs: Any = range(start, c.epochs if stop_after is None else min(c.epochs, start + stop_after))
+    return policy
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What a group's rows report besides its measurements, fixed before training: per split
+    the members' noiseless targets (:func:`noiseless_targets`), and per member the loss of
+    predicting its mean target (the loss's scale; a teacher's: ``log L``), its teacher's
+    logit scale (:func:`logit_variance`) and its noise's variance in those units
+    (:func:`noise_variance`; None for teachers)."""
+    targets: dict[str, Tensor | None]
+    scales: list[float]
+    logit_vars: list[float | None]
+    noise_vars: list[float | None]
+
+    @classmethod
+    def of(cls, trainer: Trainer, configs: Sequence[RunConfig],
+           teacher: nn.Module | None) -> Baseline:
+        """The baseline of ``trainer``'s group with ``teacher`` (the lanes' teachers, as
+        :func:`group_teacher` gives them; None for teachers)."""
+        members, lanes, policy = trainer.members, trainer.lanes, trainer.policy
+        targets = noiseless_targets(teacher, members, lanes, policy)
+        t_train, k_all = targets["train"], len(members)
+        if t_train is None:
+            return cls(targets, [math.log(configs[0].num_classes)] * k_all, [None] * k_all,
+                       [None] * k_all)
+        scales = [float(F.mse_loss(t, t.mean(0).expand_as(t))) for t in t_train.unbind(1)]
+        raw = _predict(teacher, lanes.split("train")[0], policy)   # the teachers' logits
+        lane_raw = [lanes.logits_of(raw, lane) for lane in lanes.of]
+        return cls(targets, scales, [logit_variance(t) for t in lane_raw],
+                   [noise_variance(m, t) for m, t in zip(members, lane_raw)])
+
+    def rows(self, epoch: int, lr: float, train_s: float, objectives: Sequence[float | None],
+             n: int, measured: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each member's row of epoch ``epoch``: these values beside its measurements."""
+        k_all = len(measured)
+        return [dict(epoch=epoch, lr=lr, train_objective=obj, train_s=train_s, loss_scale=sc,
+                     logit_var=lv, noise_var=nv, n_train=n, lockstep=k_all, **row)
+                for obj, sc, lv, nv, row in zip(objectives, self.scales, self.logit_vars,
+                                                self.noise_vars, measured)]
+
+
+def _start(trainer: Trainer, teachers: Sequence[nn.Module], states: Sequence[dict] | None
+           ) -> list[list[dict]] | None:
+    """Set the group's starting point: each student its lane's teacher's weights, or each
+    member its checkpoint (``states``; then their histories so far, else None)."""
+    if teachers:
+        lane_states = [t.state_dict() for t in teachers]
+        trainer.model.load_state_dict(stack_states([lane_states[lane]
+                                                    for lane in trainer.lanes.of]))
+    if states is None:
+        return None
+    trainer.model.load_state_dict(stack_states([s["model"] for s in states]))
+    trainer.load_optimizer(stack_optimizer_states([s["optimizer"] for s in states]))
+    return [list(s["history"]) for s in states]
+
+
+def _first_rows(trainer: Trainer, configs: Sequence[RunConfig], base: Baseline
+                ) -> list[list[dict[str, Any]]]:
+    """Each member's history so far: its row 0, measured before training."""
+    measured = measure(trainer.model, trainer.lanes, base.targets, configs, trainer.policy, 0,
+                       trainer.gradnorm)
+    return [[row] for row in base.rows(0, 0.0, 0.0, [None] * len(configs), trainer.X.shape[1],
+                                       measured)]
+
+
+def _epochs(configs: Sequence[RunConfig], start: int, stop_after: int | None,
+            progress: bool) -> Any:
+    c, k_all = configs[0], len(configs)
+    end = c.epochs if stop_after is None else min(c.epochs, start + stop_after)
+    epochs: Any = range(start, end)
     if progress:
         from tqdm.auto import tqdm
-        what = c.label() + (f" (+{k_all - 1} in lockstep)" if k_all > 1 else "")
+        what = c.label() + (f" (+{k_all - 1} together)" if k_all > 1 else "")
         epochs = tqdm(epochs, desc=what, leave=False, initial=start, total=c.epochs)
-    kinds = {m.kind for m in members}
-    for epoch in epochs:
-        plan = plan_epoch(stream_seed(c), epoch, n=n, batch_size=b, device=data.device, pad=data.pad,
-                          flip=data.spec.flip, augment=c.augment, num_classes=c.num_classes,
-                          kinds=kinds, dtype=policy.dtype, passes=c.passes)
-        lr = lr_at(c, epoch)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        model.train()
-        t0 = clock(data.device)
-        total = trainer.epoch(plan)
-        train_s = clock(data.device) - t0
-        rows = measure(model, data, targets, configs, policy, epoch + 1, trainer.gradnorm,
-                       whole=epoch + 1 == c.epochs)
-        for hist, sc, nv, tot, row in zip(histories, scales, noise_vars, total.tolist(), rows):
-            hist.append(dict(epoch=epoch + 1, lr=lr, train_objective=tot / plan.steps,
-                             train_s=train_s, loss_scale=sc, logit_var=logit_var, noise_var=nv,
-                             n_train=n, lockstep=k_all, **row))
+    return epochs
+
+
+def _plan(trainer: Trainer, configs: Sequence[RunConfig], epoch: int) -> EpochPlan:
+    """Epoch ``epoch``'s plan of every lane, each from its own stream (:func:`stream_seed`)."""
+    c, lanes, n = configs[0], trainer.lanes, trainer.X.shape[1]
+    kinds = {m.kind for m in trainer.members}
+    return plan_lanes([plan_epoch(stream_seed(lc), epoch, n=n, batch_size=c.batch_size,
+                                  device=lanes.device, pad=lanes.first.pad,
+                                  flip=lanes.first.spec.flip, augment=c.augment,
+                                  num_classes=c.num_classes, kinds=kinds,
+                                  dtype=trainer.policy.dtype, passes=c.passes)
+                       for lc in lane_configs(configs, lanes)])
+
+
+def _train_epoch(trainer: Trainer, configs: Sequence[RunConfig], base: Baseline,
+                 epoch: int) -> list[dict[str, Any]]:
+    """Train epoch ``epoch`` (from 0) at its learning rate, then measure: each member's row."""
+    c, lanes = configs[0], trainer.lanes
+    plan, lr = _plan(trainer, configs, epoch), lr_at(c, epoch)
+    for group in trainer.opt.param_groups:
+        group["lr"] = lr
+    trainer.model.train()
+    t0 = clock(lanes.device)
+    total = trainer.epoch(plan)
+    train_s = clock(lanes.device) - t0
+    measured = measure(trainer.model, lanes, base.targets, configs, trainer.policy, epoch + 1,
+                       trainer.gradnorm, whole=epoch + 1 == c.epochs)
+    return base.rows(epoch + 1, lr, train_s, [t / plan.steps for t in total.tolist()],
+                     trainer.X.shape[1], measured)
+
+
+def train_group(configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSplit], *,
+                teacher: nn.Module | Sequence[nn.Module] | None = None,
+                states: Sequence[dict] | None = None, on_epoch: EpochHook | None = None,
+                stop_after: int | None = None, progress: bool = False,
+                step: str | DevicePolicy = "eager", trainers: TrainerSource | None = None
+                ) -> list[list[dict[str, float]]]:
+    """Train ``configs`` -- one teacher, students of one teacher, or several lanes of either
+    across seeds (:func:`~dsmlib.models.lockstep.across_seeds_key`) -- together; return each
+    run's metrics rows (row 0: before training). ``data``: the split of the group's one lane,
+    or each lane's (:func:`~dsmlib.models.lockstep.lanes_of`).
+
+    ``teacher``: the trained teacher of each lane (students only; used in eval mode for the
+    targets). ``states``: one checkpoint per run (``model``, ``optimizer``, ``history``; all at
+    the same epoch) to continue from. ``on_epoch(epoch, histories, model, optimizer)`` runs
+    after every epoch (checkpoints: :func:`~dsmlib.models.lockstep.member_state` splits the
+    grouped state). ``stop_after``: at most that many epochs in this call. ``step``: the step's
+    form, ``eager`` | ``auto`` | ``graph`` | ``compiled``
+    (:func:`dsmlib.models.device.device_policy`), or a whole policy. ``trainers``: where the
+    trainer comes from (a fresh :class:`Trainer` if None); the ``graph`` and ``compiled``
+    steps need :class:`dsmlib.models.graph.Trainers`, which keeps a trainer, captured or
+    compiled once, for the next run of its shape.
+    """
+    teachers = [] if teacher is None else [teacher] if isinstance(teacher, nn.Module) else teacher
+    lanes = Lanes.of_group(lanes_of(configs), data) if configs else None
+    _check_group(configs, lanes, teachers)
+    policy = _policy(step, configs[0], lanes.device, trainers)
+    grouped = None if not teachers else group_teacher(configs[0].teacher, teachers, policy,
+                                                      lanes.first)
+    trainer = (Trainer(configs, lanes, grouped, policy) if trainers is None
+               else trainers.get(configs, lanes, grouped, policy))
+    resumed = _start(trainer, teachers, states)
+    base = Baseline.of(trainer, configs, grouped)
+    histories = resumed or _first_rows(trainer, configs, base)
+    for epoch in _epochs(configs, len(histories[0]) - 1, stop_after, progress):
+        for hist, row in zip(histories, _train_epoch(trainer, configs, base, epoch)):
+            hist.append(row)
         if on_epoch is not None:
-            on_epoch(epoch + 1, histories, model, opt)
+            on_epoch(epoch + 1, histories, trainer.model, trainer.opt)
     return histories
 
 

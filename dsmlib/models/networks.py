@@ -17,7 +17,7 @@ moved to ``device`` (``"auto"``: CUDA when present).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -210,17 +210,28 @@ class CifarResNet(nn.Module):
     """ResNet-(6n+2) for 32x32 inputs (He et al. 2016, Sec. 4.2).
 
     ``members = K > 1`` holds K independent networks of the same shape in one module (for
-    students trained in lockstep): every convolution is grouped by member, batch norm is per
+    runs trained as one group): every convolution is grouped by member, batch norm is per
     channel and so per member, and every parameter is the members' parameters stacked along
     its first axis (:func:`dsmlib.models.lockstep.stack_states` and
-    :func:`~dsmlib.models.lockstep.member_state` convert). The input is shared; the output
-    is ``(batch, K, classes)``. With ``K = 1`` this is the plain network, state dict included.
+    :func:`~dsmlib.models.lockstep.member_state` convert). The input ``(batch, C, H, W)`` is
+    shared by every member; with ``lanes`` (member ``k``'s lane, ``lanes[k]``) it may instead
+    be one image per lane, ``(batch, L, C, H, W)``, member ``k`` reading lane ``lanes[k]``'s
+    (runs of other seeds, each fed its own batches). The output is ``(batch, K, classes)``.
+    With ``K = 1`` this is the plain network, state dict included (the lanes' index is a
+    buffer outside the state dict).
     """
 
     def __init__(self, n: int, num_classes: int, in_channels: int, shortcut: str,
-                 members: int = 1) -> None:
+                 members: int = 1, lanes: Sequence[int] | None = None) -> None:
         super().__init__()
         k = self.members = members
+        if lanes is not None:
+            if len(lanes) != k or min(lanes) < 0:
+                raise ValueError(f"lanes must give each of the {k} members a lane >= 0, got "
+                                 f"{list(lanes)}")
+            self.register_buffer("lane_index", torch.tensor(list(lanes), dtype=torch.long),
+                                 persistent=False)
+        self.lanes = None if lanes is None else tuple(int(v) for v in lanes)
         self.conv1 = nn.Conv2d(k * in_channels, k * 16, 3, padding=1, bias=False, groups=k)
         self.bn1 = nn.BatchNorm2d(k * 16)
         layers: list[nn.Module] = []
@@ -236,7 +247,12 @@ class CifarResNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         k = self.members
-        if k > 1:
+        if x.ndim == 5:   # one image per lane: member k reads lane lanes[k]'s
+            if self.lanes is None:
+                raise ValueError("a (batch, lanes, C, H, W) input needs a network built with "
+                                 "lanes=")
+            x = x.index_select(1, self.lane_index).flatten(1, 2)
+        elif k > 1:
             x = x.repeat(1, k, 1, 1)
         out = F.relu(self.bn1(self.conv1(x)))
         out = self.layer3(self.layer2(self.layer1(out)))
@@ -251,10 +267,11 @@ class CifarResNet(nn.Module):
 def cifar_resnet(depth: int, num_classes: int = 10, *, in_channels: int = 3,
                  shortcut: str = "A", seed: Any = 0,
                  dtype: torch.dtype = torch.float32, device: Any = "cpu",
-                 members: int = 1) -> CifarResNet:
+                 members: int = 1, lanes: Sequence[int] | None = None) -> CifarResNet:
     """CIFAR ResNet of ``depth = 6n + 2`` layers; ``shortcut`` "A" (parameter-free, the
     paper's CIFAR choice) or "B" (1x1 projections); ``members`` networks in one module (see
-    :class:`CifarResNet`; each member is initialised independently from ``seed``)."""
+    :class:`CifarResNet`; each member is initialised independently from ``seed``), reading
+    per-lane inputs where ``lanes`` gives each member's lane."""
     depth = check_int("depth", depth, minimum=8)
     if (depth - 2) % 6:
         raise ValueError(f"depth must be of the form 6n + 2 (20, 32, 44, 56, 110, ...), got {depth}")
@@ -263,7 +280,7 @@ def cifar_resnet(depth: int, num_classes: int = 10, *, in_channels: int = 3,
     shortcut = check_choice("shortcut", shortcut, ["A", "B"])
     members = check_int("members", members, minimum=1)
     n = (depth - 2) // 6
-    return _build(lambda: CifarResNet(n, num_classes, in_channels, shortcut, members), seed,
+    return _build(lambda: CifarResNet(n, num_classes, in_channels, shortcut, members, lanes), seed,
                   _init_resnet_, _check_dtype(dtype), device)
 
 

@@ -4,10 +4,17 @@ run's identity: :meth:`RunConfig.key` hashes every field (a student's includes i
 so a run directory, a checkpoint and a result always belong to exactly one configuration.
 
 Execution options that do not change what is computed (device, progress bars, threads,
-determinism) are deliberately not fields. How long to train and the subsample ``G`` is
-measured on have no default: every configuration states them (Section 5's come from its
-chapter's parameters, :mod:`dsmlib.chapters.sec5_grid`). The other defaults are that
-chapter's, but for ``n_train_eval``, whose None (every training image) the chapter narrows.
+determinism, how many runs train together) are deliberately not fields. The hyperparameters
+that shape training -- epochs, batch size, learning rate and its schedule, momentum, weight
+decay, precision -- and the subsample ``G`` is measured on have no default: every
+configuration states them (Section 5's come from its chapter's parameters, declared once there,
+:mod:`dsmlib.chapters.sec5_grid`). The other defaults are that chapter's, but for
+``n_train_eval``, whose None (every training image) the chapter narrows.
+
+The schedule's fields (:data:`IMPLIED`) came after the runs of recipe 2 were keyed, when the
+schedule was fixed in code: at those values they are left out of :meth:`RunConfig.to_dict`,
+and so of the key and of a run's ``config.json``, so that the runs trained before keep their
+keys and records (:meth:`RunConfig.from_dict` reads them back).
 """
 from __future__ import annotations
 
@@ -22,7 +29,7 @@ from ..foundation.checks import (check_choice, check_int, check_nonnegative, che
 from .datasets import DATASETS, SPECS
 
 __all__ = ["Noise", "NOISE_KINDS", "ROLES", "PRECISIONS", "MAX_SIGMA2", "MAX_TEMPERATURE",
-           "RECIPE", "RunConfig", "student_of"]
+           "RECIPE", "IMPLIED", "RunConfig", "student_of"]
 
 
 class Noise(StrEnum):
@@ -45,6 +52,9 @@ MAX_TEMPERATURE = 1e3   # Hinton et al. use 1-20; beyond this the softmax is fla
 # students draw a batch stream of their own instead of replaying their teacher's. A run of
 # another recipe cannot be reproduced here, and its key differs (the field is hashed).
 RECIPE = 2
+#: Fields that recipe 2 fixed in code before they were fields, at the values it fixed: the
+#: learning rate divided by 10 at 50 % and 75 % of the epochs.
+IMPLIED: dict[str, Any] = {"lr_drops": (0.5, 0.75), "lr_drop_factor": 0.1}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,7 +76,9 @@ class RunConfig:
     equal ``stream`` share it: common random numbers, and what lets them train in lockstep).
     ``passes``: shuffled passes over the training images per epoch (the learning rate's
     schedule counts epochs), so that a run on fewer images can take as many steps as one on
-    more. ``n_train_eval``: the training images whose loss and accuracy are measured after each epoch
+    more. SGD's learning rate starts at ``lr`` and is multiplied by ``lr_drop_factor`` at each
+    of the fractions ``lr_drops`` of the epochs (the paper's: by 0.1 at epochs 100 and 150 of
+    200); ``momentum`` and ``weight_decay`` are SGD's. ``n_train_eval``: the training images whose loss and accuracy are measured after each epoch
     but the last (None: all; the last epoch measures all of them).
     ``recipe``: :data:`RECIPE`, the only one this code runs.
     """
@@ -78,14 +90,16 @@ class RunConfig:
     seed: int = 0
     epochs: int
     passes: int = 1
-    batch_size: int = 64
-    lr: float = 0.1
-    momentum: float = 0.9
-    weight_decay: float = 1e-4
+    batch_size: int
+    lr: float
+    lr_drops: tuple[float, ...]
+    lr_drop_factor: float
+    momentum: float
+    weight_decay: float
     augment: bool = True
     image_size: int | None = None
     train_limit: int | None = None
-    precision: str = "auto"
+    precision: str
     n_gradnorm: int
     gradnorm_probes: int = 2
     n_train_eval: int | None = None
@@ -94,10 +108,11 @@ class RunConfig:
     teacher: RunConfig | None = None
 
     def __post_init__(self) -> None:
-        for name in ("level", "lr", "momentum", "weight_decay"):   # 0 and 0.0 hash alike
-            v = getattr(self, name)
+        for name in ("level", "lr", "momentum", "weight_decay", "lr_drop_factor"):
+            v = getattr(self, name)   # 0 and 0.0 hash alike
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 object.__setattr__(self, name, float(v))
+        self._check_schedule()
         check_choice("dataset", self.dataset, DATASETS)
         depth = check_int("depth", self.depth)
         if depth < 8 or (depth - 2) % 6:
@@ -121,6 +136,23 @@ class RunConfig:
         check_choice("precision", self.precision, PRECISIONS)
         self._check_noise()
         self._check_teacher()
+
+    def _check_schedule(self) -> None:
+        drops = self.lr_drops
+        if isinstance(drops, (str, bytes)) or not hasattr(drops, "__iter__"):
+            raise ValueError(f"lr_drops must be a list of fractions of the epochs in (0, 1], "
+                             f"got {drops!r}")
+        drops = tuple(float(check_probability("lr_drops (fractions of the epochs)", f))
+                      for f in drops)
+        if any(f == 0 for f in drops) or list(drops) != sorted(drops):
+            raise ValueError(f"lr_drops must be increasing fractions of the epochs in (0, 1], "
+                             f"got {list(drops)}")
+        object.__setattr__(self, "lr_drops", drops)
+        factor = check_probability("lr_drop_factor (the learning rate's factor at each drop)",
+                                   self.lr_drop_factor)
+        if factor == 0:
+            raise ValueError("lr_drop_factor (the learning rate's factor at each drop) must be "
+                             "> 0, got 0")
 
     def _check_noise(self) -> None:
         if self.noise == Noise.NONE:
@@ -168,15 +200,26 @@ class RunConfig:
         return self.seed if self.teacher is None else self.teacher.seed
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every field, but those at the value recipe 2 implied before they were fields
+        (:data:`IMPLIED`; a teacher's likewise): what the key hashes and ``config.json``
+        holds."""
+        d = asdict(self)
+        for name, value in IMPLIED.items():
+            if getattr(self, name) == value:
+                del d[name]
+        if self.teacher is not None:
+            d["teacher"] = self.teacher.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunConfig:
+        """The configuration :meth:`to_dict` gave (a field of :data:`IMPLIED` it left out at
+        its implied value)."""
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"unknown run configuration field(s) {sorted(unknown)}")
-        d = dict(d)
+        d = {**IMPLIED, **d}
         if d.get("teacher") is not None:
             d["teacher"] = cls.from_dict(d["teacher"])
         return cls(**d)

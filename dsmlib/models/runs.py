@@ -11,9 +11,12 @@ A run lives in ``root/<config.key()>/``:
   (the checkpoint is then deleted).
 
 The students of one teacher train in lockstep (:func:`execute_group`, and :func:`run_many` by
-default): one grouped network, one pass per batch. Each still has its own directory, key,
-checkpoints and record, in exactly the layout of a separate run, so groups and separate runs
-resume from each other's checkpoints.
+default): one grouped network, one pass per batch. Runs that differ only in their seed -- the
+teachers of a setting, or the students of several of its teachers -- can train in one group too,
+each lane on its own data split, batches and teacher (:func:`lockstep_groups` with
+``members``: how many runs a group may hold, :mod:`dsmlib.models.grouping` measures it). Each
+run still has its own directory, key, checkpoints and record, in exactly the layout of a
+separate run, so groups and separate runs resume from each other's checkpoints.
 
 :func:`execute_run` skips a finished run, resumes an unfinished one from its checkpoint, and
 refuses, with the differing fields, a checkpoint written for another configuration (or on a
@@ -25,7 +28,7 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -37,16 +40,20 @@ from .datasets import DataSplit, load_dataset
 from .checkpoints import is_packed, pack_members, unpack
 from .device import execution, resolved_precision
 from .graph import Trainers
-from .lockstep import lockstep_key, member_state
+from .lockstep import across_seeds_key, lanes_of, lockstep_key, member_state
 from .loop import build_model, train_group
 from .run_config import RunConfig
 
 __all__ = ["CONFIG", "CHECKPOINT", "METRICS", "FINAL", "DONE", "RunRecord", "Loaded", "run_dir",
            "run_status", "load_record", "load_checkpoint", "epoch_saver", "execute_run",
-           "execute_group", "lockstep_groups", "run_many", "torch_threads"]
+           "execute_group", "lockstep_groups", "run_groups", "run_many", "torch_threads",
+           "CLUSTERS"]
 
 CONFIG, CHECKPOINT, METRICS, FINAL, DONE = ("config.json", "checkpoint.pt", "metrics.json",
                                             "final.pt", "done.json")
+#: Where a grid's runs can train (:func:`dsmlib.book.grid.launch`): worker processes on this
+#: machine, this process, or SLURM jobs.
+CLUSTERS = ("local", "debug", "slurm")
 
 
 @dataclass
@@ -186,20 +193,14 @@ def epoch_saver(configs: Sequence[RunConfig], dirs: Sequence[Path], precision: s
     return save
 
 
-def execute_group(configs: Sequence[RunConfig], root: str | Path, *,
-                  data_dir: str | Path = "data", download: bool = False, device: Any = "auto",
-                  deterministic: bool = False, progress: bool = False,
-                  stop_after: int | None = None, resume_from: dict[str, str | Path] | None = None,
-                  loaded: Loaded | None = None, step: str = "auto") -> list[RunRecord]:
-    """Run ``configs`` -- one teacher, or students of one teacher -- in lockstep: finished runs
-    are skipped; the others resume from their checkpoints (``resume_from``: run key ->
-    checkpoint path), and those at the same epoch train together. ``step``: ``auto`` |
-    ``eager`` | ``graph`` | ``compiled``. ``loaded``: data, teachers and trainers shared with
-    other calls. Returns the records in the order of ``configs``."""
-    root, resume_from = Path(root), dict(resume_from or {})
+def _pending(configs: Sequence[RunConfig], root: Path, dev: torch.device,
+             resume_from: dict[str, str | Path]
+             ) -> tuple[dict[str, RunRecord], dict[int, list[tuple[RunConfig, dict | None]]]]:
+    """The finished runs' records, and the others by the epoch they resume from (0: new),
+    each with its checkpoint (None: new); every unfinished run's directory and config
+    written."""
     records: dict[str, RunRecord] = {}
     pending: dict[int, list[tuple[RunConfig, dict | None]]] = {}
-    dev = resolve_device(device)
     for config in configs:
         rec = load_record(config, root)
         if rec is not None and rec.done:
@@ -212,20 +213,46 @@ def execute_group(configs: Sequence[RunConfig], root: str | Path, *,
         state = (load_checkpoint(ck_path, config, dev)
                  if ck_path.exists() or config.key() in resume_from else None)
         pending.setdefault(0 if state is None else state["epoch"], []).append((config, state))
+    return records, pending
+
+
+def _lane_inputs(todo: Sequence[RunConfig], root: Path, loaded: Loaded, dev: torch.device,
+                 data_dir: str | Path, download: bool) -> tuple[list[DataSplit], list[nn.Module]]:
+    """Each lane's data split and, for students, its teacher (loaded once per process)."""
+    lanes = lanes_of(todo)
+    firsts = [todo[lanes.index(lane)] for lane in range(max(lanes) + 1)]
+    splits = [_data(c, loaded.data, data_dir=data_dir, download=download, device=dev)
+              for c in firsts]
+    teachers = [] if firsts[0].teacher is None else [
+        _teacher_model(c.teacher, root, d, loaded.teachers) for c, d in zip(firsts, splits)]
+    return splits, teachers
+
+
+def execute_group(configs: Sequence[RunConfig], root: str | Path, *,
+                  data_dir: str | Path = "data", download: bool = False, device: Any = "auto",
+                  deterministic: bool = False, progress: bool = False,
+                  stop_after: int | None = None, resume_from: dict[str, str | Path] | None = None,
+                  loaded: Loaded | None = None, step: str = "auto") -> list[RunRecord]:
+    """Run ``configs`` -- one teacher, students of one teacher, or several lanes of either that
+    differ only in their seed (one group, :func:`lockstep_groups`) -- together: finished runs
+    are skipped; the others resume from their checkpoints (``resume_from``: run key ->
+    checkpoint path), and those at the same epoch train together. ``step``: ``auto`` |
+    ``eager`` | ``graph`` | ``compiled``. ``loaded``: data, teachers and trainers shared with
+    other calls. Returns the records in the order of ``configs``."""
+    root, dev = Path(root), resolve_device(device)
+    records, pending = _pending(configs, root, dev, dict(resume_from or {}))
     loaded = Loaded() if loaded is None else loaded
     for group in pending.values():
-        todo = [c for c, _ in group]
-        states = [s for _, s in group]
-        first = todo[0]
-        data = _data(first, loaded.data, data_dir=data_dir, download=download, device=dev)
-        teacher = (None if first.teacher is None else
-                   _teacher_model(first.teacher, root, data, loaded.teachers))
+        todo, states = [c for c, _ in group], [s for _, s in group]
+        splits, teachers = _lane_inputs(todo, root, loaded, dev, data_dir, download)
         dirs = [run_dir(c, root) for c in todo]
+        precision = resolved_precision(todo[0].precision, dev)
         with execution(deterministic):
             histories = train_group(
-                todo, data, teacher=teacher, states=None if states[0] is None else states,
-                on_epoch=epoch_saver(todo, dirs, resolved_precision(first.precision, dev), dev),
-                stop_after=stop_after, progress=progress, step=step, trainers=loaded.trainers)
+                todo, splits, teacher=teachers or None,
+                states=None if states[0] is None else states,
+                on_epoch=epoch_saver(todo, dirs, precision, dev), stop_after=stop_after,
+                progress=progress, step=step, trainers=loaded.trainers)
         for c, d, history in zip(todo, dirs, histories):
             done = len(history) - 1 == c.epochs
             if done and (d / CHECKPOINT).exists():
@@ -234,16 +261,35 @@ def execute_group(configs: Sequence[RunConfig], root: str | Path, *,
     return [records[c.key()] for c in configs]
 
 
-def lockstep_groups(configs: Sequence[RunConfig], lockstep: bool = True
-                    ) -> list[list[RunConfig]]:
-    """``configs`` cut into the groups that train together, in order of first appearance
-    (teachers alone; with ``lockstep``, the students of one teacher together)."""
+def lockstep_groups(configs: Sequence[RunConfig], lockstep: bool = True,
+                    members: int | Mapping[str, int] = 1) -> list[list[RunConfig]]:
+    """``configs`` cut into the groups that train together, in order of first appearance:
+    without ``lockstep`` each run alone; with it, each lane (a teacher, or the students of one
+    teacher in lockstep, :func:`~dsmlib.models.lockstep.lockstep_key`) in a group, joined by
+    the next lanes that differ from it only in their seed
+    (:func:`~dsmlib.models.lockstep.across_seeds_key`) while the group holds at most
+    ``members`` runs (whole lanes: a lane larger than that is a group of its own; a mapping:
+    per across-seeds key, 1 where it has none, :func:`dsmlib.models.grouping.measured_members`).
+    ``members = 1``: no group across seeds."""
+    limits = dict(members) if isinstance(members, Mapping) else {}
+    default = 1 if isinstance(members, Mapping) else members
+    for v in (default, *limits.values()):
+        check_int("members", v, minimum=1)
     if not lockstep:
         return [[c] for c in configs]
-    groups: dict[str, list[RunConfig]] = {}
+    lanes: dict[str, list[RunConfig]] = {}
     for c in configs:
-        groups.setdefault(lockstep_key(c), []).append(c)
-    return list(groups.values())
+        lanes.setdefault(lockstep_key(c), []).append(c)
+    groups: list[list[RunConfig]] = []
+    open_group: dict[str, list[RunConfig]] = {}
+    for lane in lanes.values():
+        key = across_seeds_key(lane[0])
+        group = open_group.get(key)
+        if group is None or len(group) + len(lane) > limits.get(key, default):
+            group = open_group[key] = []
+            groups.append(group)
+        group += lane
+    return groups
 
 
 @contextlib.contextmanager
@@ -260,17 +306,29 @@ def torch_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(old)
 
 
-def run_many(configs: Sequence[RunConfig], root: str | Path, *, threads: int | None = None,
-             progress: bool = False, lockstep: bool = True, **options: Any) -> list[RunRecord]:
-    """:func:`execute_group` for each group of ``configs`` (:func:`lockstep_groups`; teachers
-    must come before their students), sharing loaded data, teachers and trainers (:class:`Loaded`);
-    ``options`` go to :func:`execute_group`. Returns the records in the order of ``configs``."""
+def run_groups(groups: Sequence[Sequence[RunConfig]], root: str | Path, *,
+               threads: int | None = None, progress: bool = False,
+               **options: Any) -> list[RunRecord]:
+    """:func:`execute_group` for each of ``groups`` in turn (teachers' groups before their
+    students'), sharing loaded data, teachers and trainers (:class:`Loaded`); ``options`` go
+    to :func:`execute_group`. Returns the records in the order of the groups' runs."""
     loaded = Loaded()
-    groups: Any = lockstep_groups(configs, lockstep)
+    todo: Any = groups
     if progress:
         from tqdm.auto import tqdm
-        groups = tqdm(groups, desc="run groups")
+        todo = tqdm(groups, desc="run groups")
     with torch_threads(threads):
-        records = {r.config.key(): r for g in groups
-                   for r in execute_group(g, root, loaded=loaded, progress=progress, **options)}
+        return [r for g in todo
+                for r in execute_group(g, root, loaded=loaded, progress=progress, **options)]
+
+
+def run_many(configs: Sequence[RunConfig], root: str | Path, *, threads: int | None = None,
+             progress: bool = False, lockstep: bool = True,
+             members: int | Mapping[str, int] = 1, **options: Any) -> list[RunRecord]:
+    """:func:`run_groups` for the groups of ``configs`` (:func:`lockstep_groups` with
+    ``lockstep`` and ``members``; teachers must come before their students). Returns the
+    records in the order of ``configs``."""
+    groups = lockstep_groups(configs, lockstep, members)
+    records = {r.config.key(): r for r in run_groups(groups, root, threads=threads,
+                                                     progress=progress, **options)}
     return [records[c.key()] for c in configs]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -176,14 +176,22 @@ def _vjp_estimates(model: nn.Module, X: Tensor, members: int, n_probes: int, pro
 
 
 def member_probes(model: nn.Module, X: Tensor, members: int, n_probes: int, probe: str,
-                  generator: torch.Generator) -> Tensor:
+                  generator: torch.Generator | Sequence[torch.Generator],
+                  lanes: Sequence[int] | None = None) -> Tensor:
     """The probes of :func:`gradient_norm_probe_members`, ``(N, n_probes, K * L)``: each
-    member gets the ``(N, n_probes, L)`` draws a separate run with ``generator`` would make."""
+    member gets the ``(N, n_probes, L)`` draws a separate run with ``generator`` would make.
+    Members of different seeds: ``generator`` holds one generator per lane and member ``k``
+    gets the draws of ``generator[lanes[k]]``."""
     n_out = n_outputs(model, X)
     if n_out % members:
         raise ValueError(f"the model's {n_out} outputs per sample do not split into {members} members")
-    U = _probes((X.shape[0], n_probes, n_out // members), probe, generator, model_dtype(model))
-    return U.repeat(1, 1, members)
+    shape = (X.shape[0], n_probes, n_out // members)
+    if lanes is None:
+        return _probes(shape, probe, generator, model_dtype(model)).repeat(1, 1, members)
+    if len(lanes) != members:
+        raise ValueError(f"lanes must give each of the {members} members a lane, got {list(lanes)}")
+    drawn = [_probes(shape, probe, g, model_dtype(model)) for g in generator]
+    return torch.cat([drawn[lane] for lane in lanes], dim=-1)
 
 
 def member_probe_sq_norms(model: nn.Module, X: Tensor, U: Tensor, members: int,

@@ -47,7 +47,11 @@ def test_gpu_check_dry_run(smoke_book, tmp_path):
     rows = [json.loads(line) for line in (out / "bench.jsonl").read_text().splitlines()]
     names = {r["name"] for r in rows}
     assert {"gpu_teacher_eager", "gpu_gradnorm_cost_eager", "gpu_lockstep_k3_eager",
-            "paper_grid_gpu_hours_eager"} <= names
+            "paper_grid_gpu_hours_eager", "gpu_teachers_across_seeds_eager",
+            "gpu_students_across_seeds_eager"} <= names
+    across = {r["name"]: r for r in rows if "across_seeds" in r["name"]}
+    assert across["gpu_teachers_across_seeds_eager"]["images_per_s"] > 0
+    assert across["gpu_students_across_seeds_eager"]["student_images_per_s"] > 0
     assert not any(n.endswith("_error") for n in names), rows
     assert all({"name", "ours_s", "baseline_s", "ratio"} <= set(r) for r in rows)
     drift = [json.loads(line) for line in (out / "drift.txt").read_text().splitlines()

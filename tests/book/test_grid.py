@@ -38,6 +38,33 @@ def test_two_local_workers_match_one_process(tmp_path):
     assert status(runs, tmp_path / "workers")["done"] == len(runs)
 
 
+def test_two_local_workers_train_groups_across_seeds(tmp_path):
+    """``members``: the teachers of both seeds train as one group, and the students of both
+    teachers as one group (K = 10), each run with the record of its separate run (float64: to
+    the lockstep tolerance) and its group's size; the device policy groups nothing across seeds
+    on the CPU, ``measure`` measures there; a bad ``--members`` is one line."""
+    from dsmlib.book.grid import group_limits
+    from dsmlib.models.lockstep import across_seeds_key
+    runs = grid_runs(Parameters.from_dict({**PARAMS, "precision": "fp64"}))
+    launch(runs, tmp_path / "grouped", cluster="local", workers=2, threads=1, members=10)
+    grouped = collect(runs, tmp_path / "grouped")
+    alone = run_many(runs, tmp_path / "alone", threads=1)
+    for a, b in zip(alone, grouped):
+        assert b.history[-1]["lockstep"] == (2 if a.config.role == "teacher" else 10)
+        for ra, rb in zip(strip(a.history), strip(b.history)):
+            for k, v in ra.items():
+                if k == "lockstep" or v is None or isinstance(v, str):
+                    continue
+                assert rb[k] == pytest.approx(v, rel=1e-12, abs=1e-15), (a.config.label(), k)
+    assert group_limits(runs, "auto", cluster="local", threads=1, options={}) == 1
+    measured = group_limits(runs, "measure", cluster="local", threads=1, options={})
+    assert set(measured) == {across_seeds_key(c) for c in runs}     # each kind, seeds 0 and 1
+    assert all(m >= 1 for m in measured.values())
+    assert main(["--root", str(ROOT), "grid", "launch", "--profile", "smoke", "--members",
+                 "many", "-p", "runs_dir", str(tmp_path / "none")]) == 2
+    assert not (tmp_path / "none").exists()
+
+
 def test_debug_cluster_status_and_collect(tmp_path):
     runs = grid_runs(Parameters.from_dict(PARAMS))
     assert status(runs, tmp_path) == {"done": 0, "partial": 0, "new": len(runs), "partial_runs": []}
@@ -160,11 +187,11 @@ def test_balance_deals_the_costliest_groups_first_to_the_least_loaded_worker():
     from dsmlib.models.runs import lockstep_groups
     groups = lockstep_groups(runs)
     chunks = balance(groups, 2)
-    assert sorted(r.key() for c in chunks for r in c) == sorted(r.key() for r in runs)
-    loads = [sum(group_cost(g) for g in lockstep_groups(c)) for c in chunks]
+    assert sorted(r.key() for c in chunks for g in c for r in g) == sorted(r.key() for r in runs)
+    loads = [sum(group_cost(g) for g in c) for c in chunks]
     small = min(group_cost(g) for g in groups)
     assert abs(loads[0] - loads[1]) <= small
     for c in chunks:                                  # whole groups, in one chunk each
-        for g in lockstep_groups(c):
+        for g in c:
             assert g in groups
-    assert balance(groups[:1], 3) == [groups[0]]       # no empty chunks
+    assert balance(groups[:1], 3) == [[groups[0]]]     # no empty chunks

@@ -117,6 +117,34 @@ def test_section5_students_train_as_long_as_their_teachers_in_every_profile():
             assert [s.headroom for s in grid.settings] == [False, True], profile
 
 
+def test_a_bad_cluster_fails_at_resolve_in_one_line():
+    """``-p cluster`` is checked with the chapter's parameters, before any kernel starts: one
+    line naming the parameter and the allowed values."""
+    spec = profiles.load_specs(ROOT / "notebooks")["sec5_distillation"]
+    with pytest.raises(ValueError, match=r"^cluster must be one of \['local', 'debug', "
+                                         r"'slurm'\], got 'clsuter'$") as err:
+        profiles.resolve(spec, "quick", {"cluster": "clsuter"})
+    assert "\n" not in str(err.value)
+    assert profiles.resolve(spec, "quick", {"cluster": "debug"}).cluster == "debug"
+
+
+def test_section5_training_hyperparameters_are_chapter_parameters_that_reach_every_run():
+    """Every hyperparameter that shapes training is declared once, as a chapter parameter, and
+    every run of the grid takes it from there: the learning rate and its schedule, momentum,
+    weight decay, batch, epochs and precision."""
+    from dsmlib.book.grid import profile_grid
+    over = dict(lr=0.05, lr_drops=[0.25, 0.5], lr_drop_factor=0.2, momentum=0.8,
+                weight_decay=5e-4, precision="fp32", batch_size=48, teacher_epochs=3)
+    grid, _ = profile_grid(ROOT, "smoke", over)
+    for c in grid.runs():
+        assert (c.lr, c.lr_drops, c.lr_drop_factor, c.momentum, c.weight_decay,
+                c.precision, c.epochs) == (0.05, (0.25, 0.5), 0.2, 0.8, 5e-4, "fp32", 3)
+        assert c.batch_size == (48 if c.train_limit == grid.train_limit else
+                                grid.headroom_batch)
+    assert {"lr", "lr_drops", "lr_drop_factor", "momentum", "weight_decay", "batch_size",
+            "teacher_epochs", "precision"} <= set(grid.grid_values())
+
+
 def test_papermill_reads_every_name_of_every_parameters_cell():
     """A parameters line papermill cannot parse (a comment holding '=' did, in ols.md) is not
     declared: papermill would neither list nor inject it, while the notebook still runs on its

@@ -33,7 +33,8 @@ from dsmlib.models.device import device_policy
 from dsmlib.models.graph import (WARMUP_STEPS, CapturedEpoch, CapturedGradNorm, CompiledLosses,
                                  Shape, Trainers, load_optimizer_in_place)
 from dsmlib.models.lockstep import member_optimizer_state, member_state
-from dsmlib.models.loop import Batch, GradNormMeter, Trainer, build_model, plan_epoch, train_group
+from dsmlib.models.loop import (Batch, GradNormMeter, Trainer, build_model, plan_epoch, plan_lanes,
+                                train_group)
 from dsmlib.models.run_config import student_of
 from helpers import deterministic_fp32
 from tiny_runs import tiny_teacher
@@ -160,6 +161,27 @@ def test_a_reused_trainer_equals_fresh_eager_runs(role):
     assert len(trainers.kept) == 1 and capture.replays > 0
 
 
+@pytest.mark.parametrize("role", ["teachers", "students"])
+def test_a_group_across_seeds_on_the_captured_step_equals_eager(role):
+    """Runs of two seeds in one group (each lane its own split, batches and teacher) on the
+    captured step, then another two seeds on the same trainer, reset (its graphs replayed):
+    the numbers of the eager group, bit for bit, and each step replays what it captured."""
+    capture, trainers = CheckedCapture(), Trainers()
+    policy = graph_policy(capture)
+    for seeds in ((0, 1), (2, 3)):
+        groups = [_group(seed) for seed in seeds]
+        data = [g[0] for g in groups]
+        if role == "teachers":
+            configs, teacher = [g[1] for g in groups], None
+        else:
+            configs, teacher = [c for g in groups for c in g[3][:2]], [g[2] for g in groups]
+        eager = train_group(configs, data, teacher=teacher, step="eager")
+        graph = train_group(configs, data, teacher=teacher, step=policy, trainers=trainers)
+        _same(eager, graph)
+        assert {h[-1]["lockstep"] for h in graph} == {len(configs)}
+    assert capture.captures == 4 and len(trainers.kept) == 1   # the second pair replayed
+
+
 def test_a_new_shape_replaces_the_trainer_of_its_role():
     capture, trainers = CheckedCapture(), Trainers()
     policy = graph_policy(capture)
@@ -203,8 +225,8 @@ def test_the_check_catches_a_step_that_reads_a_new_tensor():
     trainer = Trainer([dataclasses.replace(TEACHER, augment=False)], data, None, CPU_EAGER)
     capture = CheckedCapture()
     loop = CapturedEpoch(trainer, capture)
-    plan = plan_epoch(0, 0, n=64, batch_size=8, device=data.device, pad=data.pad, flip=False,
-                      augment=False, num_classes=10)
+    plan = plan_lanes([plan_epoch(0, 0, n=64, batch_size=8, device=data.device, pad=data.pad,
+                                  flip=False, augment=False, num_classes=10)])
     loop(plan)                          # 3 eager warm-up steps, a capture, its replays
     assert capture.captures == 1 and capture.replays == plan.steps - 3
     p = next(iter(trainer.model.parameters()))
@@ -347,9 +369,10 @@ def _trainer(data, students: bool) -> Trainer:
 
 
 def _plan(data, epoch: int):
-    return plan_epoch(0, epoch, n=data.X_train.shape[0], batch_size=32, device=data.device,
-                      pad=data.pad, flip=True, augment=True, num_classes=10,
-                      kinds={"gaussian", "symmetric"})
+    """The plan of a group of one lane."""
+    return plan_lanes([plan_epoch(0, epoch, n=data.X_train.shape[0], batch_size=32,
+                                  device=data.device, pad=data.pad, flip=True, augment=True,
+                                  num_classes=10, kinds={"gaussian", "symmetric"})])
 
 
 @pytest.mark.parametrize("students", [False, True])
@@ -478,8 +501,9 @@ def test_the_losses_are_one_graph_and_equal_the_eager_losses():
     as inductor does, without its C++ compile, so this runs in seconds on the CPU."""
     data = _data(0)
     trainer = _trainer(data, students=True)
-    plan = plan_epoch(0, 0, n=64, batch_size=32, device=data.device, pad=data.pad, flip=False,
-                      augment=True, num_classes=10, kinds={"gaussian", "symmetric"})
+    plan = plan_lanes([plan_epoch(0, 0, n=64, batch_size=32, device=data.device, pad=data.pad,
+                                  flip=False, augment=True, num_classes=10,
+                                  kinds={"gaussian", "symmetric"})])
     traced = torch.compile(trainer.losses, backend="aot_eager", fullgraph=True)
     for s in range(plan.steps):
         eager = trainer.losses(plan.batch(s))
@@ -504,7 +528,7 @@ def test_compiled_losses_of_many_trainers_each_compile_once():
         trainer.model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 + 4 * i, 10))
         compiled = CompiledLosses(trainer, backend="eager")
         for first in (0, 8):
-            batch = Batch(idx=torch.arange(first, first + 8))
+            batch = Batch(idx=torch.arange(first, first + 8)[None])   # one lane
             torch.testing.assert_close(compiled(batch), trainer.losses(batch))
     assert counters["stats"]["unique_graphs"] - frames == limit + 2   # one each, none again
 

@@ -28,6 +28,7 @@ How far each quantity moved was measured with the kernel configurations of
 compatible path)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -36,7 +37,8 @@ import torch
 from dsmlib.foundation.rng import as_torch_generator
 from dsmlib.models.datasets import load_dataset
 from dsmlib.models.datasets import apply_augment, augment_draws
-from dsmlib.models.lockstep import (lockstep_key, member_optimizer_state, member_state,
+from dsmlib.models.lockstep import (across_seeds_key, lanes_of, lockstep_key,
+                                    member_optimizer_state, member_state,
                                     stack_optimizer_states, stack_states)
 from dsmlib.models.networks import cifar_resnet
 from dsmlib.models.run_config import RunConfig, student_of
@@ -127,26 +129,16 @@ STEP_SEED = 4
 STEP_TOL = {torch.float32: 1e-5, torch.float64: 2e-14}
 
 
-@pytest.mark.kernels
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
-def test_one_training_step_of_the_grouped_network_is_its_members(dtype, threads, relu_inputs):
-    """Train mode (batch statistics), a squared loss per member against targets of its own,
-    one step of SGD with momentum and weight decay: the grouped network's outputs, gradients
-    and state after the step (weights, batch-norm statistics, momentum) are its members', to
-    :data:`STEP_TOL`. No ReLU input can have changed sides: every one lies further from 0 than
-    ten times the largest gap between the group's and the member's (measured here)."""
-    k_all, tol = 3, STEP_TOL[dtype]
-    nets = [m.train() for m in members(k_all, "cpu", dtype)]
-    group = cifar_resnet(8, 5, in_channels=2, members=k_all, dtype=dtype).train()
-    group.load_state_dict(stack_states([m.state_dict() for m in nets]))
-    gen = torch.Generator().manual_seed(STEP_SEED)
-    x = torch.randn(4, 2, 8, 8, generator=gen).to(dtype)
-    y = torch.randn(4, k_all, 5, generator=gen).to(dtype)
+def _one_step_equals_members(group, nets, x_group, x_member, y, dtype, relu_inputs) -> None:
+    """One training step of ``group`` on ``x_group`` against each member's own on
+    ``x_member(j)``: outputs, gradients and the state after the step (weights, batch-norm
+    statistics, momentum) equal to :data:`STEP_TOL`, no ReLU input within ten gaps of 0."""
+    k_all, tol = len(nets), STEP_TOL[dtype]
 
     def sgd(model):
         return torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
     opt = sgd(group)
-    out = group(x)
+    out = group(x_group)
     seen_group = list(relu_inputs)
     sum(mse(out[:, j], y[:, j]) for j in range(k_all)).backward()
     grads = {n: p.grad.clone() for n, p in group.named_parameters()}
@@ -154,7 +146,7 @@ def test_one_training_step_of_the_grouped_network_is_its_members(dtype, threads,
     after, momentum = group.state_dict(), opt.state_dict()
     for j, m in enumerate(nets):
         relu_inputs.clear()
-        o = m(x)
+        o = m(x_member(j))
         margin, gap = relu_margin_and_gap(seen_group, relu_inputs, j, k_all)
         assert margin > 10 * max(gap, torch.finfo(dtype).eps), (j, margin, gap)
         assert largest_gap(out[:, j].detach(), o.detach()) <= tol, j
@@ -171,6 +163,49 @@ def test_one_training_step_of_the_grouped_network_is_its_members(dtype, threads,
         buffers = member_optimizer_state(momentum, j, k_all)["state"]
         for i, st in one.state_dict()["state"].items():
             assert largest_gap(buffers[i]["momentum_buffer"], st["momentum_buffer"]) <= tol, (j, i)
+
+
+@pytest.mark.kernels
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
+def test_one_training_step_of_the_grouped_network_is_its_members(dtype, threads, relu_inputs):
+    """Train mode (batch statistics), a squared loss per member against targets of its own,
+    one step of SGD with momentum and weight decay: the grouped network's outputs, gradients
+    and state after the step (weights, batch-norm statistics, momentum) are its members', to
+    :data:`STEP_TOL`. No ReLU input can have changed sides: every one lies further from 0 than
+    ten times the largest gap between the group's and the member's (measured here)."""
+    k_all = 3
+    nets = [m.train() for m in members(k_all, "cpu", dtype)]
+    group = cifar_resnet(8, 5, in_channels=2, members=k_all, dtype=dtype).train()
+    group.load_state_dict(stack_states([m.state_dict() for m in nets]))
+    gen = torch.Generator().manual_seed(STEP_SEED)
+    x = torch.randn(4, 2, 8, 8, generator=gen).to(dtype)
+    y = torch.randn(4, k_all, 5, generator=gen).to(dtype)
+    _one_step_equals_members(group, nets, x, lambda j: x, y, dtype, relu_inputs)
+
+
+#: Inputs of the one-step test of a group across seeds: two lanes of 4 images of 2 x 8 x 8
+#: from seed 57, whose ReLU inputs (each member on its lane's images) lie at least 9.1e-6 of
+#: their layer's largest from 0 in train and eval mode (seeds 0-59 scanned, 57 the furthest).
+LANES_STEP_SEED = 57
+
+
+@pytest.mark.kernels
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
+def test_one_training_step_grouped_across_seeds_is_its_members(dtype, threads, relu_inputs):
+    """Members of three seeds, each reading its own lane's images ``(b, lanes, C, H, W)``
+    (members 0 and 2 one lane, member 1 another: the lane index, not the member's, picks the
+    images): one step equals each member's own step on its lane's images, to
+    :data:`STEP_TOL` (the tolerance of the shared input: the grouped convolutions are the same
+    kernels)."""
+    lanes = (0, 1, 0)
+    nets = [m.train() for m in members(3, "cpu", dtype)]
+    group = cifar_resnet(8, 5, in_channels=2, members=3, lanes=lanes, dtype=dtype).train()
+    group.load_state_dict(stack_states([m.state_dict() for m in nets]))
+    gen = torch.Generator().manual_seed(LANES_STEP_SEED)
+    x = torch.randn(4, 3, 2, 8, 8, generator=gen).to(dtype)[:, [0, 1]]
+    y = torch.randn(4, 3, 5, generator=gen).to(dtype)
+    _one_step_equals_members(group, nets, x, lambda j: x[:, lanes[j]], y, dtype, relu_inputs)
+    assert "lane_index" not in group.state_dict()      # a member's state: a plain network's
 
 
 def test_optimizer_states_stack_and_split():
@@ -268,7 +303,7 @@ TEACHER = tiny_teacher(n_gradnorm=6)
 
 
 def _group(precision: str) -> list[RunConfig]:
-    t = RunConfig(**{**TEACHER.to_dict(), "precision": precision})
+    t = dataclasses.replace(TEACHER, precision=precision)
     return [student_of(t, "none", 0.0), student_of(t, "gaussian", 4.0),
             student_of(t, "symmetric", 0.3), student_of(t, "symmetric_mean", 0.3),
             student_of(t, "hinton", 4.0)]
@@ -382,3 +417,146 @@ def test_interrupted_lockstep_group_resumes_exactly(tmp_path):
     for r, s in zip(ref, alone):
         _assert_rows_close(r.history, s.history, RUN_RTOL64)
 
+
+
+# --- groups across seeds: each lane its own split, batches, crops, noise, teacher and probes ---
+#
+# Whole runs in float64 against their separate runs, to RUN_RTOL64: the largest relative gap of
+# the two tests below (rows and final states, teachers and students) was 1.4e-15 on a 2-core
+# Intel Xeon natively and with two threads, 1.4e-15 with ATen's, oneDNN's and MKL's dispatch
+# lowered (tests/reduced_simd.py's "reduced"), and 1.1e-15 with oneDNN off and
+# MKL_CBWR=COMPATIBLE on two threads. By hand, each of these
+# mutants failed them: every lane fed the first lane's batches (a shared stream); a teacher's
+# seed ignored in its initialisation; a lane's seed ignored in G's probes; every student
+# reading the first lane's teacher.
+
+SEEDS = (0, 1, 2)
+
+
+def _splits(device, seeds=SEEDS):
+    """Each seed's split of the tiny run's data (split and normalisation seeded by the seed)."""
+    return [load_dataset("digits", split_seed=s, train_limit=96, device=device) for s in seeds]
+
+
+def _assert_group_equals_separate_runs(together, finals, alone_of, configs, rtol) -> None:
+    """Each member's rows and final state equal its separate run's (``alone_of(k)``: its
+    histories and final state)."""
+    for k, c in enumerate(configs):
+        alone, state = alone_of(k)
+        _assert_rows_close(together[k], alone, rtol)
+        mine = member_state(finals, k, len(configs))
+        for name, t in state.items():
+            if t.is_floating_point():
+                torch.testing.assert_close(mine[name], t, rtol=rtol, atol=rtol)
+    # the members really differ: other seeds, other data, other batches
+    assert len({round(h[-1]["train_objective"], 6) for h in together}) == len(configs)
+    assert {h[-1]["lockstep"] for h in together} == {len(configs)}
+
+
+def _run(configs, data, teacher=None):
+    """``train_group`` (or ``train`` for one run) and the final state of its network."""
+    final = {}
+
+    def keep(epoch, histories, model, opt):
+        final["state"] = {k: v.clone() for k, v in model.state_dict().items()}
+    hist = train_group(configs, data, teacher=teacher, on_epoch=keep)
+    return hist, final["state"]
+
+
+def _alone(config, data, teacher=None):
+    """A run trained alone: its history and final state."""
+    hist, state = _run([config], data, teacher)
+    return hist[0], state
+
+
+@pytest.mark.kernels
+def test_teachers_grouped_across_seeds_equal_their_separate_runs(device):
+    """Three teachers of three seeds in one group, two epochs in float64, each on its own split
+    (its seed's), batches, crops, initialisation and G probes: each member's rows (losses,
+    accuracies, per-image test results, G and its SE, every epoch) and final state equal its
+    separate run's, to :data:`RUN_RTOL64`. Mutants that fail it: every lane fed the first
+    lane's batches (a shared stream), a member's seed ignored in its initialisation or in its
+    G probes."""
+    configs = [tiny_teacher(n_gradnorm=6, precision="fp64", seed=s) for s in SEEDS]
+    splits = _splits(device)
+    together, finals = _run(configs, splits)
+    _assert_group_equals_separate_runs(together, finals,
+                                       lambda k: _alone(configs[k], splits[k]), configs,
+                                       RUN_RTOL64)
+
+
+@pytest.mark.kernels
+def test_students_grouped_across_seeds_equal_their_separate_runs(device):
+    """The students of two teachers (seeds 0 and 1; untrained teachers will do, each its own
+    seed's) of three kinds, interleaved (a member's lane, not its place, says whose batches,
+    images and teacher it reads), two epochs in float64: each member equals its separate run,
+    with its own teacher on its own split, to :data:`RUN_RTOL64`."""
+    teachers = [tiny_teacher(n_gradnorm=6, precision="fp64", seed=s) for s in SEEDS[:2]]
+    splits = _splits(device, SEEDS[:2])
+    t_models = [build_model(t, d).eval() for t, d in zip(teachers, splits)]
+    configs = [student_of(t, k, lv) for k, lv in (("none", 0.0), ("gaussian", 4.0),
+                                                  ("symmetric", 0.3)) for t in teachers]
+    together, finals = _run(configs, splits, t_models)
+    lane = [c.teacher.seed for c in configs]
+    _assert_group_equals_separate_runs(
+        together, finals,
+        lambda k: _alone(configs[k], splits[lane[k]], t_models[lane[k]]), configs, RUN_RTOL64)
+
+
+@pytest.mark.kernels
+def test_teachers_grouped_across_seeds_track_their_separate_runs_in_fp32():
+    """In float32, where a ReLU input within rounding of 0 may change sides (the module's
+    docstring), as the lockstep students in float32: the training objective within
+    :data:`RUN_RTOL32`, the accuracies within :data:`RUN_ACC32`."""
+    configs = [tiny_teacher(n_gradnorm=6, precision="fp32", seed=s) for s in SEEDS]
+    splits = _splits("cpu")
+    together = train_group(configs, splits)
+    for k, (c, d) in enumerate(zip(configs, splits)):
+        alone = train(c, d)
+        for ra, rb in zip(together[k][1:], alone[1:]):
+            assert abs(ra["train_objective"] / rb["train_objective"] - 1) <= RUN_RTOL32, k
+        for ra, rb in zip(together[k], alone):
+            for key in ("train_acc", "val_acc", "test_acc"):
+                if ra[key] is not None:
+                    assert abs(ra[key] - rb[key]) <= RUN_ACC32, (k, key)
+
+
+def test_groups_across_seeds_hold_whole_lanes_up_to_the_limit():
+    """lockstep_groups: teachers of several seeds join one group, students of several
+    teachers too, whole lanes only, at most ``members`` runs (a larger lane alone); other
+    settings never join; ``members=1`` keeps today's groups."""
+    teachers = [tiny_teacher(seed=s) for s in range(4)]
+    other = tiny_teacher(seed=9, batch_size=16)
+    students = [student_of(t, k, lv) for t in teachers[:3] for k, lv in (("none", 0.0),
+                                                                        ("gaussian", 4.0))]
+    runs = teachers + [other] + students
+    assert lockstep_groups(runs) == [[c] for c in teachers + [other]] + [
+        students[i:i + 2] for i in (0, 2, 4)]
+    got = lockstep_groups(runs, members=4)
+    assert got == [teachers, [other], students[:4], students[4:]]
+    assert lockstep_groups(runs, members={across_seeds_key(teachers[0]): 3}) == [
+        teachers[:3], [teachers[3]], [other]] + [students[i:i + 2] for i in (0, 2, 4)]
+    assert lanes_of(students[:4]) == (0, 0, 1, 1)
+
+
+@pytest.mark.kernels
+def test_an_interrupted_group_across_seeds_resumes_exactly(tmp_path):
+    """Teachers of three seeds and their students as groups across seeds (``members``),
+    interrupted after one epoch and resumed as groups of other sizes, give the runs that
+    trained alone, to :data:`RUN_RTOL64` (float64)."""
+    teachers = [tiny_teacher(n_gradnorm=6, precision="fp64", seed=s) for s in SEEDS]
+    students = [student_of(t, k, lv) for t in teachers for k, lv in (("none", 0.0),
+                                                                     ("gaussian", 4.0))]
+    everything = teachers + students
+    alone = run_many(everything, tmp_path / "alone", threads=1, lockstep=False)
+    run_many(teachers, tmp_path / "g", threads=1, members=3, stop_after=1)
+    assert {run_status(c, tmp_path / "g") for c in teachers} == {("partial", 1)}
+    run_many(teachers[:1], tmp_path / "g", threads=1)              # one resumed alone
+    run_many(teachers, tmp_path / "g", threads=1, members=3)       # the others as a group of 2
+    run_many(students, tmp_path / "g", threads=1, members=6, stop_after=1)
+    grouped = run_many(everything, tmp_path / "g", threads=1, members=4)   # lanes of 2: 4, 2
+    for a, b in zip(alone, grouped):
+        assert b.done
+        _assert_rows_close(a.history, b.history, RUN_RTOL64)
+    assert [h.history[1]["lockstep"] for h in grouped] == [3] * 3 + [6] * 6
+    assert [h.history[-1]["lockstep"] for h in grouped] == [1, 2, 2] + [4] * 4 + [2] * 2

@@ -15,7 +15,7 @@ from dsmlib.models.device import device_policy, execution
 from dsmlib.models.networks import count_parameters
 from dsmlib.models.run_config import RunConfig, student_of
 from dsmlib.models.loop import (STREAM_NOISE, Member, Trainer, build_model, lr_at, member_noise,
-                                plan_epoch, predict, train)
+                                plan_epoch, plan_lanes, predict, train)
 from dsmlib.foundation.rng import as_torch_generator, child_seed
 from dsmlib.theory.label_noise import swap_expectation_matrix
 from tiny_runs import tiny_teacher
@@ -69,10 +69,11 @@ def _losses_by_hand(trainer: Trainer, W: torch.Tensor, batch) -> torch.Tensor:
     teacher's logits ``t`` plus its noise -- ``t + sigma z``, ``t`` with each logit copied from
     the ``r``-th other one where ``u < p``, the swap's mean ``M_p t`` (Eq. 24) -- or Hinton's
     ``T^2 KL`` of the softened softmaxes; a teacher's cross-entropy on the labels."""
-    x = apply_augment(trainer.X[batch.idx], batch.dy, batch.dx, batch.flips, pad=trainer.pad)
+    X, y = trainer.X[0], trainer.y[0]      # the group's one lane
+    x = apply_augment(X[batch.idx], batch.dy, batch.dx, batch.flips, pad=trainer.pad)
     f = x.flatten(1).double() @ W.T
     if trainer.teacher is None:
-        return -F.log_softmax(f, -1).gather(1, trainer.y[batch.idx, None]).mean().reshape(1)
+        return -F.log_softmax(f, -1).gather(1, y[batch.idx, None]).mean().reshape(1)
     t = x.flatten(1).double() @ trainer.teacher[1].weight.T
     f, L = f.view(x.shape[0], len(KINDS), -1), t.shape[1]
     out = []
@@ -108,6 +109,7 @@ def test_a_step_is_sgd_on_the_members_losses_and_an_epoch_sums_them(students):
     plan = plan_epoch(7, 0, n=96, batch_size=32, device=torch.device("cpu"), pad=trainer.pad,
                       flip=True, augment=True, num_classes=10, dtype=torch.float64,
                       kinds={m.kind for m in trainer.members})
+    lane = plan_lanes([plan])     # the plan of a group of one lane (a lane axis of one)
     W = trainer.model[1].weight.detach().clone()
     buf, total = torch.zeros_like(W), torch.zeros(len(trainer.members), dtype=torch.float64)
     trainer.model.train()
@@ -118,11 +120,11 @@ def test_a_step_is_sgd_on_the_members_losses_and_an_epoch_sums_them(students):
         buf = (grad + DECAY * W) if s == 0 else MOMENTUM * buf + grad + DECAY * W
         W = W - LR * buf
         total += want.detach()
-        got = trainer.step(plan.batch(s))
+        got = trainer.step(lane.batch(s))
         torch.testing.assert_close(got, want.detach(), rtol=1e-10, atol=1e-12)
         torch.testing.assert_close(trainer.model[1].weight.detach(), W, rtol=1e-10, atol=1e-12)
     again = _linear_trainer(students)
-    torch.testing.assert_close(again.epoch(plan), total, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(again.epoch(lane), total, rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(again.model[1].weight.detach(), W, rtol=1e-10, atol=1e-12)
 
 
@@ -143,6 +145,23 @@ def test_paper_schedule():
     c = tiny(epochs=200)
     assert [lr_at(c, e) for e in (0, 99, 100, 149, 150, 199)] == pytest.approx(
         [0.1, 0.1, 0.01, 0.01, 0.001, 0.001])
+
+
+@pytest.mark.parametrize("epochs", [1, 2, 3, 5, 7, 10, 12, 13, 200])
+def test_the_schedule_of_recipe_2_is_the_one_it_had_in_code(epochs):
+    """At its implied values the schedule's fields give, bit for bit, the learning rates the
+    drops hard-coded in lr_at gave (epochs // 2 and 3 * epochs // 4), so runs of recipe 2 train
+    as they did."""
+    c = tiny(epochs=epochs)
+    old = [c.lr * 0.1 ** ((e >= epochs // 2) + (e >= (3 * epochs) // 4)) for e in range(epochs)]
+    assert [lr_at(c, e) for e in range(epochs)] == old
+
+
+def test_a_schedule_of_other_drops_and_factor():
+    """Drops at the decimals written (0.3 of 10 epochs is epoch 3, not 2 by rounding)."""
+    c = tiny(epochs=10, lr=1.0, lr_drops=[0.3, 0.7, 0.9], lr_drop_factor=0.5)
+    assert [lr_at(c, e) for e in range(10)] == [1, 1, 1, 0.5, 0.5, 0.5, 0.5, 0.25, 0.25, 0.125]
+    assert [lr_at(tiny(epochs=4, lr_drops=[1.0]), e) for e in range(4)] == [0.1] * 4
 
 
 def _teacher_logits(n: int, L: int, device) -> torch.Tensor:

@@ -4,6 +4,7 @@ the epochs that read the training subsample and skip the test set, and the noise
 teacher's logit units."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -107,13 +108,13 @@ def test_noise_in_the_teachers_logit_units():
 
 def test_rows_of_the_middle_epochs_read_the_training_subsample_and_not_the_test_set():
     data = load_dataset("digits", train_limit=96, device="cpu")
-    t = RunConfig(**{**TEACHER.to_dict(), "n_train_eval": 32, "epochs": 3})
+    t = dataclasses.replace(TEACHER, n_train_eval=32, epochs=3)
     hist = train(t, data)
     assert hist[0]["test_acc"] is not None and hist[-1]["test_acc"] is not None
     assert all(r["test_acc"] is None and r["test_loss"] is None for r in hist[1:-1])
     for r in hist[1:-1]:                                      # accuracies over 32 images
         assert abs(r["train_acc"] * 32 - round(r["train_acc"] * 32)) < 1e-6
-    whole = train(RunConfig(**{**t.to_dict(), "n_train_eval": None}), data)
+    whole = train(dataclasses.replace(t, n_train_eval=None), data)
     assert [r["val_acc"] for r in whole] == [r["val_acc"] for r in hist]   # training unchanged
     assert whole[-1]["train_acc"] == hist[-1]["train_acc"]
     assert all(r["n_train"] == 96 and r["logit_var"] is None for r in hist)

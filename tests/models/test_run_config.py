@@ -35,6 +35,12 @@ def test_config_key_and_roundtrip():
     (dict(passes=0), "passes must be >= 1"),
     (dict(n_train_eval=0), "n_train_eval must be >= 1"),
     (dict(role="student"), "a student needs teacher"),
+    (dict(lr_drops=(0.75, 0.5)), "lr_drops must be increasing fractions"),
+    (dict(lr_drops=(0.0,)), "lr_drops must be increasing fractions"),
+    (dict(lr_drops=(1.5,)), r"lr_drops \(fractions of the epochs\) must lie in \[0, 1\]"),
+    (dict(lr_drops=0.5), "lr_drops must be a list of fractions"),
+    (dict(lr_drop_factor=0.0), "lr_drop_factor .* must be > 0"),
+    (dict(lr_drop_factor=2.0), r"lr_drop_factor .* must lie in \[0, 1\]"),
 ])
 def test_bad_configurations(kw, match):
     with pytest.raises(ValueError, match=match):
@@ -52,7 +58,8 @@ def test_noise_levels_out_of_range(noise, level, match):
 
 def test_student_must_match_teacher():
     with pytest.raises(ValueError, match="must match its teacher's depth"):
-        RunConfig(depth=14, role="student", teacher=tiny(), epochs=2, n_gradnorm=4)
+        RunConfig.from_dict({**tiny().to_dict(), "depth": 14, "role": "student",
+                             "teacher": tiny().to_dict()})
 
 
 def test_integral_floats_are_stored_as_integers():
@@ -61,3 +68,33 @@ def test_integral_floats_are_stored_as_integers():
     assert (c.epochs, c.n_gradnorm, c.train_limit) == (2, 4, 96)
     assert all(type(v) is int for v in (c.epochs, c.n_gradnorm, c.train_limit, c.depth))
     assert c.key() == tiny().key()
+
+
+def test_training_hyperparameters_have_no_defaults():
+    """Every hyperparameter that shapes training is stated by the configuration's maker (the
+    chapter's parameters), never taken from a default here."""
+    stated = {k: v for k, v in tiny().to_dict().items() if k != "teacher"}
+    for name in ("epochs", "batch_size", "lr", "momentum", "weight_decay", "precision"):
+        with pytest.raises(TypeError, match=name):
+            RunConfig(**{k: v for k, v in stated.items() if k != name},
+                      lr_drops=(0.5, 0.75), lr_drop_factor=0.1)
+    for name in ("lr_drops", "lr_drop_factor"):
+        with pytest.raises(TypeError, match=name):
+            RunConfig(**stated, **{k: v for k, v in dict(lr_drops=(0.5, 0.75),
+                                                          lr_drop_factor=0.1).items() if k != name})
+
+
+def test_the_schedule_of_recipe_2_keeps_the_keys_of_runs_keyed_before_it_was_a_field():
+    """At the schedule recipe 2 had in code (IMPLIED) the schedule's fields are left out of
+    the dict, so a run's key and config.json are what they were; another schedule is another
+    run. The key below is the tiny teacher's as computed before the fields existed."""
+    t = tiny()
+    assert "lr_drops" not in t.to_dict() and "lr_drop_factor" not in t.to_dict()
+    assert t.key() == "c09ce7f4a71be759"
+    assert RunConfig.from_dict(t.to_dict()) == t
+    other = tiny(lr_drops=[0.25, 0.5, 0.75])
+    assert other.lr_drops == (0.25, 0.5, 0.75) and other.to_dict()["lr_drops"] == (0.25, 0.5, 0.75)
+    assert len({t.key(), other.key(), tiny(lr_drop_factor=0.2).key()}) == 3
+    assert RunConfig.from_dict(other.to_dict()) == other
+    s = student_of(other, "none", 0.0)
+    assert RunConfig.from_dict(s.to_dict()) == s and s.teacher.lr_drops == other.lr_drops

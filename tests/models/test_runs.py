@@ -2,6 +2,7 @@
 finished runs are skipped; checkpoints of another configuration are refused with the reason."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -58,7 +59,7 @@ def test_finished_runs_are_skipped(tmp_path):
 def test_checkpoint_of_another_configuration_is_refused(tmp_path):
     run_many([TEACHER], tmp_path, threads=1, stop_after=1)
     ck = run_dir(TEACHER, tmp_path) / CHECKPOINT
-    other = RunConfig(**{**TEACHER.to_dict(), "lr": 0.05})
+    other = dataclasses.replace(TEACHER, lr=0.05)
     with pytest.raises(ValueError, match=r"refusing to resume .* another configuration \(lr: 0.05 != 0.1\)"):
         execute_run(other, tmp_path / "elsewhere", resume_from=ck)
     # a checkpoint trained in bf16 (on a GPU) does not silently continue in float32
