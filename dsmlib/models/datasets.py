@@ -50,7 +50,7 @@ from .dataset_files import download as fetch
 from .dataset_files import check_dataset, missing_files, read_arrays
 
 __all__ = ["DatasetSpec", "SPECS", "DATASETS", "DIGITS_TEST_FRACTION", "DIGITS_TEST_SEED",
-           "OFFICIAL_TRAIN", "OFFICIAL_TEST", "DataSplit", "Official", "train_images",
+           "OFFICIAL_TRAIN", "OFFICIAL_TEST", "DataSplit", "split_rows", "Official", "train_images",
            "official_arrays", "check_data", "balanced_split", "load_dataset", "augment_draws",
            "apply_augment", "augment"]
 
@@ -248,6 +248,39 @@ def _pool_rows(data: Official, pool: int | None, num_classes: int) -> np.ndarray
     return row[wanted]
 
 
+def split_rows(y_train: np.ndarray, rows: np.ndarray, *, split_seed: int, val_fraction: float,
+               pool: int | None, train_limit: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(validation, training)`` rows of the official training set: a seeded 80/20-style cut
+    of ``rows`` (all of them), or with ``pool`` a class-balanced one (:func:`balanced_split`);
+    the training part then cut to its first ``train_limit``."""
+    if pool is None:
+        perm = as_generator(child_seed(split_seed, 0)).permutation(len(rows))
+        n_val = int(round(val_fraction * len(rows)))
+        val, train = perm[:n_val], perm[n_val:]
+    else:
+        val, train = balanced_split(y_train[rows], split_seed, val_fraction)
+        val, train = rows[val], rows[train]
+    if train_limit is not None:
+        train = train[:check_int("train_limit", train_limit, minimum=2)]
+    return val, train
+
+
+def _preparer(X_fit: np.ndarray, scale: float, size: int, native: int, dev: torch.device):
+    """Images -> normalised float tensors on ``dev`` at ``size`` pixels, with the per-channel
+    mean and standard deviation of ``X_fit`` (the training images alone)."""
+    fit = torch.as_tensor(np.asarray(X_fit, np.float32)) / scale
+    mean = fit.mean(dim=(0, 2, 3), keepdim=True)
+    std = fit.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-6)
+
+    def prep(X: np.ndarray) -> Tensor:
+        t = torch.as_tensor(np.asarray(X, np.float32)) / scale
+        t = ((t - mean) / std).to(dev)
+        if size != native:
+            t = F.interpolate(t, size=(size, size), mode="bilinear", align_corners=False)
+        return t.contiguous()
+    return prep
+
+
 def load_dataset(name: str, *, split_seed: int = 0, data_dir: str | Path = "data",
                  download: bool = False, image_size: int | None = None,
                  train_limit: int | None = None, val_fraction: float = 0.2,
@@ -273,28 +306,9 @@ def load_dataset(name: str, *, split_seed: int = 0, data_dir: str | Path = "data
     dev = resolve_device(device)
     data = official_arrays(name, data_dir, download)
     Xtr, ytr, Xte, yte = data.X_train, data.y_train, data.X_test, data.y_test
-    scale = 1.0 if name == "digits" else 255.0
-    rows = _pool_rows(data, pool, spec.num_classes)
-    if pool is None:
-        perm = as_generator(child_seed(split_seed, 0)).permutation(len(rows))
-        n_val = int(round(val_fraction * len(rows)))
-        val, train = perm[:n_val], perm[n_val:]
-    else:
-        val, train = balanced_split(ytr[rows], split_seed, val_fraction)
-        val, train = rows[val], rows[train]
-    if train_limit is not None:
-        train = train[:check_int("train_limit", train_limit, minimum=2)]
-
-    Xfit = torch.as_tensor(Xtr[train], dtype=torch.float32) / scale   # the training images only
-    mean = Xfit.mean(dim=(0, 2, 3), keepdim=True)
-    std = Xfit.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-6)
-
-    def prep(X: np.ndarray, idx: np.ndarray | None = None) -> Tensor:
-        t = torch.as_tensor(np.asarray(X if idx is None else X[idx], np.float32)) / scale
-        t = ((t - mean) / std).to(dev)
-        if size != spec.image_size:
-            t = F.interpolate(t, size=(size, size), mode="bilinear", align_corners=False)
-        return t.contiguous()
+    val, train = split_rows(ytr, _pool_rows(data, pool, spec.num_classes), split_seed=split_seed,
+                            val_fraction=val_fraction, pool=pool, train_limit=train_limit)
+    prep = _preparer(Xtr[train], 1.0 if name == "digits" else 255.0, size, spec.image_size, dev)
 
     def labels(y: np.ndarray) -> Tensor:
         return torch.as_tensor(y, dtype=torch.int64, device=dev)
@@ -307,7 +321,7 @@ def load_dataset(name: str, *, split_seed: int = 0, data_dir: str | Path = "data
            f"order (seed {ORDER_SEED})")
     note = (f"{name}: {len(train)} train / {len(val)} validation ({how}, split seed "
             f"{split_seed}) / {len(yte)} test ({test_note}); {size}x{size} pixels")
-    return DataSplit(spec, size, pad, prep(Xtr, train), labels(ytr[train]), prep(Xtr, val),
+    return DataSplit(spec, size, pad, prep(Xtr[train]), labels(ytr[train]), prep(Xtr[val]),
                      labels(ytr[val]), prep(Xte), labels(yte), note)
 
 
