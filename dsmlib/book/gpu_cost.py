@@ -10,10 +10,52 @@ from typing import Any, Sequence
 
 from ..figures.tables import data_table
 
-__all__ = ["GPU_RUNS", "cost_rows", "cost_markdown"]
+__all__ = ["GPU_RUNS", "cost_rows", "cost_markdown", "PROFILE_BUDGET_S", "SETUP_S",
+           "SIZE_STEP", "SIZE_RANGE", "measured_rates", "largest_size"]
 
 GPU_RUNS = Path("benchmarks") / "gpu_runs"
 ROW = "paper_grid_gpu_hours_"
+#: A profile of Section 5 on one GPU: its budget (issue 51: at most 420 s on the card), and
+#: what the rule below keeps of it for everything but the SGD steps (loading the data,
+#: capturing the steps, the evaluations after each epoch and of all 10,000 test images at the
+#: end, G): a budget fixed before any CIFAR-10 run, not a measurement.
+PROFILE_BUDGET_S = 420.0
+SETUP_S = 60.0
+#: The training sizes the rule chooses among: multiples of 100 (whole images per class, and a
+#: validation fifth that is too), between about a thousand and five thousand images.
+SIZE_STEP = 100
+SIZE_RANGE = (1000, 5000)
+
+
+def measured_rates(root: Path, card: str = "2026-11-28_h200") -> dict[str, Any]:
+    """The throughputs a GPU session measured (``benchmarks/gpu_runs/<card>/bench.jsonl``): a
+    ResNet-56 teacher's images/s and 11 lockstep students' student-images/s, both on the graph
+    step, and the card."""
+    rows = {}
+    for line in (root / GPU_RUNS / card / "bench.jsonl").read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        rows[r.get("name")] = r
+    teacher, students = rows["gpu_teacher_graph"], rows["gpu_lockstep_k11_graph"]
+    return {"teacher_images_per_s": float(teacher["images_per_s"]),
+            "student_images_per_s": float(students["student_images_per_s"]),
+            "students": int(students["students"]), "device": str(teacher["device"]),
+            "source": f"{GPU_RUNS.as_posix()}/{card}/bench.jsonl"}
+
+
+def largest_size(teacher_images_per_s: float, student_images_per_s: float, *, seeds: int,
+                 epochs: int, students: int, budget_s: float = PROFILE_BUDGET_S,
+                 setup_s: float = SETUP_S, step: int = SIZE_STEP,
+                 sizes: tuple[int, int] = SIZE_RANGE) -> int:
+    """The rule that fixes a data-limited setting's training size before its runs (issue 51):
+    the largest multiple of ``step`` in ``sizes`` at which ``seeds`` seeds -- each a teacher
+    and its ``students`` for ``epochs`` epochs of one pass -- train in ``budget_s - setup_s``
+    seconds at the measured rates; ``sizes[0]`` if none fits (the budget then says so)."""
+    per_image = epochs * (1.0 / teacher_images_per_s + students / student_images_per_s)
+    n = (budget_s - setup_s) / (seeds * per_image)
+    return int(min(max(sizes[0], step * (n // step)), sizes[1]))
 
 
 def cost_rows(root: Path) -> list[dict[str, Any]]:

@@ -12,7 +12,8 @@ from typing import Any
 
 from ..figures.tables import data_table
 from ..foundation.parameters import literal
-from .profiles import PROFILES, NotebookSpec, chapters_with_runs, parameters_class, resolve
+from .profiles import (ON_REQUEST, PROFILES, NotebookSpec, chapters_with_runs,
+                       parameters_class, resolve)
 
 __all__ = ["changed_parameters", "help_html", "profiles_html", "grid_runs_sentence"]
 
@@ -31,8 +32,9 @@ def changed_parameters(spec: NotebookSpec) -> list[str]:
 
 
 def _profiles_of(spec: NotebookSpec) -> list[str]:
-    """The profiles worth a column: smoke, quick, paper, and gpu where the chapter sets it."""
-    return [p for p in PROFILES if p != "gpu" or spec.profiles.get("gpu")]
+    """The profiles worth a column: smoke, quick, paper, and gpu (or gpu-cifar10) where the
+    chapter sets it."""
+    return [p for p in PROFILES if p not in ON_REQUEST or spec.profiles.get(p)]
 
 
 def profiles_html(specs: dict[str, NotebookSpec], paths: dict[str, str]) -> str:

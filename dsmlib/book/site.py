@@ -23,7 +23,7 @@ __all__ = ["SHOWN_PROFILES", "site_chapter", "build"]
 #: Reference profiles whose executions a GPU chapter's page shows in full (figures and
 #: verdicts; a stale one under a notice saying so); every reference's verdicts are in the
 #: ledger.
-SHOWN_PROFILES = ("gpu", "paper")
+SHOWN_PROFILES = ("gpu", "gpu-cifar10", "paper")
 
 
 def site_chapter(root: Path, spec, profile: str, refs: list[Reference]) -> str:

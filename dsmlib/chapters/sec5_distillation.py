@@ -22,7 +22,7 @@ import numpy as np
 
 from ..foundation.checks import check_choice, check_int, check_positive, check_probability
 from ..foundation.parameters import ChapterParameters, param
-from ..models.datasets import DATASETS
+from ..models.datasets import DATASETS, SPECS
 from ..models.run_config import RunConfig
 from ..models.runs import CLUSTERS, RunRecord
 from ..models.run_config import Noise
@@ -66,6 +66,11 @@ class Parameters(ChapterParameters):
                                           "data only)")
     headroom_passes: int = param(43, "its passes over those images per epoch")
     headroom_batch_size: int | None = param(32, "its minibatch size (None: batch_size)")
+    headroom_val: int | None = param(None, "its validation images (None: the data set's fixed "
+                                           "20 %; a number: a class-balanced split beside its "
+                                           "training images)")
+    full_data: bool = param(True, "each data set's full training set as a setting too (False: "
+                                  "the headroom setting alone)")
     headroom_sigma2s: tuple[float, ...] | None = param([0.25, 1.0, 4.0], "its Gaussian levels "
                                                                          "(None: sigma2s)")
     headroom_seeds: tuple[int, ...] | None = param(list(range(6)), "its seeds (None: seeds)")
@@ -148,9 +153,33 @@ class Parameters(ChapterParameters):
             if self.train_limit is not None and n >= self.train_limit:
                 raise ValueError(f"headroom_size (training images) must be below train_limit "
                                  f"({self.train_limit}), got {n}")
+        self._check_headroom_split()
         check_int("workers", self.workers, minimum=1)
         check_choice("cluster", self.cluster, CLUSTERS)
         grid_runs(self)   # builds every configuration, so bad values fail here
+
+    def _check_headroom_split(self) -> None:
+        """``full_data`` false needs a headroom setting; ``headroom_val`` is a class-balanced
+        split, so it and every size it splits beside are whole numbers of images per class,
+        and it validates on at most a fifth as many images as train (a paper-like split)."""
+        if not self.full_data and not self.headroom_size:
+            raise ValueError("full_data false needs a headroom setting (headroom_size > 0): "
+                             "otherwise the grid has no setting")
+        if self.headroom_val is None:
+            return
+        v = check_int("headroom_val (validation images of the headroom setting)",
+                      self.headroom_val, minimum=1)
+        if not self.headroom_size:
+            raise ValueError("headroom_val needs a headroom setting (headroom_size > 0)")
+        classes = max(SPECS[d].num_classes for d in self.datasets)
+        for name, n in [("headroom_val", v), ("headroom_size", self.headroom_size),
+                        *(("curve_sizes", c) for c in self.curve_sizes)]:
+            if n % classes:
+                raise ValueError(f"{name} must be a multiple of {classes} (a class-balanced "
+                                 f"split: as many images of each class), got {n}")
+        if 5 * v > self.headroom_size:
+            raise ValueError(f"headroom_val (validation images) must be at most a fifth of "
+                             f"headroom_size ({self.headroom_size // 5}), got {v}")
 
     def grid_values(self) -> dict[str, Any]:
         """The values that decide the runs (all but where they live and how they are trained),
@@ -166,12 +195,14 @@ class Parameters(ChapterParameters):
         """Per data set, the full setting, then the headroom one (if any)."""
         out = []
         for d in self.datasets:
-            out.append(Setting(d, self.train_limit, self.sigma2s, self.seeds, False,
-                               self.passes, self.batch_size))
+            if self.full_data:
+                out.append(Setting(d, self.train_limit, self.sigma2s, self.seeds, False,
+                                   self.passes, self.batch_size))
             if self.headroom_size:
                 out.append(Setting(d, self.headroom_size, self.headroom_sigma2s or self.sigma2s,
                                    self.headroom_seeds or self.seeds, True,
-                                   self.headroom_passes, self.headroom_batch))
+                                   self.headroom_passes, self.headroom_batch,
+                                   self.headroom_val))
         return out
 
     @property

@@ -26,7 +26,9 @@ HINTON = Noise.HINTON     # the paper's noiseless student: softened cross-entrop
 class Setting:
     """A data set and the training images its runs use (``train_limit``; None: all of them),
     with its Gaussian noise levels, its seeds, its passes over the images per epoch and its
-    minibatch size. ``headroom``: the data-limited setting, else the full one."""
+    minibatch size. ``headroom``: the data-limited setting, else the full one. ``val_images``:
+    None, the data set's fixed 20 % validates; a number, a class-balanced pool of
+    ``train_limit + val_images`` images is split into the two (a paper-like proportion)."""
     dataset: str
     train_limit: int | None
     sigma2s: tuple[float, ...]
@@ -34,6 +36,15 @@ class Setting:
     headroom: bool
     passes: int = 1
     batch_size: int = 64
+    val_images: int | None = None
+
+    @property
+    def split(self) -> dict[str, Any]:
+        """The split's fields of its runs' configurations (none at recipe 2's 80/20)."""
+        if self.val_images is None:
+            return {}
+        pool = self.train_limit + self.val_images
+        return {"pool": pool, "val_fraction": self.val_images / pool}
 
     @property
     def name(self) -> str:
@@ -50,13 +61,14 @@ def _shared(grid: Any) -> dict[str, Any]:
     """The values every run of the grid takes from the chapter's parameters as they are
     (train_limit, passes and batch_size are the setting's)."""
     return {f.name: getattr(grid, f.name) for f in fields(RunConfig)
-            if f.name in grid.names() and f.name not in ("train_limit", "passes", "batch_size")}
+            if f.name in grid.names() and f.name not in ("train_limit", "passes", "batch_size",
+                                                         "pool", "val_fraction")}
 
 
 def teacher_config(grid: Any, setting: Setting, seed: int) -> RunConfig:
     return RunConfig(dataset=setting.dataset, seed=seed, epochs=grid.teacher_epochs,
                      train_limit=setting.train_limit, passes=setting.passes,
-                     batch_size=setting.batch_size, **_shared(grid))
+                     batch_size=setting.batch_size, **setting.split, **_shared(grid))
 
 
 def grid_levels(grid: Any, setting: Setting) -> list[tuple[str, float]]:
@@ -78,9 +90,11 @@ def curve_runs(grid: Any) -> list[RunConfig]:
     that make as many SGD steps as a headroom teacher takes), except those the grid trains
     anyway."""
     have = {(s.dataset, s.train_limit) for s in grid.settings}
+    split = (lambda n: {} if grid.headroom_val is None else     # noqa: E731
+             {"pool": n + grid.headroom_val, "val_fraction": grid.headroom_val / (n + grid.headroom_val)})
     return [RunConfig(dataset=d, seed=s, epochs=grid.teacher_epochs, train_limit=n,
                       passes=grid.curve_passes(n), batch_size=grid.headroom_batch,
-                      **_shared(grid))
+                      **split(n), **_shared(grid))
             for d in grid.datasets for n in grid.curve_sizes if (d, n) not in have
             for s in grid.curve_seeds]
 

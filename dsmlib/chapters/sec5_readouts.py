@@ -62,7 +62,10 @@ def curve_lines(res: DistillResults) -> list[str]:
         text = (f"{r['dataset']}, {r['setting']} setting ({r['n_train']:,} training images, "
                 f"{r['seeds']} seeds): the teachers reach {r['mean']:.2f} % test accuracy"
                 f"{iv} and {r['train_acc']:.1f} % on their training images")
-        if r["setting"] == "headroom":
+        if r["setting"] == "headroom" and not res.grid.curve_sizes:
+            text += ("; its size was fixed by the GPU budget's rule before the runs, not read "
+                     "off a curve (this grid has none).")
+        elif r["setting"] == "headroom":
             text += (f"; inside the target of {lo:g}–{hi:g} %." if r["in_target"] else
                      f"; OUTSIDE the target of {lo:g}–{hi:g} %: choose another headroom_size "
                      "from the curve.")

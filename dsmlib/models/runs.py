@@ -152,11 +152,11 @@ def _teacher_model(config: RunConfig, root: Path, data: DataSplit,
 
 def _data(config: RunConfig, cache: dict, *, data_dir: str | Path, download: bool,
           device: torch.device) -> DataSplit:
-    key = (config.dataset, config.split_seed, config.image_size, config.train_limit, str(device))
+    options = config.data_options()
+    key = (config.dataset, *options.values(), str(device))
     if key not in cache:
-        cache[key] = load_dataset(config.dataset, split_seed=config.split_seed, data_dir=data_dir,
-                                  download=download, image_size=config.image_size,
-                                  train_limit=config.train_limit, device=device)
+        cache[key] = load_dataset(config.dataset, data_dir=data_dir, download=download,
+                                  device=device, **options)
     return cache[key]
 
 

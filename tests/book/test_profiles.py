@@ -105,7 +105,8 @@ def test_parse_value_reads_exponents_and_names_the_parameter():
 def test_section5_students_train_as_long_as_their_teachers_in_every_profile():
     """Issue 35: no profile shortens the students (student_epochs stays None, the teacher's
     length), and every profile's grid builds with its settings: a headroom setting below the
-    full one wherever one is asked for, none under paper (its data sets leave room)."""
+    full one wherever one is asked for, none under paper (its data sets leave room), and the
+    data-limited setting alone under gpu-cifar10 (issue 51)."""
     from dsmlib.book.grid import profile_grid
     for profile in profiles.PROFILES:
         grid, _ = profile_grid(ROOT, profile)
@@ -113,6 +114,8 @@ def test_section5_students_train_as_long_as_their_teachers_in_every_profile():
         assert grid.epochs_of_students == grid.teacher_epochs, profile
         if profile == "paper":
             assert [s.headroom for s in grid.settings] == [False] * 3
+        elif profile == profiles.GPU_CIFAR10:
+            assert [(s.headroom, s.dataset) for s in grid.settings] == [(True, "cifar10")]
         else:
             assert [s.headroom for s in grid.settings] == [False, True], profile
 

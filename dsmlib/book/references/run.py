@@ -29,7 +29,7 @@ from .stored import reference_meta, reference_paths, store_reference
 __all__ = ["needs_gpu", "make_references", "store_records", "rederive_references"]
 
 #: Profiles whose GPU chapters are too large for a CPU.
-GPU_PROFILES = ("paper", "gpu")
+GPU_PROFILES = ("paper", "gpu", "gpu-cifar10")
 
 
 def needs_gpu(spec, profile: str) -> bool:
