@@ -11,7 +11,8 @@ from typing import Any, Sequence
 from ..figures.tables import data_table
 
 __all__ = ["GPU_RUNS", "cost_rows", "cost_markdown", "PROFILE_BUDGET_S", "SETUP_S",
-           "SIZE_STEP", "SIZE_RANGE", "measured_rates", "largest_size"]
+           "SIZE_STEP", "SIZE_RANGE", "measured_rates", "largest_size", "hours_per_seed",
+           "paper_cifar10_cost"]
 
 GPU_RUNS = Path("benchmarks") / "gpu_runs"
 ROW = "paper_grid_gpu_hours_"
@@ -97,3 +98,31 @@ def cost_markdown(rows: Sequence[dict[str, Any]], seeds: int | None) -> str:
           f"<code>{html.escape(r['call'])}/bench.jsonl</code>"] for r in rows],
         table_class="cases gpu-cost cards")
     return "\n".join(lines + ["```{raw} html", table, "```"]) + "\n"
+
+
+def hours_per_seed(rates: dict[str, Any], *, images: int, epochs: int, students: int) -> float:
+    """GPU-hours of one seed's SGD steps -- a teacher and ``students`` students for ``epochs``
+    epochs of ``images`` images -- at ``rates`` (:func:`measured_rates`; the students at the
+    rate measured for 11 in lockstep). Evaluation and G are not counted."""
+    per_image = 1.0 / rates["teacher_images_per_s"] + students / rates["student_images_per_s"]
+    return epochs * images * per_image / 3600.0
+
+
+def paper_cifar10_cost(root: Path, spec: Any) -> str:
+    """One sentence: what the ``paper`` profile's CIFAR-10 grid (``spec``: the Section 5
+    chapter's) costs per seed at the H200's measured rates."""
+    from ..chapters.sec5_grid import grid_levels
+    from ..models.datasets import train_images
+    from .profiles import resolve
+    P = resolve(spec, "paper", {})
+    full = next(s for s in P.settings if s.dataset == "cifar10")
+    rates = measured_rates(root)
+    k, n = len(grid_levels(P, full)), train_images("cifar10")
+    h = hours_per_seed(rates, images=n, epochs=P.teacher_epochs, students=k)
+    return (f"At the rates measured on one {rates['device']} ({rates['source']}: a ResNet-56 "
+            f"teacher {rates['teacher_images_per_s']:,.0f} images/s, {rates['students']} "
+            f"students in lockstep {rates['student_images_per_s']:,.0f} student-images/s), the "
+            f"`paper` profile's CIFAR-10 part costs about {h:.2f} GPU-hours per seed of SGD "
+            f"steps: a teacher and its {k} students for {P.teacher_epochs} epochs of {n:,} "
+            f"images, the students at the rate of {rates['students']} (evaluation and G not "
+            f"counted).")

