@@ -84,3 +84,11 @@ def test_the_ledger_shows_the_contrast_and_every_scales_tables():
     assert text.count("Distillation against noise") == 2        # this build's and the gpu one's
     assert "(gpu reference)" in text
     assert tables_html(scales_of(dict(built, extra={}), [], "quick")) == ""
+
+
+def test_a_claim_judged_at_one_scale_only_is_not_set_side_by_side():
+    built = _doc(-0.05, 0.5, depth=8, lr=0.1)
+    ref = _doc(1.41, 0.5, depth=56, lr=0.02)
+    ref["claims"] = [c for c in ref["claims"] if c["id"] != "fig1.noisy_beats_teacher"]
+    assert contrast_rows(scales_of(built, [_ref(ref)], "quick")) == []
+    assert contrast_html(scales_of(built, [_ref(ref)], "quick")) == ""

@@ -70,9 +70,9 @@ def _excludes(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def contrast_rows(scales: Sequence[Scale]) -> list[dict[str, Any]]:
-    """Per claim named for contrast by the first scale, each scale's headline (claim, setting
-    and its settings), and per pair of scales whether one's interval excludes the other's
-    estimate, with the settings that differ (the confounds)."""
+    """Per claim named for contrast by the first scale and judged at two scales or more, each
+    scale's headline (claim, setting and its settings), and per pair of scales whether one's
+    interval excludes the other's estimate, with the settings that differ (the confounds)."""
     if not scales:
         return []
     ids = list(scales[0].extra.get("contrast") or [])
@@ -85,6 +85,8 @@ def contrast_rows(scales: Sequence[Scale]) -> list[dict[str, Any]]:
             name = None if c is None else headline_setting(c, settings)
             cells.append(dict(scale=sc.label, fresh=sc.fresh, claim=c, setting=name,
                               values=settings.get(name) if name else None))
+        if sum(c["claim"] is not None for c in cells) < 2:
+            continue          # judged at one scale or none: nothing to set side by side
         pairs = []
         for i, a in enumerate(cells):
             for b in cells[i + 1:]:
