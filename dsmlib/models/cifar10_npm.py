@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .dataset_files import DatasetFileError
+from .dataset_files import DatasetFileError, file_digest
 
 __all__ = ["NPM_PACKAGE", "NPM_SHA1", "NPM_BYTES", "BATCH_RECORDS", "RECORD_BYTES",
            "TRAIN_BATCHES", "TEST_BATCH", "META", "DataChecksumError", "TruncatedBatchError",
@@ -67,11 +67,7 @@ class CifarArrays:
 
 
 def file_sha1(path: str | Path) -> str:
-    h = hashlib.sha1()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_digest(path, "sha1")
 
 
 def check_sha1(path: str | Path, want: str = NPM_SHA1) -> None:

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["CIFAR10_MD5", "CIFAR100_MD5", "SVHN_MD5", "FileLayout", "LAYOUTS", "ChecksumWarning",
-           "DatasetFileError", "dataset_files", "missing_files", "how_to_get", "file_md5",
+           "DatasetFileError", "dataset_files", "missing_files", "how_to_get", "file_digest",
+           "file_md5",
            "read_cifar_batch", "read_svhn_mat", "read_arrays", "check_dataset", "download"]
 
 # torchvision's published checksums (torchvision.datasets.CIFAR10 / CIFAR100 / SVHN)
@@ -104,12 +105,18 @@ def how_to_get(name: str, data_dir: str | Path) -> str:
             f"load_dataset({name!r}, download=True)) and copy {data_dir} to this machine")
 
 
-def file_md5(path: str | Path) -> str:
-    h = hashlib.md5()
+def file_digest(path: str | Path, algorithm: str) -> str:
+    """The hex digest of a file by ``algorithm`` (``"md5"``, ``"sha1"``...), read in 4 MiB
+    blocks."""
+    h = hashlib.new(algorithm)
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 22), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def file_md5(path: str | Path) -> str:
+    return file_digest(path, "md5")
 
 
 def _check_md5(name: str, path: Path) -> bool:
