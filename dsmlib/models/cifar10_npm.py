@@ -16,7 +16,6 @@ each says so in one line. Only :func:`npm_pack` touches the network.
 """
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import tarfile
