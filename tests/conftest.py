@@ -74,10 +74,11 @@ def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadfile`` (`make test` runs ``-n auto --dist loadfile``) each test file
     is one work unit, so its module-scoped fixtures are built once. The units are handed out
     in the order :func:`helpers.work_order` gives: the file that builds the session's smoke
-    book first, and the other files that read it after half of the rest, so that they seldom
-    wait for it, longest first. (xdist's ``loadgroup`` would say this with marks, but it
-    renames node ids through a field pytest 9.2 no longer reads; the scheduler sees node ids
-    only, so the book's files are found by their text.)"""
+    book first, then the others longest first, so that no long file ends the run alone; a
+    file that reads the book only once enough work lies ahead of it for the book to be built
+    meanwhile, so that it seldom waits for it. (xdist's ``loadgroup`` would say this with
+    marks, but it renames node ids through a field pytest 9.2 no longer reads; the scheduler
+    sees node ids only, so the book's files are found by their text.)"""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling

@@ -308,27 +308,56 @@ def files_using(root: Path, fixture: str) -> set[str]:
 
 #: The file whose tests first ask for the session's smoke book (they build it).
 BOOK_BUILDER = "tests/book/test_book.py"
-#: Seconds each file that reads the book takes in a `make test` on 2 cores (the explorers'
-#: file: alone, idle): they are handed out longest first, so that
-#: two long ones do not end the run alone.
-READER_SECONDS = {"tests/book/test_browser.py": 197, "tests/book/test_gpu_check.py": 81,
-                  "tests/book/test_browser_explorers.py": 43, "tests/book/test_references.py": 34,
-                  "tests/book/test_sec5_notebook.py": 22, "tests/book/test_site_favicon.py": 20}
+#: Seconds of work a file that reads the book should find ahead of it in the queue before it is
+#: handed out: the book's build (95 s in a `make test` on a loaded 2-core Intel Xeon) runs on
+#: one worker while the other works through the files ahead; a reader handed out earlier waits
+#: for the book, its core idle.
+BOOK_SECONDS = 120
+#: Seconds each test file of 4 s or more took in a `CI=true make test` on a 2-core Intel Xeon
+#: (2026-11-28, machine factor 1.3, with other work beside it; the builder's include the book).
+#: The files are handed out longest first, so that a long file does not end the run alone
+#: while the other worker idles (JupyterLab's, 47 s, handed out last once, ended 34 s after
+#: the other worker's last file); a file not named here goes after them, in xdist's order.
+FILE_SECONDS = {
+    "tests/book/test_book.py": 218, "tests/book/test_browser.py": 175,
+    "tests/book/test_reexecution.py": 133, "tests/models/test_lockstep.py": 77,
+    "tests/book/test_grid.py": 74, "tests/book/test_gpu_check.py": 72,
+    "tests/models/test_graph.py": 55, "tests/book/test_browser_explorers.py": 50,
+    "tests/book/test_jupyterlab.py": 47, "tests/test_reduced_simd.py": 41,
+    "tests/book/test_cli.py": 40, "tests/chapters/test_ols_exact.py": 40,
+    "tests/book/test_references.py": 33, "tests/book/test_rederive.py": 31,
+    "tests/book/test_grid_files.py": 25, "tests/chapters/test_sec5_distillation.py": 24,
+    "tests/book/test_sec5_notebook.py": 24, "tests/foundation/test_power.py": 23,
+    "tests/book/test_browser_sec5.py": 21, "tests/theory/test_least_squares.py": 20,
+    "tests/chapters/test_prop2_convergence.py": 18, "tests/theory/test_sde.py": 18,
+    "tests/book/test_site_favicon.py": 16, "tests/foundation/test_coverage_both_sides.py": 15,
+    "tests/foundation/test_verdict_rules.py": 15, "tests/chapters/test_ols.py": 11,
+    "tests/book/test_profile_table.py": 9, "tests/chapters/test_prop1_noise.py": 7,
+    "tests/theory/test_gradient_norm.py": 5, "tests/chapters/test_sec5_gains.py": 5,
+    "tests/figures/test_prop2_convergence.py": 5, "tests/figures/test_sec5_distillation.py": 4,
+    "tests/foundation/test_fits_and_joint_claims.py": 4, "tests/models/test_loop.py": 4}
 
 
 def work_order(units: list[str], readers: set[str]) -> list[str]:
     """The order in which pytest-xdist hands out the work units (test files) ``units``, given
-    in xdist's order (most tests first): the smoke book's builder first, since a file that
-    reads the book (``readers``) waits for it if it starts before the book is built (about
-    2 min on 2 cores); then the first half of the other files; then the readers, longest
-    first (:data:`READER_SECONDS`); then the second half, the files with fewest tests, which
-    fill the end of the run."""
+    in xdist's order (most tests first): the smoke book's builder first; then every other file
+    longest first (:data:`FILE_SECONDS`; the files it does not name after them, as given),
+    except that a file that reads the book (``readers``) is held back until the files before
+    it hold :data:`BOOK_SECONDS` of work (not counting the builder's), so that it seldom
+    waits for the book; held readers go in as soon as there is, longest first."""
     first = [u for u in (BOOK_BUILDER,) if u in units]
-    rest = [u for u in units if u not in readers and u not in first]
-    late = sorted((u for u in units if u in readers and u not in first),
-                  key=lambda u: -READER_SECONDS.get(u, 0))
-    half = (len(rest) + 1) // 2
-    return first + rest[:half] + late + rest[half:]
+    rest = sorted((u for u in units if u not in first), key=lambda u: -FILE_SECONDS.get(u, 0))
+    order, held, ahead = list(first), [], 0.0
+    for u in rest:
+        if first and u in readers and ahead < BOOK_SECONDS:
+            held.append(u)
+            continue
+        order.append(u)
+        ahead += FILE_SECONDS.get(u, 0)
+        if held and ahead >= BOOK_SECONDS:
+            order += held
+            held = []
+    return order + held
 
 
 # --------------------------------------------------------------------------- headless Chromium

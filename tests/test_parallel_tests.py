@@ -1,17 +1,19 @@
 """How `make test` splits the suite over pytest-xdist workers (tests/conftest.py): a file is one
 work unit. The session's smoke book is built once, by the first worker that asks for it, and
-read by the files that use it, on any worker: the book's builder is handed out first, its
-readers after half of the other files, longest first, and the other half last. Section 5's notebook
+read by the files that use it, on any worker: the book's builder is handed out first, then
+every other file longest first, a reader only once enough work lies ahead of it for the book
+to be built meanwhile. Section 5's notebook
 executes once per session, in that book: the notebook test and the GPU script's dry run take
 its execution from there."""
 from __future__ import annotations
 
 import re
 
-from helpers import BOOK_BUILDER, READER_SECONDS, ROOT, files_using, work_order
+from helpers import (BOOK_BUILDER, BOOK_SECONDS, FILE_SECONDS, ROOT, files_using,
+                     work_order)
 
 
-def test_the_smoke_book_is_built_first_and_read_after_half_the_rest():
+def test_the_smoke_book_is_built_first_and_the_rest_handed_out_longest_first():
     readers = files_using(ROOT, "smoke_book")
     assert {"tests/book/test_book.py", "tests/book/test_browser.py",
             "tests/book/test_references.py", "tests/book/test_site_favicon.py",
@@ -19,17 +21,23 @@ def test_the_smoke_book_is_built_first_and_read_after_half_the_rest():
     assert BOOK_BUILDER in readers
     assert "tests/book/test_profiles.py" not in readers
     assert "tests/conftest.py" not in readers              # defines it; holds no test
+    tests = {p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")}
+    assert set(FILE_SECONDS) <= tests                      # the table names test files only
+    browser, refs, grid, reexec = ("tests/book/test_browser.py", "tests/book/test_references.py",
+                                   "tests/book/test_grid.py", "tests/book/test_reexecution.py")
+    assert FILE_SECONDS[browser] > FILE_SECONDS[reexec] > FILE_SECONDS[grid] > FILE_SECONDS[refs]
+    assert FILE_SECONDS[reexec] >= BOOK_SECONDS > FILE_SECONDS[grid] + FILE_SECONDS[refs]
     others = ["tests/theory/test_a.py", "tests/models/test_b.py", "tests/test_c.py"]
-    units = ["tests/book/test_references.py", others[0], BOOK_BUILDER, others[1],
-             "tests/book/test_browser.py", others[2]]
-    assert work_order(units, readers) == [
-        BOOK_BUILDER, others[0], others[1], "tests/book/test_browser.py",
-        "tests/book/test_references.py", others[2]]
-    assert set(READER_SECONDS) <= readers                  # the table names readers only
+    units = [refs, others[0], BOOK_BUILDER, grid, others[1], browser, reexec, others[2]]
+    # the builder; the longest non-reader; the readers held back until the work ahead of them
+    # reaches BOOK_SECONDS, longest first; then the rest longest first, unknown files as given
+    assert work_order(units, readers) == [BOOK_BUILDER, reexec, browser, grid, refs, *others]
     assert sorted(work_order(units, readers)) == sorted(units)          # nothing lost
-    assert work_order(others, readers) == others                        # no book: as given
-    assert work_order([others[0], "tests/book/test_references.py"], readers) == \
-        [others[0], "tests/book/test_references.py"]
+    # too little work ahead of them: the readers go last, longest first
+    assert work_order([refs, others[0], BOOK_BUILDER, grid, browser], readers) == \
+        [BOOK_BUILDER, grid, others[0], browser, refs]
+    assert work_order(others, readers) == others                        # unknown: as given
+    assert work_order([others[0], refs, grid], readers) == [grid, refs, others[0]]   # no book
 
 
 def test_a_name_inside_another_word_does_not_count(tmp_path):

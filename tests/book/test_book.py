@@ -291,43 +291,44 @@ def test_unchanged_notebooks_are_not_re_executed(smoke_book_copy):
     assert {p: p.stat().st_mtime for p in before} == before
 
 
-def test_carried_notebooks_build_elsewhere_without_re_running(smoke_book, tmp_path):
-    """The GPU workflow: execute on one machine, carry book/chapters and results/<profile>
-    to a fresh copy, and build there without executing anything."""
+@pytest.fixture(scope="module")
+def carried(smoke_book, tmp_path_factory):
+    """The GPU workflow, once for the module: execute on one machine (the smoke book), carry
+    book/chapters and results/<profile> to a fresh copy of the sources (with the same
+    references: the smoke book's fixture reference of Section 5 installed there too), then
+    ``execute`` and ``build`` there. (root, execute's process, build's process): one build
+    serves the two tests below (each built a copy of its own before, 16 s each)."""
     import shutil
     import subprocess
     import sys
-    from helpers import copy_book
-    (tmp_path / "elsewhere").mkdir()
-    other = copy_book(tmp_path / "elsewhere")
+    from helpers import copy_book, install_fixture_reference
+    other = copy_book(tmp_path_factory.mktemp("elsewhere"))
+    install_fixture_reference(other, "gpu", "sec5_distillation")
     shutil.copytree(smoke_book / "book" / "chapters", other / "book" / "chapters")
     shutil.copytree(smoke_book / "results" / "smoke", other / "results" / "smoke")
     run = lambda *a: subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(other), *a,  # noqa: E731
                                      "--profile", "smoke"], capture_output=True, text=True,
                                     timeout=900)
-    proc = run("execute", "--no-progress")
-    assert proc.returncode == 0 and "executing" not in proc.stderr, proc.stderr[-2000:]
-    proc = run("build")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    return other, run("execute", "--no-progress"), run("build")
+
+
+def test_carried_notebooks_build_elsewhere_without_re_running(carried):
+    """The GPU workflow: execute on one machine, carry book/chapters and results/<profile>
+    to a fresh copy, and build there without executing anything."""
+    other, executed, built = carried
+    assert executed.returncode == 0 and "executing" not in executed.stderr, \
+        executed.stderr[-2000:]
+    assert built.returncode == 0, built.stderr[-3000:]
     assert (other / "_build" / "html" / "book" / "ledger.html").exists()
 
 
-def test_two_builds_of_the_same_results_are_byte_identical(smoke_book, tmp_path):
+def test_two_builds_of_the_same_results_are_byte_identical(smoke_book, carried):
     """A fresh build of the smoke book's sources, executed chapters, results and references
-    gives every page the same bytes as the smoke book's site (issue 33: plot ids changed with
-    every build, and a rebuild linked myst-nb's stylesheet with a checksum a fresh build had
-    not)."""
-    import shutil
-    import subprocess
-    import sys
-    other = tmp_path / "again"
-    ignore = shutil.ignore_patterns("_build", "_static", "_generated", "ledger.md", "errata.md")
-    shutil.copytree(smoke_book, other, ignore=ignore)
-    for site_copy in (other / "book" / "chapters").glob("*.ipynb"):
-        site_copy.unlink()                       # staged again by the build
-    proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(other), "build",
-                           "--profile", "smoke"], capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    (the carried copy's: nothing but those) gives every page the same bytes as the smoke
+    book's site (issue 33: plot ids changed with every build, and a rebuild linked myst-nb's
+    stylesheet with a checksum a fresh build had not)."""
+    other, _, built = carried
+    assert built.returncode == 0, built.stderr[-3000:]
     mine, theirs = smoke_book / "_build" / "html", other / "_build" / "html"
     pages = sorted(p.relative_to(mine) for p in mine.rglob("*.html") if "_static" not in p.parts)
     assert len(pages) > 10
