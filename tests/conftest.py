@@ -71,7 +71,7 @@ def smoke_book_copy(smoke_book, tmp_path) -> Path:
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """Under ``--dist loadfile`` (`make test` runs ``-n auto --dist loadfile``) each test file
+    """Under ``--dist loadfile`` (`make test` runs ``-n <cores + 1> --dist loadfile``) each test file
     is one work unit, so its module-scoped fixtures are built once. The units are handed out
     in the order :func:`helpers.work_order` gives: the file that builds the session's smoke
     book first, then the others longest first, so that no long file ends the run alone; a

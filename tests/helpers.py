@@ -333,7 +333,7 @@ FILE_SECONDS = {
     "tests/book/test_site_favicon.py": 16, "tests/foundation/test_coverage_both_sides.py": 15,
     "tests/foundation/test_verdict_rules.py": 15, "tests/chapters/test_ols.py": 11,
     "tests/book/test_profile_table.py": 9, "tests/chapters/test_prop1_noise.py": 7,
-    "tests/theory/test_gradient_norm.py": 5, "tests/chapters/test_sec5_gains.py": 5,
+    "tests/book/test_gpu_cifar10.py": 24, "tests/theory/test_gradient_norm.py": 5, "tests/chapters/test_sec5_gains.py": 5,
     "tests/figures/test_prop2_convergence.py": 5, "tests/figures/test_sec5_distillation.py": 4,
     "tests/foundation/test_fits_and_joint_claims.py": 4, "tests/models/test_loop.py": 4}
 
