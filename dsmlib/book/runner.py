@@ -8,6 +8,8 @@ executed copies go to ``book/chapters/`` and claims to ``results/<profile>/<note
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import json
 import os
 import re
@@ -31,8 +33,8 @@ from .results import SEAL, run_values, same_parameters
 from .store import (book_lock, clear_stage, custom_paths, executed_path, failed_path, is_fresh,
                     keep_failed, publish, results_mismatch, results_path, stage_dir)
 
-__all__ = ["NotebookFailed", "NotebookRefused", "RunInterrupted", "source_notebook", "Run",
-           "plan", "default_jobs", "execute", "run_notebook"]
+__all__ = ["NotebookFailed", "NotebookRefused", "RunInterrupted", "source_notebook", "parsed_source",
+           "Run", "plan", "default_jobs", "execute", "run_notebook"]
 
 CELL_TIMEOUT_S = 1800
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -62,14 +64,25 @@ def source_notebook(spec, root: Path) -> Path:
     import jupytext
     path = root / "_build" / "sources" / f"{spec.name}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
-    nb = jupytext.read(spec.source)
+    nb = copy.deepcopy(parsed_source(spec.source.read_text(), spec.source.suffix))
     for cell in nb.cells:     # the chapter's own parameters, declared once in its module
         if "parameters" in cell.metadata.get("tags", []):
             cell.source = declare_in_cell(spec, cell.source)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
-    jupytext.write(nb, path)
+    text = jupytext.writes(nb, fmt="ipynb").rstrip("\n") + "\n"     # as jupytext.write
+    if not path.exists() or path.read_text() != text:
+        atomic_write_text(path, text)
     return path
+
+
+@functools.lru_cache(maxsize=64)
+def parsed_source(text: str, suffix: str) -> Any:
+    """A chapter's source ``text`` read as a notebook (jupytext; ``suffix`` is its file's),
+    remembered by the text: a build plans every chapter under every profile (18 reads of
+    six sources). Callers change a copy."""
+    import jupytext
+    return jupytext.reads(text, fmt=suffix.lstrip("."))
 
 
 @dataclass

@@ -366,6 +366,34 @@ def test_code_key_follows_the_kernels_import_closure_only(tmp_path):
     assert key() != k_all
 
 
+def test_the_closure_sees_an_edit_made_in_the_same_process(tmp_path):
+    """The closure remembers each file's imports by its text (a build computes 18 closures of
+    largely the same files): an import added to a module, and a notebook that imports one
+    module more, are seen by the next call in the same process, and the import removed
+    again drops the module."""
+    import shutil
+    import dsmlib
+    from dsmlib.book.closure import import_closure
+    pkg = tmp_path / "dsmlib"
+    shutil.copytree(Path(dsmlib.__file__).parent, pkg,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    src = tmp_path / "nb.md"
+    cell = "```{code-cell} ipython3\nfrom dsmlib.theory import brownian\n```\n"
+    src.write_text("---\njupytext:\n  text_representation:\n    format_name: myst\n---\n"
+                   "# nb\n\n" + cell)
+    loop, valley = pkg / "models" / "loop.py", pkg / "theory" / "valley.py"
+    before = import_closure(src, pkg)
+    assert loop not in before and valley not in before
+    module = pkg / "theory" / "brownian.py"
+    text = module.read_text()
+    module.write_text(text + "\nfrom ..models import loop\n")
+    assert loop in import_closure(src, pkg)
+    src.write_text(src.read_text() + cell.replace("brownian", "valley"))
+    assert {loop, valley} <= set(import_closure(src, pkg))
+    module.write_text(text)
+    assert loop not in import_closure(src, pkg)
+
+
 def test_same_parameters_compares_types_as_the_content_key_does():
     """256.0 is not 256 and 1 is not True: a run given the one is not the profile's run of the
     other (its content key differs too), so it cannot pass for it."""
