@@ -33,8 +33,8 @@ from .results import SEAL, run_values, same_parameters
 from .store import (book_lock, clear_stage, custom_paths, executed_path, failed_path, is_fresh,
                     keep_failed, publish, results_mismatch, results_path, stage_dir)
 
-__all__ = ["NotebookFailed", "NotebookRefused", "RunInterrupted", "source_notebook", "parsed_source",
-           "Run", "plan", "default_jobs", "execute", "run_notebook"]
+__all__ = ["NotebookFailed", "NotebookRefused", "RunInterrupted", "source_notebook",
+           "parsed_source", "Run", "plan", "default_jobs", "execute", "run_notebook"]
 
 CELL_TIMEOUT_S = 1800
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
