@@ -74,7 +74,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from dsmlib.models.datasets import SPECS, DataSplit, load_dataset  # noqa: E402
+from dsmlib.models.dataset_specs import SPECS  # noqa: E402
+from dsmlib.models.datasets import DataSplit, load_dataset  # noqa: E402
 from dsmlib.models.networks import cifar_resnet  # noqa: E402
 from dsmlib.models.run_config import Noise, RunConfig, student_of  # noqa: E402
 from dsmlib.models.runs import epoch_saver, run_dir  # noqa: E402

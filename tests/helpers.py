@@ -209,18 +209,21 @@ TEST_CHAPTERS = "test_chapters"
 
 
 def chapter_module(root: Path, name: str, fields: str = "") -> Path:
-    """``root/test_chapters/<name>.py``: a chapter module declaring ``Parameters`` with
-    ``fields`` (dataclass field lines, e.g. ``x: float = param(1.0, "x")``), for a test book
-    whose profiles.yml names the package (``chapters: test_chapters``). A process that
-    imports it needs ``root`` on its path (:func:`book_env`; a kernel works from the root)."""
+    """``root/test_chapters/<name>.py``: a chapter module whose ``Parameters``, with ``fields``
+    (dataclass field lines, e.g. ``x: float = param(1.0, "x")``), are declared in
+    ``test_chapters/parameters/<name>.py`` as every chapter's are, for a test book whose
+    profiles.yml names the package (``chapters: test_chapters``). A process that imports it
+    needs ``root`` on its path (:func:`book_env`; a kernel works from the root)."""
     import textwrap
     path = root / TEST_CHAPTERS / f"{name}.py"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("from dataclasses import dataclass\n\n"
-                    "from dsmlib.foundation.parameters import ChapterParameters, param\n\n\n"
-                    "@dataclass(frozen=True)\nclass Parameters(ChapterParameters):\n"
-                    f"    notebook = {name!r}\n"
-                    + textwrap.indent(textwrap.dedent(fields), "    ") + "\n")
+    (path.parent / "parameters").mkdir(parents=True, exist_ok=True)
+    (path.parent / "parameters" / f"{name}.py").write_text(
+        "from dataclasses import dataclass\n\n"
+        "from dsmlib.foundation.parameters import ChapterParameters, param\n\n\n"
+        "@dataclass(frozen=True)\nclass Parameters(ChapterParameters):\n"
+        f"    notebook = {name!r}\n"
+        + textwrap.indent(textwrap.dedent(fields), "    ") + "\n")
+    path.write_text(f"from {TEST_CHAPTERS}.parameters.{name} import Parameters  # noqa: F401\n")
     return path
 
 

@@ -42,11 +42,11 @@ from ..foundation.checks import check_choice, check_int
 from ..foundation.files import atomic_write_text
 from ..models.dataset_files import DatasetFileError, how_to_get
 from ..models.datasets import check_data, train_images
-from ..models.run_config import RunConfig
+from ..models.run_config import CLUSTERS, RunConfig
 from ..foundation.rng import resolve_device
 from ..models.device import STEP_MODES, group_members
 from ..models.grouping import measured_members
-from ..models.runs import (CLUSTERS, RunRecord, load_record, lockstep_groups, run_groups,
+from ..models.runs import (RunRecord, load_record, lockstep_groups, run_groups,
                            run_status, torch_threads)
 from .profiles import (DEFAULT_PROFILE, PROFILES, chapters_with_runs, load_specs, parse_value,
                        resolve)

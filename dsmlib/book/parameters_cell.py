@@ -51,7 +51,7 @@ def declare_in_cell(spec: NotebookSpec, source: str) -> str:
     twice = [n for n in _assigned(source) if n in cls.names()]
     if twice:
         raise ValueError(f"parameter(s) {twice} of {spec.name} are declared twice: in "
-                         f"{spec.module}.Parameters and in notebooks/{spec.name}.md's "
+                         f"{spec.parameters_module}.Parameters and in notebooks/{spec.name}.md's "
                          "parameters cell; declare them in Parameters only")
     return "\n".join([source.rstrip(), *cls().cell_lines()])
 

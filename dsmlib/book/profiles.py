@@ -1,8 +1,9 @@
 """A chapter's parameters under a profile (book layer): the one road every command takes.
 
-Each chapter declares its parameters once, in the ``Parameters`` dataclass of its module
-(``dsmlib.chapters.<name>``; :class:`dsmlib.foundation.parameters.ChapterParameters`), whose
-defaults are the ``quick`` profile. ``notebooks/profiles.yml`` names the chapters, in book
+Each chapter declares its parameters once, in the ``Parameters`` dataclass of
+``dsmlib.chapters.parameters.<name>`` (:class:`dsmlib.foundation.parameters.ChapterParameters`;
+its chapter module ``dsmlib.chapters.<name>`` re-exports it), whose defaults are the ``quick``
+profile. ``notebooks/profiles.yml`` names the chapters, in book
 order, and gives each profile's overrides. :func:`resolve` is the one function that turns a
 chapter, a profile and the command line's ``-p`` overrides into the chapter's ``Parameters``:
 the declaration's defaults, then the profile's overrides, then ``-p``, checked once by the
@@ -80,6 +81,14 @@ class NotebookSpec:
     gpu: bool = False
     gpu_notice: str = ""
 
+    @property
+    def parameters_module(self) -> str:
+        """Where the chapter declares its ``Parameters``: ``<package>.parameters.<name>``, a
+        module that imports none of what the chapter computes with (torch alone is 1.5-2 s of
+        a command's start), re-exported by the chapter module."""
+        package, _, name = self.module.rpartition(".")
+        return f"{package}.parameters.{name}"
+
 
 def load_specs(notebooks_dir: str | Path) -> dict[str, NotebookSpec]:
     """Read ``profiles.yml``; the order of the file is the order of the book."""
@@ -144,9 +153,10 @@ def parse_value(text: str, name: str = "") -> Any:
 
 
 def parameters_class(spec: NotebookSpec) -> type[ChapterParameters]:
-    """The ``Parameters`` its chapter module declares (``spec.module``); a notebook with no
-    chapter module (the tests' one-cell books) has none of its own: an empty class. A module
-    without ``Parameters`` is an error: every chapter declares its parameters there, once."""
+    """The ``Parameters`` its chapter declares (in ``spec.parameters_module``); a notebook with
+    no chapter module (the tests' one-cell books) has none of its own: an empty class. A
+    chapter module without that declaration is an error: every chapter declares its parameters
+    there, once. The chapter module itself is not imported."""
     package = spec.module.rpartition(".")[0]
     try:
         found = importlib.util.find_spec(spec.module) is not None
@@ -156,10 +166,16 @@ def parameters_class(spec: NotebookSpec) -> type[ChapterParameters]:
     if not found:
         return dataclasses.make_dataclass("Parameters", [], bases=(ChapterParameters,),
                                           frozen=True, namespace={"notebook": spec.name})
-    cls = getattr(importlib.import_module(spec.module), "Parameters", None)
+    try:
+        declared = importlib.util.find_spec(spec.parameters_module) is not None
+    except ModuleNotFoundError:   # no parameters package beside the chapters
+        declared = False
+    cls = (getattr(importlib.import_module(spec.parameters_module), "Parameters", None)
+           if declared else None)
     if cls is None:
-        raise ValueError(f"chapter module {spec.module} declares no Parameters: every chapter "
-                         "declares its parameters there, once")
+        raise ValueError(f"chapter {spec.name} declares no Parameters in "
+                         f"{spec.parameters_module}: every chapter declares its parameters "
+                         "there, once")
     return cls
 
 

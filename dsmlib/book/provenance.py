@@ -17,13 +17,14 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PACKAGES", "OUTSIDE_KERNEL", "code_key", "kernel_code", "hardware", "dirty_files",
-           "git_commit", "versions", "provenance"]
+__all__ = ["PACKAGES", "OUTSIDE_KERNEL", "code_key", "kernel_code", "hardware", "gpu_name",
+           "dirty_files", "git_commit", "versions", "provenance"]
 
 PACKAGES = ("numpy", "scipy", "numba", "torch", "plotly", "papermill", "jupyter-book")
 
@@ -83,14 +84,30 @@ def hardware() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    gpu = None
+    return {"cpu": cpu, "cpu_count": os.cpu_count(), "gpu": gpu_name()}
+
+
+def gpu_name() -> str | None:
+    """The first GPU CUDA shows this process (None without one). Torch is asked only if this
+    process has imported it already; otherwise the driver's ``nvidia-smi`` is, since importing
+    torch takes 1.5-2 s, which every notebook the command line executed paid for this one
+    line. ``CUDA_VISIBLE_DEVICES`` is honoured as CUDA honours it (empty or -1: no GPU; else
+    its first entry)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    first = visible.split(",")[0].strip() if visible is not None else "0"
+    smi = shutil.which("nvidia-smi")
+    if not first or first == "-1" or smi is None:
+        return None
     try:
-        import torch
-        if torch.cuda.is_available():
-            gpu = torch.cuda.get_device_name(0)
-    except ImportError:
-        pass
-    return {"cpu": cpu, "cpu_count": os.cpu_count(), "gpu": gpu}
+        out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader", "-i", first],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    names = out.stdout.strip().splitlines() if out.returncode == 0 else []
+    return names[0].strip() if names else None
 
 
 def dirty_files(root: Path) -> list[str]:

@@ -24,13 +24,13 @@ from functools import cached_property
 
 import numpy as np
 
-from ..foundation.parameters import ChapterParameters, param
 from ..foundation.checks import check_int
 from ..foundation.rng import as_generator, child_seed
 from ..foundation.stats import BlockMoments, batch_statistic, block_moments, thin
 from ..theory import least_squares as ols
 from ..theory.least_squares_sgd import sgd_time_averages, sgd_trajectories
 from ..theory.least_squares_tails import fourth_moment_limit
+from .parameters.ols import Parameters
 
 __all__ = ["Parameters", "BETA_STAR", "COVARIANCES", "HEAVY_TAIL_MARGIN", "Panel", "PanelResult",
            "paper_panels", "run_panel", "run_figure3", "explorer_states", "THIRD_MOMENTS",
@@ -287,43 +287,3 @@ def explorer_states(*, sigma2s, covs: dict[str, np.ndarray], eta: float, batch_s
                                mean_exact=r.exact_mean, cov_exact=r.exact_cov,
                                beta_star=r.problem.beta_star, cov_paper=r.paper_cov))
     return states
-
-
-@dataclass(frozen=True)
-class Parameters(ChapterParameters):
-    """The chapter's parameters (defaults: the ``quick`` profile, which is the paper's Figure 3
-    setting)."""
-    notebook = "ols"
-
-    eta: float = param(0.01, "learning rate (paper: 0.01)")
-    batch_size: int = param(5, "B (paper: 5)")
-    steps: int = param(1_000_000, "K (paper: 1,000,000)")
-    n: int = param(100, "N (paper: 100)")
-    seed: int = param(0, "data seed shared by all panels; panel i uses SGD seed (seed, i)")
-    replace: bool = param(False, "minibatch scheme: False draws B distinct indices per step")
-    explorer_steps: int = param(200_000, "iterations per state of the interactive explorer")
-    sweep_etas: tuple[float, ...] = param([0.0025, 0.005, 0.01, 0.02], "η sweep around panel "
-                                                                       "(b), at batch_size")
-    sweep_batch_sizes: tuple[int, ...] = param([1, 2, 5, 10, 20], "B sweep around panel (b), "
-                                                                  "at eta")
-    sweep_steps: int = param(500_000, "iterations per sweep setting")
-    centre_draws: int = param(4000, "independent draws of the label noise for Remark 5's "
-                                    "expectation")
-    centre_steps: int = param(500, "iterations averaged per draw, after its burn-in")
-
-    def check(self) -> None:
-        super().check()
-        self.positive("eta", "sweep_etas")
-        self.counts("batch_size", "steps", "n", "explorer_steps", "sweep_batch_sizes",
-                    "sweep_steps", "centre_steps")
-        self.counts("centre_draws", minimum=2)
-        self.counts("seed", minimum=0)
-        self.nonempty("sweep_etas", "sweep_batch_sizes")
-        if not self.replace:
-            for name in ("batch_size", "sweep_batch_sizes"):
-                self.counts(name, minimum=1)
-                for b in (getattr(self, name) if name == "sweep_batch_sizes"
-                          else (self.batch_size,)):
-                    if b > self.n:
-                        raise ValueError(f"{self.where(name)} must be <= n ({self.n}) when "
-                                         f"replace is False, got {b}")

@@ -13,7 +13,6 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ..foundation.parameters import ChapterParameters, param
 from ..foundation.checks import check_choice, check_int, check_nonnegative, check_positive
 from ..foundation.claims import Case, Claim, case, every_case
 from ..foundation.rng import as_generator, as_torch_generator, child_seed
@@ -23,6 +22,7 @@ from ..theory import diffusion, jacobians
 from ..theory.label_noise import (FixedLabelNoise, GaussianNoise, LabelNoise, SymmetricSwapNoise,
                                   swap_expectation_matrix, symmetric_swap_expectation)
 from ..theory.minibatch import draw_minibatches, prop1_covariance_factors
+from .parameters.prop1_noise import Parameters
 
 __all__ = ["Parameters", "NoiseSamples", "PAPER_BATCHES", "predicted_moments", "sample_noise_terms",
            "paper_batch_samples", "noise_explorer_states", "swap_expectation_claims"]
@@ -262,37 +262,3 @@ def swap_expectation_claims(y: torch.Tensor, *, ps, n_draws: int, seed: int = 0)
                    "Permuting all logits by a uniform derangement with probability p gives the "
                    "paper's $\\mathbb{E}[\\tilde y]$.", cases["derangement"], kind="identity"),
     ]
-
-
-@dataclass(frozen=True)
-class Parameters(ChapterParameters):
-    """The chapter's parameters (defaults: the ``quick`` profile)."""
-    notebook = "prop1_noise"
-
-    eta: float = param(0.1, "learning rate")
-    batch_size: int = param(16, "b")
-    sigma2: float = param(0.5, "label-noise variance")
-    n_samples: int = param(100_000, "Monte-Carlo draws of the noise terms per scheme")
-    n_real_steps: int = param(200, "of which are also taken as real SGD steps and decomposed")
-    seed: int = param(0, "seed of every draw (children per setting and scheme)")
-    explorer_samples: int = param(4000, "draws per state of the interactive figure")
-    swap_ps: tuple[float, ...] = param([0.1, 0.5, 0.9], "swap probabilities for the Section 5.2 "
-                                                        "check")
-    swap_draws: int = param(2000, "independent draws of the swapped labels per probability")
-    paper_batch_draws: tuple[int, ...] = param([4_000_000, 100_000], "draws at the paper's "
-                                                                     "(N, b): Sec. 6, Sec. 5")
-
-    def check(self) -> None:
-        super().check()
-        self.positive("eta", "sigma2")
-        self.counts("batch_size", "n_real_steps", "explorer_samples")
-        self.counts("n_samples", "swap_draws", "paper_batch_draws", minimum=2)
-        self.counts("seed", minimum=0)
-        self.probabilities("swap_ps")
-        self.nonempty("swap_ps")
-        if self.n_real_steps > self.n_samples:
-            raise ValueError(f"{self.where('n_real_steps')} must be <= n_samples "
-                             f"({self.n_samples}), got {self.n_real_steps}")
-        if len(self.paper_batch_draws) != 2:
-            raise ValueError(f"{self.where('paper_batch_draws')} must hold 2 counts (Sec. 6's "
-                             f"setting, Sec. 5's), got {list(self.paper_batch_draws)}")

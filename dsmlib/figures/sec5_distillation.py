@@ -25,7 +25,7 @@ from ..chapters.sec5_grid import CONTROL, HINTON, KINDS
 from ..chapters.sec5_gains import MIN_SEEDS
 from ..chapters.sec5_readouts import TARGET_ACCURACY, teacher_curve
 from ..foundation.power import MAX_UNITS, RESOLUTION
-from ..models.datasets import SPECS
+from ..models.dataset_specs import SPECS
 from ..models.run_config import Noise
 from .common import error_bars
 from .tables import BADGES, data_table, fmt_number

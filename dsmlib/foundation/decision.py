@@ -22,8 +22,6 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable, Sequence
 
-from scipy import stats as _st
-
 from .checks import check_real
 from .stats import t_quantile
 
@@ -114,7 +112,8 @@ def decision_p(measured: float, se: float, band: Sequence[float | None], *,
     if distance == 0:
         return 1.0, None
     z = distance / se
-    tail = _st.t.sf(z, dof) if math.isfinite(dof) else _st.norm.sf(z)
+    from scipy import stats   # on first use: see dsmlib.foundation.stats.t_quantile
+    tail = stats.t.sf(z, dof) if math.isfinite(dof) else stats.norm.sf(z)
     return float(min(1.0, 2.0 * tail)), towards
 
 

@@ -46,10 +46,11 @@ from ..foundation.rng import as_generator, child_seed, resolve_device
 from .cifar10_store import (ORDER_SEED, DatasetMissingError, balanced_order, class_ranks,
                             describe, fetch_cifar10, missing_message, read_store, store_path)
 from .data import DIGITS_SIZE, digits
+from .dataset_specs import DATASETS, SPECS, DatasetSpec
 from .dataset_files import download as fetch
 from .dataset_files import check_dataset, missing_files, read_arrays
 
-__all__ = ["DatasetSpec", "SPECS", "DATASETS", "DIGITS_TEST_FRACTION", "DIGITS_TEST_SEED",
+__all__ = ["DIGITS_TEST_FRACTION", "DIGITS_TEST_SEED",
            "OFFICIAL_TRAIN", "OFFICIAL_TEST", "DataSplit", "split_rows", "Official", "train_images",
            "official_arrays", "check_data", "balanced_split", "load_dataset", "augment_draws",
            "apply_augment", "augment"]
@@ -57,25 +58,6 @@ __all__ = ["DatasetSpec", "SPECS", "DATASETS", "DIGITS_TEST_FRACTION", "DIGITS_T
 DIGITS_TEST_FRACTION = 0.2
 DIGITS_TEST_SEED = 20_240_501
 
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """What a data set is: classes, channels, native size, and its augmentation."""
-    name: str
-    num_classes: int
-    in_channels: int
-    image_size: int
-    pad: int            # random-crop padding at the native size
-    flip: bool          # horizontal flips (not for digits or house numbers)
-
-
-SPECS = {
-    "digits": DatasetSpec("digits", 10, 1, 8, 1, False),
-    "cifar10": DatasetSpec("cifar10", 10, 3, 32, 4, True),
-    "cifar100": DatasetSpec("cifar100", 100, 3, 32, 4, True),
-    "svhn": DatasetSpec("svhn", 10, 3, 32, 4, False),
-}
-DATASETS = tuple(SPECS)
 
 
 @dataclass

@@ -40,7 +40,8 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import Tensor, nn
 
-from .datasets import DataSplit, DatasetSpec
+from .dataset_specs import DatasetSpec
+from .datasets import DataSplit
 from .device import Capture, DevicePolicy
 from .lanes import Lanes
 from .lockstep import lanes_of

@@ -26,10 +26,10 @@ from typing import Any
 
 from ..foundation.checks import (check_choice, check_int, check_nonnegative, check_positive,
                                  check_probability)
-from .datasets import DATASETS, SPECS
+from .dataset_specs import DATASETS, SPECS
 
 __all__ = ["Noise", "NOISE_KINDS", "ROLES", "PRECISIONS", "MAX_SIGMA2", "MAX_TEMPERATURE",
-           "RECIPE", "IMPLIED", "RunConfig", "student_of"]
+           "RECIPE", "IMPLIED", "CLUSTERS", "RunConfig", "student_of"]
 
 
 class Noise(StrEnum):
@@ -48,6 +48,9 @@ ROLES = ("teacher", "student")
 PRECISIONS = ("auto", "fp32", "bf16", "fp64")   # fp64: CPU tests of exactness
 MAX_SIGMA2 = 1e4   # beyond this the logits drown; a larger value is a typo
 MAX_TEMPERATURE = 1e3   # Hinton et al. use 1-20; beyond this the softmax is flat
+#: Where a grid's runs can train (:func:`dsmlib.book.grid.launch`): worker processes on this
+#: machine, this process, or SLURM jobs. Not a field: it changes no number.
+CLUSTERS = ("local", "debug", "slurm")
 # The recipe this code trains with. 2: input statistics from the training images alone, and
 # students draw a batch stream of their own instead of replaying their teacher's. A run of
 # another recipe cannot be reproduced here, and its key differs (the field is hashed).

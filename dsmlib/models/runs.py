@@ -46,14 +46,10 @@ from .run_config import RunConfig
 
 __all__ = ["CONFIG", "CHECKPOINT", "METRICS", "FINAL", "DONE", "RunRecord", "Loaded", "run_dir",
            "run_status", "load_record", "load_checkpoint", "epoch_saver", "execute_run",
-           "execute_group", "lockstep_groups", "run_groups", "run_many", "torch_threads",
-           "CLUSTERS"]
+           "execute_group", "lockstep_groups", "run_groups", "run_many", "torch_threads"]
 
 CONFIG, CHECKPOINT, METRICS, FINAL, DONE = ("config.json", "checkpoint.pt", "metrics.json",
                                             "final.pt", "done.json")
-#: Where a grid's runs can train (:func:`dsmlib.book.grid.launch`): worker processes on this
-#: machine, this process, or SLURM jobs.
-CLUSTERS = ("local", "debug", "slurm")
 
 
 @dataclass

@@ -289,9 +289,10 @@ def test_list_shows_run_times(tmp_path, capsys):
 
 def test_only_the_grid_command_imports_torch_and_its_help_is_the_grid_modules(tmp_path):
     """The grid module imports torch, 2 s of every command's start on a 2-core CPU: the CLI
-    imports it for ``grid`` only (a chapter that needs torch still imports it, through its
-    parameters' declaration; the test suite's one-chapter books do not), and names ``grid``
-    in its help with the grid module's own line."""
+    imports it for ``grid`` only, and names ``grid`` in its help with the grid module's own
+    line. The book's own chapters, which compute with torch, declare their parameters apart
+    (``dsmlib.chapters.parameters``), so listing them imports neither torch nor scipy.stats
+    (1.1-1.5 s more)."""
     import argparse
     from dsmlib.book.grid import add_grid_parser
     root = copy_book(tmp_path)
@@ -301,14 +302,30 @@ def test_only_the_grid_command_imports_torch_and_its_help_is_the_grid_modules(tm
     (root / "notebooks" / "tiny.md").write_text(
         "---\njupytext:\n  text_representation: {extension: .md, format_name: myst}\n---\n"
         "# Tiny\n\n```{code-cell} ipython3\n:tags: [parameters]\nprofile = \"quick\"\n"
-        "live_widgets = True\n```\n")
+        "live_widgets = True\n```\n\n```{code-cell} ipython3\n"
+        "from dsmlib.book.results import write_results\n"
+        "from dsmlib.foundation import claims as C\n"
+        "from test_chapters.tiny import Parameters\n"
+        "P = Parameters.from_namespace(globals())\n"
+        "write_results([C.measure('tiny.x', 'x is two', paper=2.0, measured=float(P.x), se=0.01,"
+        " band=(1.9, 2.1), scope='setting', condition='x near two')], P, profile=profile)\n"
+        "```\n")
     chapter_module(root, "tiny", 'x: int = param(1, "x")')
+    # executing a chapter too: the provenance asks the driver, not torch, for the GPU
     code = ("import sys; from dsmlib.book.cli import main; main(['--root', sys.argv[1], 'list']);"
-            " print('torch imported:', 'torch' in sys.modules)")
+            " assert main(['--root', sys.argv[1], 'execute', '--profile', 'smoke',"
+            " '--no-progress']) == 0; print('torch imported:', 'torch' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True,
                           text=True, timeout=300, env=book_env(root))
     assert proc.returncode == 0 and "tiny: Tiny" in proc.stdout, proc.stderr[-2000:]
     assert proc.stdout.rstrip().endswith("torch imported: False"), proc.stdout[-2000:]
+    assert (root / "book" / "chapters" / "smoke" / "tiny.ipynb").exists()
+    code = ("import sys; from dsmlib.book.cli import main; main(['--root', sys.argv[1], 'list']);"
+            " print('imported:', [m for m in ('torch', 'scipy.stats') if m in sys.modules])")
+    proc = subprocess.run([sys.executable, "-c", code, str(ROOT)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and "sec5_distillation" in proc.stdout, proc.stderr[-2000:]
+    assert proc.stdout.rstrip().endswith("imported: []"), proc.stdout[-2000:]
     ap = argparse.ArgumentParser(prog="python -m dsmlib")
     add_grid_parser(ap.add_subparsers(dest="command"))
     own = re.sub(r"\s+", " ", ap.format_help().split("{grid}", 2)[-1]).strip()

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from dsmlib.models.data import DIGITS_SIZE
-from dsmlib.models.datasets import SPECS, augment, load_dataset
+from dsmlib.models.dataset_specs import SPECS
+from dsmlib.models.datasets import augment, load_dataset
 
 
 def _rows(X: torch.Tensor) -> set[bytes]:

@@ -28,7 +28,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from dsmlib.models.datasets import SPECS, DataSplit, load_dataset
+from dsmlib.models.dataset_specs import SPECS
+from dsmlib.models.datasets import DataSplit, load_dataset
 from dsmlib.models.device import device_policy
 from dsmlib.models.graph import (WARMUP_STEPS, CapturedEpoch, CapturedGradNorm, CompiledLosses,
                                  Shape, Trainers, load_optimizer_in_place)
