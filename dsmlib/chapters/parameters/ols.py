@@ -1,10 +1,4 @@
-"""The parameters of chapter ``ols``: the least-squares experiment of Section 6 (Figure 3). Their
-defaults are the ``quick`` profile; ``notebooks/profiles.yml`` overrides them per profile.
-
-Declared apart from :mod:`dsmlib.chapters.ols`, which re-exports them, so that the command line
-resolves and checks every chapter without importing what the chapter computes with (torch alone
-takes 1.5-2 s to import).
-"""
+"""Chapter ``ols``'s parameters: the least-squares experiment of Section 6 (Figure 3)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,10 +1,4 @@
-"""The parameters of chapter ``prop1_noise``: the decomposition of SGD's noise (Proposition 1).
-Their defaults are the ``quick`` profile; ``notebooks/profiles.yml`` overrides them per profile.
-
-Declared apart from :mod:`dsmlib.chapters.prop1_noise`, which re-exports them, so that the
-command line resolves and checks every chapter without importing what the chapter computes with
-(torch alone takes 1.5-2 s to import).
-"""
+"""Chapter ``prop1_noise``'s parameters: the decomposition of SGD's noise (Proposition 1)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,10 +1,4 @@
-"""The parameters of chapter ``prop2_convergence``: the SDE's approximation of SGD (Proposition 2).
-Their defaults are the ``quick`` profile; ``notebooks/profiles.yml`` overrides them per profile.
-
-Declared apart from :mod:`dsmlib.chapters.prop2_convergence`, which re-exports them, so that the
-command line resolves and checks every chapter without importing what the chapter computes with
-(torch alone takes 1.5-2 s to import).
-"""
+"""Chapter ``prop2_convergence``'s parameters: the SDE's approximation of SGD (Proposition 2)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

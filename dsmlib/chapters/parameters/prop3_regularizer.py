@@ -1,11 +1,5 @@
-"""The parameters of chapter ``prop3_regularizer``: the implicit regularizer's strength
-(Proposition 3, Remark 2). Their defaults are the ``quick`` profile; ``notebooks/profiles.yml``
-overrides them per profile.
-
-Declared apart from :mod:`dsmlib.chapters.prop3_regularizer`, which re-exports them, so that the
-command line resolves and checks every chapter without importing what the chapter computes with
-(torch alone takes 1.5-2 s to import).
-"""
+"""Chapter ``prop3_regularizer``'s parameters: the implicit regularizer's strength
+(Proposition 3, Remark 2)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,11 +1,5 @@
-"""The parameters of chapter ``remark3_valley``: drift along valleys of minima and escape over a
-barrier (Remarks 3 and 4). Their defaults are the ``quick`` profile; ``notebooks/profiles.yml``
-overrides them per profile.
-
-Declared apart from :mod:`dsmlib.chapters.remark3_valley`, which re-exports them, so that the
-command line resolves and checks every chapter without importing what the chapter computes with
-(torch alone takes 1.5-2 s to import).
-"""
+"""Chapter ``remark3_valley``'s parameters: drift along valleys of minima and escape over a
+barrier (Remarks 3 and 4)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,11 +1,5 @@
-"""The parameters of chapter ``sec5_distillation``: noisy self-distillation (Section 5, Figures 1
-and 2), and so the grid of its runs. Their defaults are the ``quick`` profile;
-``notebooks/profiles.yml`` overrides them per profile.
-
-Declared apart from :mod:`dsmlib.chapters.sec5_distillation`, which re-exports them, so that the
-command line resolves and checks every chapter without importing what the chapter computes with
-(torch alone takes 1.5-2 s to import).
-"""
+"""Chapter ``sec5_distillation``'s parameters: noisy self-distillation (Section 5, Figures 1
+and 2), and so the grid of its runs."""
 from __future__ import annotations
 
 from dataclasses import dataclass
