@@ -1,7 +1,8 @@
-"""Chapter ``sec5_distillation``: noisy self-distillation (Section 5, Figures 1 and 2), its
-parameters, the results of its grid (:mod:`dsmlib.chapters.sec5_grid`) arranged by cell and
-seed for the figures; the claims are in :mod:`dsmlib.chapters.sec5_claims`, the page's other
-read-outs in :mod:`dsmlib.chapters.sec5_readouts`.
+"""Chapter ``sec5_distillation``: noisy self-distillation (Section 5, Figures 1 and 2), the
+results of its grid (:mod:`dsmlib.chapters.sec5_grid`, from its parameters,
+:mod:`dsmlib.chapters.parameters.sec5_distillation`) arranged by cell and seed for the
+figures; the claims are in :mod:`dsmlib.chapters.sec5_claims`, the page's other read-outs in
+:mod:`dsmlib.chapters.sec5_readouts`.
 
 A noisy student is judged against the student trained noiselessly on its noise's mean target:
 the control for the swap (``E[y~] = M_p y``, Eq. 24, every logit vector shrunk towards its mean

@@ -1,6 +1,7 @@
 """The grid of Section 5's runs (chapter ``sec5_distillation``, whose ``Parameters``, ``grid``
-below, it is built from): every run's configuration. Per **setting** (a data set with a training-set size: the full data
-and, where asked for, a data-limited **headroom** setting) and seed, one teacher and its
+below, it is built from: :mod:`dsmlib.chapters.parameters.sec5_distillation`): every run's
+configuration. Per **setting** (a data set with a training-set size: the full data and, where
+asked for, a data-limited **headroom** setting) and seed, one teacher and its
 students: the noiseless one, one per noise kind and level, a control per swap probability (no
 noise, target ``E[y~] = M_p y``, Eq. 24), and the Hinton student; and the extra teachers of the
 curve of teacher accuracy against training-set size. Students train as long as their teacher

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
-from ..models.datasets import OFFICIAL_TRAIN, SPECS, train_images
+from ..models.dataset_specs import SPECS
+from ..models.datasets import OFFICIAL_TRAIN, train_images
 from .sec5_distillation import DistillResults
 
 __all__ = ["scope_note", "scope_brief", "without_scope", "steps_per_run", "validation_images",

@@ -1,8 +1,9 @@
 """A chapter's parameters, declared once (foundation).
 
-Each chapter module ``dsmlib.chapters.<notebook>`` declares one frozen dataclass
-``Parameters(ChapterParameters)``: a field per knob of the chapter, its default the ``quick``
-profile's value, made with :func:`param` (default and a one-line help). Everything else is
+Each chapter declares one frozen dataclass ``Parameters(ChapterParameters)`` in
+``dsmlib.chapters.parameters.<notebook>``, which its module ``dsmlib.chapters.<notebook>``
+re-exports: a field per knob of the chapter, its default the ``quick`` profile's value, made
+with :func:`param` (default and a one-line help). Everything else is
 derived from it:
 
 - ``notebooks/profiles.yml`` only overrides fields;
