@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 from dsmlib.book.profiles import load_specs  # noqa: E402
 
-LIST = "import sys; from dsmlib.book.cli import main; sys.exit(main(['--root', sys.argv[1], 'list']))"
+LIST = ("import sys; from dsmlib.book.cli import main; "
+        "sys.exit(main(['--root', sys.argv[1], 'list']))")
 
 
 def seconds(code: str) -> float:

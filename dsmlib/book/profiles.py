@@ -3,14 +3,13 @@
 Each chapter declares its parameters once, in the ``Parameters`` dataclass of
 ``dsmlib.chapters.parameters.<name>`` (:class:`dsmlib.foundation.parameters.ChapterParameters`;
 its chapter module ``dsmlib.chapters.<name>`` re-exports it), whose defaults are the ``quick``
-profile. ``notebooks/profiles.yml`` names the chapters, in book
-order, and gives each profile's overrides. :func:`resolve` is the one function that turns a
-chapter, a profile and the command line's ``-p`` overrides into the chapter's ``Parameters``:
-the declaration's defaults, then the profile's overrides, then ``-p``, checked once by the
-``Parameters`` themselves (each value against its annotation, then the chapter's ranges), so
-that a typo or ``-p depth 7.5`` is a one-line error before any kernel starts. The runner, the
-reference executions, the site, ``grid`` and ``lab`` all call it; nothing reads values back
-from a notebook.
+profile. ``notebooks/profiles.yml`` names the chapters, in book order, and gives each profile's
+overrides. :func:`resolve` is the one function that turns a chapter, a profile and the command
+line's ``-p`` overrides into the chapter's ``Parameters``: the declaration's defaults, then the
+profile's overrides, then ``-p``, checked once by the ``Parameters`` themselves (each value
+against its annotation, then the chapter's ranges), so that a typo or ``-p depth 7.5`` is a
+one-line error before any kernel starts. The runner, the reference executions, the site,
+``grid`` and ``lab`` all call it; nothing reads values back from a notebook.
 """
 from __future__ import annotations
 

@@ -50,14 +50,12 @@ from .dataset_specs import DATASETS, SPECS, DatasetSpec
 from .dataset_files import download as fetch
 from .dataset_files import check_dataset, missing_files, read_arrays
 
-__all__ = ["DIGITS_TEST_FRACTION", "DIGITS_TEST_SEED",
-           "OFFICIAL_TRAIN", "OFFICIAL_TEST", "DataSplit", "split_rows", "Official", "train_images",
-           "official_arrays", "check_data", "balanced_split", "load_dataset", "augment_draws",
-           "apply_augment", "augment"]
+__all__ = ["DIGITS_TEST_FRACTION", "DIGITS_TEST_SEED", "OFFICIAL_TRAIN", "OFFICIAL_TEST",
+           "DataSplit", "split_rows", "Official", "train_images", "official_arrays", "check_data",
+           "balanced_split", "load_dataset", "augment_draws", "apply_augment", "augment"]
 
 DIGITS_TEST_FRACTION = 0.2
 DIGITS_TEST_SEED = 20_240_501
-
 
 
 @dataclass
