@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import html
 import re
-from typing import Any
 
 from ..figures.tables import data_table
 from ..foundation.parameters import literal

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .sec5_distillation import DistillResults, setting_of
+from .sec5_distillation import DistillResults
 from .sec5_gains import GATE_IMAGES, not_judged
 
 __all__ = ["SHORT", "VERDICT_ORDER", "headline_row", "accuracy_reading", "source_of_gain",
