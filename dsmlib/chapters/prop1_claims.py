@@ -161,7 +161,7 @@ def prop1_claims(results: list[NoiseSamples],
              for r in norep},
             note=factor_note + " The refutation is scoped to such $b/N$: at the paper's own "
                  "settings see prop1.xi_star_cov_without_replacement_paper.",
-            scope="reading",
+            scope="reading", kind="identity",
             condition="Holds when the $b$ members are drawn independently (with "
                       "replacement), or within the band while $b/N$ stays below about 5 %; "
                       "for a $b$-subset multiply by $(N-b)/(N-1)$."))

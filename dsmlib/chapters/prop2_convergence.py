@@ -149,7 +149,9 @@ class StrongSweep:
                  else local_slope(self.etas, self.exact_peak, np.zeros((2, 2)))[0])
         return case(paper=self.predicted, measured=slope, se=se, band=band, exact=exact,
                     quantity="local slope of max over k ≤ T/η of E‖Θ(kη) − θ̄ₖ‖², "
-                             f"between η = {self.etas[-2]:g} and {self.etas[-1]:g}",
+                             f"between η = {self.etas[-2]:g} and {self.etas[-1]:g} (two "
+                             "points: lack of fit cannot be tested; every pair's local slope "
+                             "is in the local-slopes table)",
                     source=source or ("book" if self.fixed_diffusion else "paper"))
 
 

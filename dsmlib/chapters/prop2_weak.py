@@ -9,6 +9,7 @@ difference of order ``sqrt(eta)`` (a mean gap of weak order 1 over clouds of wid
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,18 +69,22 @@ class WeakComparison:
     cov_ratio_se: np.ndarray
     n_paths: int
     fit: LogLogFit | None
+    jackknife_groups: int | None = None
 
     def case(self) -> Case:
         """The fitted rate of ``H`` in ``eta`` against :data:`WEAK_RATE` (a book claim: the
         paper states no rate), inconclusive where lack of fit rejects the power law
-        (:func:`dsmlib.foundation.claims.fit_case`; never widened)."""
+        (:func:`dsmlib.foundation.claims.fit_case`; never widened). Each point's SE is a
+        group jackknife's, so the interval is Student-t on ``groups - 1`` degrees of freedom
+        (the fewest any point's SE rests on), not normal."""
         quantity = "power-law rate of the energy coefficient H in η"
         if self.fit is None:
             return case(paper=WEAK_RATE, measured=0.0, se=0.0, band=WEAK_BAND, source="book",
                         quantity=quantity,
                         caveat="H was not positive at enough step sizes to fit a rate")
+        dof = math.inf if self.jackknife_groups is None else self.jackknife_groups - 1
         return fit_case(self.fit, paper=WEAK_RATE, band=WEAK_BAND, source="book",
-                        quantity=quantity)
+                        quantity=quantity, dof=dof)
 
 
 def weak_comparison(problem: Problem, name: str, *, etas, horizon: float, n_paths: int,
@@ -112,4 +117,5 @@ def weak_comparison(problem: Problem, name: str, *, etas, horizon: float, n_path
     est, se = (np.array([r[k] for r in rows]) for k in (0, 1))
     etas = np.array(etas, dtype=float)
     return WeakComparison(name, etas, est[:, 0], se[:, 0], est[:, 1], est[:, 2], se[:, 2],
-                          est[:, 3], se[:, 3], n_paths, power_fit(etas, est[:, 0], se[:, 0]))
+                          est[:, 3], se[:, 3], n_paths, power_fit(etas, est[:, 0], se[:, 0]),
+                          n_groups)

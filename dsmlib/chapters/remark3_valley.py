@@ -202,7 +202,8 @@ class EtaCorrection:
 
     def describe(self) -> str:
         terms = " + ".join(["c₀", "c₁η", "c₂η²"][: self.poly.degree + 1])
-        return f"speed/theory = {terms}: {self.fit.describe()}"
+        shape = "a straight line" if self.poly.degree == 1 else "a parabola"
+        return f"speed/theory = {terms}: {self.fit.describe(shape)}"
 
 
 def eta_correction_fit(sw: DriftSweep) -> EtaCorrection:

@@ -50,7 +50,7 @@ from .sec5_grid import HINTON, KINDS
 __all__ = ["BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "DIRECTION_WORDS", "direction_text",
            "late_log_gradnorm", "gradnorm_claims", "accuracy_claims", "hindsight_shortfall",
            "figure2_claims", "distill_claims", "accuracy_readings", "delta_table_rows",
-           "COMPARISONS", "distillation_rows", "distillation_table_data"]
+           "COMPARISONS", "distillation_rows", "family_level_text", "distillation_table_data"]
 
 BELOW_BAND = (None, -STRICT)          # log(G_a / G_b): a below b
 STEP_BAND = (None, -STRICT)           # log(G_{k+1} / G_k) between consecutive noisy levels
@@ -450,12 +450,21 @@ def distillation_rows(res: DistillResults) -> list[dict[str, Any]]:
     return rows
 
 
+def family_level_text() -> str:
+    """The level at which a setting's rows of :data:`COMPARISONS` hold together (Bonferroni:
+    each at :data:`~dsmlib.foundation.claims.CONFIDENCE`), e.g. ``the 5 of a setting together
+    at ≥ 95 %``."""
+    k = len(COMPARISONS)
+    return f"the {k} of a setting together at ≥ {1 - k * (1 - CONFIDENCE):.0%}"
+
+
 def distillation_table_data(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """:func:`distillation_rows` as a plain table (title, columns, rows of text) for the results'
     ``extra``, which the ledger shows for every scale."""
     def pts(x: float) -> str:
         return f"{x:+.2f}".replace("-", "−")
-    return {"title": "Distillation against noise (test accuracy, points; each alone at 99 %)",
+    return {"title": "Distillation against noise (test accuracy, points; each alone at "
+                     f"{CONFIDENCE:.0%}, {family_level_text()})",
             "columns": ["setting", "gain", "value [99 % interval]", "δ", "verdict", "direction"],
             "rows": [[r["setting"], r["comparison"],
                       f"{pts(r['measured'])} [{r['interval'][0]:.2f}, {r['interval'][1]:.2f}]"

@@ -20,10 +20,12 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
+from ..chapters.sec5_claims import family_level_text
 from ..chapters.sec5_distillation import DistillResults, selected_levels, shrinkage_rows
 from ..chapters.sec5_grid import CONTROL, HINTON, KINDS
 from ..chapters.sec5_gains import MIN_SEEDS
 from ..chapters.sec5_readouts import TARGET_ACCURACY, teacher_curve
+from ..foundation.claims import CONFIDENCE
 from ..foundation.power import MAX_UNITS, RESOLUTION
 from ..models.dataset_specs import SPECS
 from ..models.run_config import Noise
@@ -441,4 +443,5 @@ def distillation_table(rows: Sequence[dict[str, Any]]) -> Any:
          for r in rows],
         row_classes=[f"v-{r['verdict']}" for r in rows],
         table_class="cases distillation-vs-noise cards")
-    return HTML(table)
+    return HTML(f"{table}<p>Each row is judged alone at {CONFIDENCE:.0%}; "
+                f"{html.escape(family_level_text())} (Bonferroni).</p>")

@@ -34,7 +34,7 @@ averaging) or ``reading`` (wrong under one reading of an ambiguous text).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Sequence
 
 from .checks import check_choice, check_real
@@ -355,11 +355,13 @@ def rejected_law_caveat(fit: LogLogFit, what: str = "power law") -> str:
 
 def fit_case(fit: LogLogFit, *, paper: float, band: Sequence[float | None],
              quantity: str = "", source: str = "paper", exact: float | None = None,
-             coefficient: str = "slope", what: str = "power law") -> Case:
+             coefficient: str = "slope", what: str = "power law",
+             dof: float = math.inf) -> Case:
     """A fitted ``coefficient`` (``"slope"`` or ``"intercept"``) of ``fit`` as a case: its own
-    standard error (``fit.se`` for the slope), never widened; inconclusive, with the
-    lack-of-fit p-value, when the law is rejected (:func:`rejected_law_caveat`). The quantity
-    names the lack-of-fit p-value either way."""
+    standard error (``fit.se`` for the slope), never widened, with Student-t on ``dof``
+    degrees of freedom where the points' errors are themselves estimated from few groups
+    (normal by default); inconclusive, with the lack-of-fit p-value, when the law is rejected
+    (:func:`rejected_law_caveat`). The quantity names the lack-of-fit p-value either way."""
     value = fit.slope if coefficient == "slope" else fit.intercept
     se = fit.se if coefficient == "slope" else fit.intercept_se
     if se is None:
@@ -367,7 +369,8 @@ def fit_case(fit: LogLogFit, *, paper: float, band: Sequence[float | None],
     lof = ("lack of fit untestable with two points" if fit.p_value is None else
            f"lack of fit p = {fit.p_value:.2g}")
     return case(paper=paper, measured=value, se=se, band=band, source=source, exact=exact,
-                quantity=f"{quantity} ({lof})".strip(), caveat=rejected_law_caveat(fit, what))
+                quantity=f"{quantity} ({lof})".strip(), caveat=rejected_law_caveat(fit, what),
+                dof=dof)
 
 
 def slope_claim(id: str, statement: str, x: Sequence[float], y: Sequence[float],

@@ -225,13 +225,14 @@ class LogLogFit:
         return self.se * (self.inflation if self.p_value is not None and self.p_value < alpha
                           else 1.0)
 
-    def describe(self) -> str:
-        """One line for a claim's note."""
+    def describe(self, shape: str = "a straight line") -> str:
+        """One line for a claim's note; ``shape``: the curve fitted (a polynomial's
+        :meth:`PolyFit.as_line` is not a straight line)."""
         if self.dof == 0:
             return "two points: lack of fit cannot be tested"
-        verdict = ("the points are not on a line: the law is rejected and decides nothing "
+        verdict = (f"the points are not on {shape}: the law is rejected and decides nothing "
                    f"(they scatter {self.inflation:.3g} times their errors)" if self.lack_of_fit
-                   else "consistent with a straight line")
+                   else f"consistent with {shape}")
         return f"lack of fit χ² = {self.chi2:.3g} on {self.dof} dof, p = {self.p_value:.3g}: {verdict}"
 
 

@@ -412,6 +412,7 @@ def test_the_site_says_how_to_cite_and_what_section_5_costs(smoke_book):
 #: Claims whose kind was wrong once (issue 42): an identity's truth follows from the algebra
 #: for its data (its measurement checks the code), an empirical one from the dynamics.
 KINDS = {"prop1.xi_star_cov_without_replacement_paper": "identity",
+         "prop1.xi_star_cov_without_replacement": "identity",      # its twin: the same algebra
          "ols.cov_vs_eta": "identity", "ols.cov_vs_eta_rate": "identity",
          "ols.cov_vs_batch": "identity", "ols.cov_vs_batch_rate": "identity",
          "ols.noiseless_converges": "empirical", "remark2.valley_stability": "empirical"}

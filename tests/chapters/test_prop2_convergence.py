@@ -158,6 +158,19 @@ def test_weak_claim_tests_a_rate_not_only_a_sign(rate, verdict):
     assert c.measured == pytest.approx(rate, abs=1e-6) and c.verdict == verdict
 
 
+def test_weak_rate_interval_is_student_t_on_the_jackknife_groups():
+    """The points' SEs are group jackknives of 20 groups: the rate's 99 % interval is
+    slope ± t(19) SE (t = 2.861), not ± z SE (2.576); without groups it stays normal."""
+    from scipy import stats
+    w = _synthetic_weak(1.0)
+    se = w.fit.se
+    lo, hi = w.case().interval
+    assert (hi - lo) / 2 == pytest.approx(stats.norm.ppf(0.995) * se, rel=1e-6)
+    w.jackknife_groups = 20
+    lo, hi = w.case().interval
+    assert (hi - lo) / 2 == pytest.approx(stats.t.ppf(0.995, 19) * se, rel=1e-6)
+
+
 def test_weak_comparison_least_squares_moments_agree(problems):
     """Seeded: for least squares SGD (with replacement, fresh noise) and Eq. (17) have the
     same mean and covariance at every step, exactly. With 2,000 paths each, the standardised
@@ -167,7 +180,7 @@ def test_weak_comparison_least_squares_moments_agree(problems):
     w = p2.weak_comparison(problems["least squares"], "least squares", etas=ETAS[:2],
                            horizon=0.25, n_paths=2000, batch_size=1, sigma2=1.0,
                            n_directions=4, n_groups=20, seed=0)
-    assert w.H.shape == (2,) and np.all(w.H_naive > w.H)
+    assert w.H.shape == (2,) and np.all(w.H_naive > w.H) and w.jackknife_groups == 20
     assert np.all(w.mean_gap <= 5 * w.mean_gap_se + 1e-12)
     assert np.all(np.abs(w.cov_ratio - 1) <= 5 * w.cov_ratio_se)
 

@@ -180,6 +180,8 @@ def test_a_rejected_law_makes_remark4_inconclusive_and_a_bent_eta_law_is_a_parab
     sw.fits["eta sigma2 / B"] = _fit_power_law(theory, rate, sw.se)
     fit = C.eta_correction_fit(sw)
     assert fit.poly.degree == 2
+    assert "c₂η²" in fit.describe() and "a parabola" in fit.describe()   # not "a straight line"
+    assert "straight line" not in fit.describe()
     assert fit.fit.intercept == pytest.approx(1.075, abs=0.02)
     assert fit.fit.slope == pytest.approx(3 * 1.075, abs=1.5)
     strength, corr = C.remark4_claims(sw)
@@ -205,6 +207,7 @@ def test_eta_correction_recovers_a_known_line():
     fit = C.eta_correction_fit(sw)
     assert fit.fit.intercept == pytest.approx(1.0) and fit.fit.slope == pytest.approx(3.0)
     assert fit.fit.chi2 == pytest.approx(0.0, abs=1e-12)
+    assert fit.poly.degree == 1 and fit.describe().endswith("consistent with a straight line")
 
 
 def test_explorer_states_order_and_shapes():

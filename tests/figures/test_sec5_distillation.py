@@ -235,3 +235,41 @@ def test_distillation_table_separates_distillation_from_noise():
     assert "nothing to separate" in distillation_table([]).data
     data = sc.distillation_table_data(rows)
     assert len(data["rows"]) == len(rows) and len(data["columns"]) == len(data["rows"][0])
+
+
+def _source_rows(**ways):
+    """Rows of one setting's distillation-against-noise table with the given directions
+    (``higher``, ``lower`` or ``cannot tell``; default ``cannot tell``)."""
+    keys = ("noiseless", "hinton", "both", "over_noiseless", "over_hinton")
+    return [dict(setting="s", comparison=name, measures=measures,
+                 direction=ways.get(k, "cannot tell"))
+            for k, (name, measures) in zip(keys, sc.COMPARISONS)]
+
+
+def test_source_of_gain_speaks_only_of_gains_the_table_shows():
+    """A distillation row above the teacher, with the noisy student's own gain over the teacher
+    undecided, is not "the gain over the teacher comes from distillation": the text names the
+    student that beats the teacher, and says the noisy student's gain is not established
+    (the gpu reference's case: only the Hinton student is above its teacher)."""
+    from dsmlib.chapters.sec5_summary import source_of_gain
+    only_hinton = source_of_gain(_source_rows(hinton="higher"))
+    assert "Hinton student beats the teacher" in only_hinton
+    assert "not established" in only_hinton and "gain over its teacher comes from" not in only_hinton
+    both = source_of_gain(_source_rows(hinton="higher", noiseless="higher", both="higher"))
+    assert "gain over its teacher comes from distillation" in both
+    assert "noiseless student and the Hinton student also beat" in both
+    assert "noise costs" in source_of_gain(_source_rows(hinton="higher", over_hinton="lower"))
+    assert source_of_gain(_source_rows(over_noiseless="higher")).startswith("noise adds")
+    assert source_of_gain(_source_rows()).startswith("neither")
+
+
+def test_the_distillation_table_states_its_family_level():
+    """Five rows a setting, each at 99 %: together at ≥ 95 % (Bonferroni), said under the table
+    and in its title in the results."""
+    from dsmlib.figures.sec5_distillation import distillation_table
+    assert sc.family_level_text() == f"the {len(sc.COMPARISONS)} of a setting together at ≥ 95%"
+    rows = [dict(r, measured=0.5, interval=[-1.0, 2.0], verdict="inconclusive", delta=1.0)
+            for r in _source_rows()]
+    assert "together at ≥ 95%" in distillation_table(rows).data
+    assert sc.family_level_text() in sc.distillation_table_data(
+        [dict(r, se=0.5) for r in rows])["title"]

@@ -101,6 +101,7 @@ def test_no_widening_without_lack_of_fit():
     assert fit.widened_se(alpha=0.1) == pytest.approx(0.1 * math.sqrt(2))
     assert fit.describe() == ("lack of fit χ² = 8 on 4 dof, p = 0.0916: consistent with a "
                               "straight line")
+    assert fit.describe("a parabola").endswith("consistent with a parabola")
 
 
 def test_widening_is_the_birge_ratio_even_below_two():
@@ -110,7 +111,7 @@ def test_widening_is_the_birge_ratio_even_below_two():
     assert fit.se_widened == pytest.approx(0.1 * math.sqrt(3.5), rel=1e-12)
     assert fit.widened_se() == pytest.approx(0.1 * math.sqrt(3.5), rel=1e-12)
     assert fit.describe() == ("lack of fit χ² = 14 on 4 dof, p = 0.0073: the points are not "
-                              "on a line: the law is rejected and decides nothing (they "
+                              "on a straight line: the law is rejected and decides nothing (they "
                               "scatter 1.87 times their errors)")
     # an explicit alpha decides the test
     assert not stats.LogLogFit.from_chi2(1.0, 0.0, 0.1, 14.0, 4, alpha=0.005).lack_of_fit
