@@ -779,8 +779,11 @@ def test_departures_list_what_differs_from_the_paper_and_only_that():
     text = "\n".join(scope.departures(paper))
     for absent in ("Data:", "Network:", "Length:", "different number of epochs",
                    "A headroom setting the paper does not have",
-                   "Measurement:", "Learning rate:"):
+                   "Measurement:", "Learning rate:", "Augmentation:"):
         assert absent not in text, absent
+    res, _ = claims_of(good, augment=False)              # the gpu-cifar10 profile's choice
+    line = next(x for x in scope.departures(res) if x.startswith("Augmentation: none"))
+    assert "2026-11-29_cifar10_fit_pilot.jsonl" in line, line
     assert "0.002 for L = 100" in text
     res, _ = claims_of(good, passes=2, headroom_passes=3, n_train_eval=64)
     text = "\n".join(scope.departures(res))
