@@ -76,19 +76,33 @@ def test_live_explorer_slider_changes_the_figure(lab, tmp_path):
         started = "document.querySelectorAll('.jp-InputPrompt').length && "\
                   "[...document.querySelectorAll('.jp-InputPrompt')].some(p => /\\[[0-9*]/.test(p.innerText))"
         dialogs = []                                    # what JupyterLab asked, if anything
-        for _ in range(5):                              # a click before the app settles is lost
+
+        def answer_dialog() -> bool:
+            """A modal dialog would take the clicks: a kernel choice is accepted (its
+            preselected kernel, Python 3), for Escape would leave the notebook with no kernel
+            and nothing could run; any other dialog is dismissed."""
             dialog = page.locator(".jp-Dialog")
-            if dialog.count():                          # a modal dialog would take the clicks
-                dialogs.append(dialog.first.inner_text()[:300])
+            if not dialog.count():
+                return False
+            text = dialog.first.inner_text()[:300]
+            dialogs.append(text)
+            if text.startswith("Select Kernel"):
+                dialog.first.locator(".jp-mod-accept").first.click(timeout=10_000)
+            else:
                 page.keyboard.press("Escape")
-                page.wait_for_timeout(500)
+            page.wait_for_timeout(500)
+            return True
+
+        for _ in range(5):                              # a click before the app settles is lost
+            answer_dialog()
             try:
                 page.get_by_role("menuitem", name="Run").first.click(timeout=10_000)
                 page.get_by_text("Run All Cells", exact=True).first.click(timeout=10_000)
                 page.wait_for_function(started, timeout=20_000)
                 break
             except Exception:
-                page.keyboard.press("Escape")
+                if not answer_dialog():
+                    page.keyboard.press("Escape")       # close the menu left open
         else:
             pytest.fail(f"Run All Cells never started the notebook; dialogs seen: {dialogs}")
         # the explorer's figure, or the run over without it (Run All stops at a failing cell,
