@@ -11,6 +11,17 @@ BOOK_FILES = ["_config.yml", "_toc.yml", "CITATION.cff", "notebooks", "book", "r
               "benchmarks/gpu_runs"]
 
 
+def load_script(relative: str):
+    """A script of the repository (e.g. ``benchmarks/run.py``) imported as a module, without
+    running its ``__main__`` block."""
+    import importlib.util
+    path = ROOT / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def copy_book(dest: Path) -> Path:
     """Copy the book's sources (not its build products) into ``dest``, with its committed
     reference executions (``reference/``) if any."""

@@ -2,17 +2,13 @@
 time -- a page's size in bytes, a GPU path that failed -- are echoed but not compared."""
 from __future__ import annotations
 
-import importlib.util
 import json
 
-from helpers import ROOT
+from helpers import load_script
 
 
 def _runner():
-    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "benchmarks" / "run.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/run.py")
 
 
 def test_rows_without_a_time_are_echoed_not_compared(tmp_path, capsys):

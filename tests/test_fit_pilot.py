@@ -2,17 +2,11 @@
 execute_run, and its fit read back (issue 51's CIFAR-10 pilot). Smoke profile: seconds."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import load_script
 
 
 def _pilot():
-    spec = importlib.util.spec_from_file_location("fit_pilot", ROOT / "benchmarks" / "fit_pilot.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/fit_pilot.py")
 
 
 def test_fit_pilot_trains_one_teacher_and_reads_it_back(tmp_path, capsys):
