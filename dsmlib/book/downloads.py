@@ -16,7 +16,7 @@ __all__ = ["FIELDS", "claim_rows", "claims_json", "claims_csv", "downloads_markd
 
 #: The columns, in order (a list value is split into ``_low`` / ``_high`` in the CSV).
 FIELDS = ("notebook", "id", "statement", "verdict", "measured", "interval", "band", "unit",
-          "direction", "paper", "exact", "scope", "kind", "source", "quantity", "profile",
+          "size", "paper", "exact", "scope", "kind", "source", "quantity", "profile",
           "commit", "current")
 
 
@@ -25,7 +25,7 @@ def _row(nb: str, c: dict[str, Any], profile: str, commit: str, current: bool) -
             "verdict": c["verdict"], "measured": c.get("measured"),
             "interval": list(c.get("interval") or [None, None]),
             "band": list(c.get("band") or [None, None]), "unit": c.get("unit", ""),
-            "direction": c.get("direction", ""), "paper": c.get("paper"),
+            "size": c.get("size", ""), "paper": c.get("paper"),
             "exact": c.get("exact"), "scope": c.get("scope"), "kind": c.get("kind"),
             "source": c.get("source", "paper"), "quantity": c.get("quantity", ""),
             "profile": profile, "commit": commit, "current": current}
@@ -82,4 +82,4 @@ def downloads_markdown(json_path: str, csv_path: str, n: int) -> str:
     return (f"**Every claim as data** ({n} rows: this build's and each reference's): "
             f"{{download}}`claims.json <{json_path}>`, {{download}}`claims.csv <{csv_path}>` "
             "(verdict, value, interval, band, their unit (empty: a pure number; points: of test "
-            "accuracy), direction, paper and exact value, scope, kind, profile, commit).")
+            "accuracy), size against δ, paper and exact value, scope, kind, profile, commit).")

@@ -332,6 +332,12 @@ def add_grid_parser(sub: argparse._SubParsersAction) -> None:
                    help="the most runs of several seeds one group may hold (1: none across "
                         "seeds); auto: the device policy's (1 on the CPU, measured on a GPU); "
                         "measure: measured here")
+    p.add_argument("--by-seed", action="store_true",
+                   help="launch: in this process, seed by seed (a teacher, then its students), "
+                        "the way a CPU reference trains in the background")
+    p.add_argument("--commit", action="store_true",
+                   help="with --by-seed: commit each seed's records (config.json, done.json) "
+                        "as soon as the seed finishes")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                    metavar=("NAME", "VALUE"), help="override one notebook parameter (YAML value)")
 
@@ -352,6 +358,25 @@ def _one_line_warning(message, category, *args: Any, **kwargs: Any) -> None:
     print(f"[dsmlib] warning: {message}", file=sys.stderr)
 
 
+def _launch_by_seed(root: Path, args: argparse.Namespace, runs: Sequence[RunConfig],
+                    runs_dir: Path, data_dir: Path) -> None:
+    """``launch --by-seed [--commit]``: :func:`dsmlib.book.seed_runs.train_by_seed` here, each
+    finished seed's records committed with ``--commit``."""
+    from .seed_runs import commit_paths, record_paths, train_by_seed
+    prepare_data(sorted({c.dataset for c in runs}), data_dir, fetch=bool(args.download))
+
+    def commit(teacher: RunConfig, members: list[RunConfig], seconds: float) -> None:
+        message = (f"{args.profile}: the records of seed {teacher.seed} ({len(members)} runs, "
+                   f"trained here in {seconds:.0f} s)")
+        if commit_paths(root, record_paths(members, runs_dir), message):
+            print(f"[dsmlib] committed: {message}", file=sys.stderr, flush=True)
+    trained = train_by_seed(runs, runs_dir, on_seed=commit if args.commit else None,
+                            threads=args.threads, data_dir=data_dir, device="auto",
+                            deterministic=args.deterministic, step=args.step)
+    print(f"[dsmlib] {trained} seed(s) trained for profile {args.profile}; runs in {runs_dir}",
+          file=sys.stderr)
+
+
 def grid_command(root: Path, args: argparse.Namespace) -> int:
     """Run ``python -m dsmlib grid ...``; returns the exit status."""
     overrides = {k: parse_value(v, k) for k, v in args.parameter}
@@ -369,7 +394,11 @@ def grid_command(root: Path, args: argparse.Namespace) -> int:
             for line in prepare_data(params.datasets, data_dir, fetch=True):
                 print(line)
             return 0
-        if args.action == "launch":
+        if args.commit and not args.by_seed:
+            raise ValueError("--commit goes with --by-seed (records are committed seed by seed)")
+        if args.action == "launch" and args.by_seed:
+            _launch_by_seed(root, args, runs, runs_dir, data_dir)
+        elif args.action == "launch":
             jobs = launch(runs, runs_dir, cluster=args.cluster, workers=args.workers,
                           threads=args.threads, timeout_min=args.timeout_min,
                           slurm={"slurm_partition": args.partition} if args.partition else None,

@@ -25,7 +25,7 @@ import yaml
 
 from ..foundation.parameters import ChapterParameters
 
-__all__ = ["PROFILES", "ON_REQUEST", "GPU_CIFAR10", "DEFAULT_PROFILE", "RUNNER_PARAMETERS", "CHAPTERS", "NotebookSpec",
+__all__ = ["PROFILES", "ON_REQUEST", "GPU_CIFAR10", "CPU_CIFAR10", "DEFAULT_PROFILE", "RUNNER_PARAMETERS", "CHAPTERS", "NotebookSpec",
            "find_root", "hand_run_root", "load_specs", "check_profile", "select", "parse_value",
            "parameters_class", "resolve", "chapters_with_runs"]
 
@@ -33,10 +33,13 @@ __all__ = ["PROFILES", "ON_REQUEST", "GPU_CIFAR10", "DEFAULT_PROFILE", "RUNNER_P
 # gpu-cifar10: Section 5 at ResNet-56 on a data-limited CIFAR-10, minutes on one GPU (`make data`
 # first, or the subset that travels to a GPU machine).
 GPU_CIFAR10 = "gpu-cifar10"
-PROFILES = ("smoke", "quick", "paper", "gpu", GPU_CIFAR10)
+# cpu-cifar10: Section 5 at ResNet-8 on a data-limited CIFAR-10 with the paper's crops and flips,
+# hours of one 2-core CPU in the background (`make data` first); its reference is committed.
+CPU_CIFAR10 = "cpu-cifar10"
+PROFILES = ("smoke", "quick", "paper", "gpu", GPU_CIFAR10, CPU_CIFAR10)
 #: Profiles a chapter has only where it sets them (elsewhere they run as quick, and the tables
 #: leave them out).
-ON_REQUEST = ("gpu", GPU_CIFAR10)
+ON_REQUEST = ("gpu", GPU_CIFAR10, CPU_CIFAR10)
 DEFAULT_PROFILE = "quick"
 #: Names every notebook's parameters cell declares beside its chapter's, set by the book
 #: (``--profile``; the live widgets are on in ``lab`` only), never by ``-p`` or a profile.

@@ -22,11 +22,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..foundation.checks import check_int, check_probability
+from ..models.correctness import unpack_flags
 from ..models.run_config import RunConfig
 from ..models.runs import RunRecord
 from ..models.run_config import Noise
-from .sec5_grid import (CONTROL, HINTON, KINDS, Setting, curve_runs, grid_levels, grid_runs,
-                        students_of, teacher_config)
+from .sec5_grid import (CONTINUED, CONTROL, HINTON, KINDS, Setting, curve_runs, grid_levels,
+                        grid_runs, students_of, teacher_config)
 from .parameters.sec5_distillation import Parameters
 
 __all__ = ["Parameters", "Cell", "DistillResults", "METRICS", "ACCURACIES", "correct_flags",
@@ -57,6 +58,8 @@ class Cell:
             return f"control of p = {self.level:g}"
         if self.kind == HINTON:
             return f"Hinton student (T = {self.level:g})"
+        if self.kind == CONTINUED:
+            return "continued teacher"
         return "noiseless student" if self.kind == Noise.NONE else f"{KINDS[self.kind]} = {self.level:g}"
 
 
@@ -100,6 +103,12 @@ class DistillResults:
         """The paper's noiseless student (Hinton et al.'s softened cross-entropy)."""
         return next(c for c in self.cells if c.setting == setting and c.kind == HINTON)
 
+    def continued(self, setting: str) -> Cell | None:
+        """The continued teacher (trained on its labels as long as a student), None where the
+        grid has none."""
+        return next((c for c in self.cells if c.setting == setting and c.kind == CONTINUED),
+                    None)
+
     def noisy(self, setting: str, kind: str) -> list[Cell]:
         """The students of one noise kind (or of the swap's controls, ``kind=CONTROL``), by level."""
         return sorted((c for c in self.cells if c.setting == setting and c.kind == kind),
@@ -127,10 +136,11 @@ ACCURACIES = ("test_acc", "val_acc")   # what a diverged run is counted at in al
 
 
 def correct_flags(row: dict[str, Any]) -> np.ndarray | None:
-    """The per-image correctness a run recorded on the test set (``test_correct``, a string of
-    0s and 1s), as floats; None if it recorded none."""
+    """The per-image correctness a run recorded on the test set (``test_correct``, packed or
+    a string of 0s and 1s: :func:`dsmlib.models.correctness.unpack_flags`); None if it
+    recorded none."""
     text = row.get("test_correct")
-    return None if not text else np.frombuffer(text.encode(), dtype=np.uint8) - ord("0")
+    return None if not text else unpack_flags(text)
 
 
 def _cell(setting: str, role: str, kind: str, level: float, seeds: Sequence[int],

@@ -5,19 +5,25 @@ case, interval, band and δ that a reader sees.
 
 **The gate** (:func:`accuracy_gate`, fixed before measuring). A setting is judged for accuracy
 only where its teachers leave a student room: every teacher fits its training images
-(:data:`FIT_ACCURACY`; one that does not is beaten by training longer alone), and δ is at least
+(:data:`FIT_ACCURACY`; one that does not is beaten by training longer alone) or, where they do
+not, the grid trained each on as long as a student (the continued teacher, the baseline of
+"beats the teacher" there: :func:`baseline`), and δ is at least
 one test image's worth, i.e. the teachers miss at least :data:`GATE_IMAGES` test images on
 average. A setting below the gate is shown as "not judged: its teachers miss k of n test
 images" and enters no family, no seeds-to-decide and no headline.
 
-**The rule.** A test-accuracy gain is judged against the smallest gain worth having, ``delta``
-(:data:`DELTA_FRACTION` of the teachers' test error in the setting), as a band ``[delta, inf)``:
-*confirmed* when its 99 % interval lies above ``delta``, *refuted* when it lies below ``delta``
-(no gain of useful size, whatever its sign), *inconclusive* when it contains ``delta``
-(:data:`ACCURACY_RULE`). A shortfall that must stay small (the validation-selected student's
-regret) is the same rule mirrored, the band ``(-inf, delta]``. Beside every such verdict goes
-the **direction**: the same interval against 0 (:func:`direction`), so that "refuted" (no
-*useful* gain) is never read as "worse".
+**The rule** (issue 60, fixed before measuring). The paper's accuracy claims are directional
+("the students beat the teacher", "noise beats noiseless"); its figures give no sizes. So a
+directional claim is decided by its direction (:data:`ACCURACY_RULE`): *confirmed* when its
+99 % interval lies above 0, *refuted* when it lies below 0 (the opposite holds), *inconclusive*
+otherwise, with the seeds it would take. Beside every verdict goes its **size** against δ, the
+smallest gain worth having (:data:`DELTA_FRACTION` of the teachers' test error), *by at least
+δ*, *by less than δ* or *size not decided* (:func:`size_against_delta`). δ is measured on the
+same teachers it judges, so its own error is carried: the size is read from the interval of
+``gain − δ`` computed per seed and test image (δ's share of each: a tenth of the teacher's
+error on that image, :func:`delta_scores`), never from a δ taken as exact. The one
+equivalence claim -- validation selection falls short of the best in hindsight by less than δ
+-- keeps its band, on ``shortfall − δ`` with the same per-image δ (:func:`shortfall_case`).
 
 **The error of a case** has two sources: the seeds (training randomness) and the test images
 (every seed is scored on the same ones). Where the runs recorded which test images they got
@@ -47,7 +53,8 @@ from ..models.datasets import OFFICIAL_TEST
 from .sec5_distillation import Cell, DistillResults, setting_of
 
 __all__ = ["STRICT", "POINTS", "UNIT", "DELTA_FRACTION", "GATE_IMAGES", "MIN_SEEDS",
-           "FIT_ACCURACY", "ACCURACY_RULE", "GATE_RULE", "ACCURACY_IDS", "SOME_IDS",
+           "FIT_ACCURACY", "ABOVE_ZERO", "ACCURACY_RULE", "SIZES", "delta_scores",
+           "size_against_delta", "baseline", "GATE_RULE", "ACCURACY_IDS", "SOME_IDS",
            "DIRECTIONS", "smallest_gain", "teachers_fit", "missed_images", "accuracy_gate",
            "judged_settings", "not_judged", "test_images", "scores", "difference",
            "degenerate", "population", "seed_case", "accuracy_case", "gain_case",
@@ -72,14 +79,22 @@ MIN_SEEDS = 3
 # on accuracy only against teachers that fit: one that does not is limited by its training, and
 # a student that trains on beats it for that reason alone.
 FIT_ACCURACY = 0.99
-#: The accuracy rule, as the page and the claims state it.
-ACCURACY_RULE = ("A gain is confirmed when its 99 % interval lies above δ, the smallest gain "
-                 "worth having, refuted when it lies below δ (no gain of useful size, whatever "
-                 "its sign), and inconclusive when it contains δ. Beside each verdict, the "
-                 "direction: the same interval against 0.")
+#: A directional case's band: its interval above 0 confirms, below 0 refutes.
+ABOVE_ZERO = (STRICT, None)
+#: The accuracy rule, as the page and the claims state it (issue 60).
+ACCURACY_RULE = ("A directional claim is confirmed when its 99 % interval lies above 0, "
+                 "refuted when it lies below 0 (the opposite holds), and inconclusive "
+                 "otherwise, with the seeds it would take. Beside each verdict, its size against "
+                 "δ, the smallest gain worth having (a tenth of the teachers' test error; the "
+                 "rule is fixed before measuring, the value measured, and its error carried): "
+                 "by at least δ, by less than δ, or size not decided.")
+#: The sizes of a directional case against δ (:func:`size_against_delta`).
+SIZES = ("by at least δ", "by less than δ", "size not decided")
 #: The gate, as the page states it.
 GATE_RULE = (f"A setting is judged for accuracy only where every teacher fits its training "
-             f"images (at least {100 * FIT_ACCURACY:g} %) and the teachers miss at least "
+             f"images (at least {100 * FIT_ACCURACY:g} %) -- or, where they do not, each "
+             "teacher was also trained on as long as a student (the continued teacher), which "
+             "\"beats the teacher\" is then judged against -- and the teachers miss at least "
              f"{GATE_IMAGES} test images on average, so that δ is at least one test image's "
              "worth; below that no gain can be resolved, and the setting enters no claim.")
 ACCURACY_IDS = ("fig1.noisy_beats_teacher", "fig1.noisy_beats_noiseless",
@@ -95,6 +110,15 @@ def smallest_gain(res: DistillResults, setting: str, scale: float = 1.0) -> floa
     ``setting`` (at least :data:`STRICT`), times ``scale`` (the δ table's δ/2 and 2δ)."""
     err = 1.0 - float(res.teacher(setting).final["test_acc"].mean())
     return scale * max(POINTS * DELTA_FRACTION * err, STRICT)
+
+
+def baseline(res: DistillResults, setting: str) -> Cell:
+    """What "beats the teacher" is judged against in ``setting``: the teacher where every
+    teacher fits its training images, else the continued teacher (trained on its labels as
+    long as a student), where the grid has one (:func:`accuracy_gate`)."""
+    if teachers_fit(res, setting) or res.continued(setting) is None:
+        return res.teacher(setting)
+    return res.continued(setting)
 
 
 def teachers_fit(res: DistillResults, setting: str) -> bool:
@@ -124,7 +148,7 @@ def accuracy_gate(res: DistillResults, setting: str) -> str:
     """Why ``setting`` is not judged for accuracy ("" when it is, :data:`GATE_RULE`): a
     teacher that does not fit its training images, or teachers that leave less than one test
     image's worth of δ."""
-    if not teachers_fit(res, setting):
+    if not teachers_fit(res, setting) and res.continued(setting) is None:
         low = float(res.teacher(setting).final["train_acc"].min())
         return (f"not judged: its teachers do not all fit their training images (the lowest "
                 f"reaches {100 * low:.1f} %, below {100 * FIT_ACCURACY:g} %), so a student "
@@ -219,22 +243,77 @@ def accuracy_case(values: np.ndarray, band, quantity: str, n_test: int, *,
                "population": population(v, n_test, item_var), "direction": direction(c)}
 
 
-def gain_case(values: np.ndarray, delta: float, quantity: str, n_test: int, *,
+def delta_scores(res: DistillResults, setting: str, scale: float = 1.0) -> np.ndarray:
+    """δ where it is measured, in points: per seed and test image (where the runs recorded
+    them) :data:`DELTA_FRACTION` of the teacher's error on that image, ``0.1 x 100 x (1 -
+    right)``, times ``scale`` (the δ table's δ/2 and 2δ); else per seed, of its teacher's test
+    error. Its mean is :func:`smallest_gain`; its spread over seeds and images is δ's own
+    error, which a size read against it carries."""
+    return scale * POINTS * DELTA_FRACTION * (1.0 - scores(res.teacher(setting)))
+
+
+def _aligned(values: np.ndarray, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` and ``deltas`` in one form (a per-image table against a per-seed vector is
+    reduced to per-seed means first)."""
+    v, d = np.asarray(values, dtype=float), np.asarray(deltas, dtype=float)
+    if v.ndim != d.ndim:
+        v, d = (x.mean(axis=1) if x.ndim == 2 else x for x in (v, d))
+    return v, d
+
+
+def size_against_delta(values: np.ndarray, deltas: np.ndarray, n_test: int, *,
+                       level: float = CONFIDENCE) -> dict[str, Any]:
+    """The size of a directional case against δ (:data:`SIZES`), δ's error carried: the
+    interval (points) of ``gain - δ`` and of ``-gain - δ``, each from the per-seed (and
+    per-image) differences. Above 0 by at least δ when the first lies above 0, by less than δ
+    when it lies below 0; the same for a loss with the second; a case across 0 is "by less than
+    δ" only when both lie below 0 (no effect of δ's size either way), else "size not
+    decided"."""
+    v, d = _aligned(values, deltas)
+    up, _ = accuracy_case(v - d, ABOVE_ZERO, "gain − δ", n_test, level=level)
+    down, _ = accuracy_case(-v - d, ABOVE_ZERO, "loss − δ", n_test, level=level)
+    gain, _ = accuracy_case(v, ABOVE_ZERO, "gain", n_test, level=level)
+    way = direction(gain)
+    if way == DIRECTIONS[0]:
+        judged = up
+    elif way == DIRECTIONS[1]:
+        judged = down
+    else:
+        both = up.interval[1] < 0 and down.interval[1] < 0 and not (up.caveat or down.caveat)
+        return {"size": SIZES[1] if both else SIZES[2], "size_measured": up.measured,
+                "size_interval": up.interval, "size_of": "gain − δ"}
+    size = (SIZES[2] if judged.caveat else SIZES[0] if judged.interval[0] > 0 else
+            SIZES[1] if judged.interval[1] < 0 else SIZES[2])
+    return {"size": size, "size_measured": judged.measured, "size_interval": judged.interval,
+            "size_of": judged.quantity}
+
+
+def gain_case(values: np.ndarray, deltas: np.ndarray, quantity: str, n_test: int, *,
               level: float = CONFIDENCE) -> tuple[Case, dict[str, Any]]:
-    """A test-accuracy gain judged by the rule (:data:`ACCURACY_RULE`): the band
-    ``[delta, inf)``, in points."""
-    c, extras = accuracy_case(values, (delta, None), f"{quantity}; δ = {delta:.3g} points",
-                              n_test, level=level)
-    return c, {**extras, "delta": delta, "sense": "gain"}
+    """A directional test-accuracy gain judged by the rule (:data:`ACCURACY_RULE`): its
+    direction, the band ``(0, inf)`` in points; beside it its size against δ
+    (:func:`size_against_delta`, ``deltas``: :func:`delta_scores`), δ's error carried."""
+    v, d = _aligned(values, deltas)
+    delta = float(d.mean())
+    c, extras = accuracy_case(v, ABOVE_ZERO, f"{quantity}; δ = {delta:.3g} points", n_test,
+                              level=level)
+    return c, {**extras, "delta": delta, "sense": "gain",
+               **size_against_delta(v, d, n_test, level=level)}
 
 
-def shortfall_case(values: np.ndarray, delta: float, quantity: str, n_test: int, *,
+def shortfall_case(values: np.ndarray, deltas: np.ndarray, quantity: str, n_test: int, *,
                    level: float = CONFIDENCE) -> tuple[Case, dict[str, Any]]:
-    """A shortfall in test accuracy that must stay below ``delta``: the rule mirrored, the band
-    ``(-inf, delta]``, in points."""
-    c, extras = accuracy_case(values, (None, delta), f"{quantity}; δ = {delta:.3g} points",
-                              n_test, level=level)
-    return c, {**extras, "delta": delta, "sense": "shortfall"}
+    """A shortfall in test accuracy that must stay below δ (the one equivalence claim): the
+    case is ``shortfall - δ`` per seed (and test image), δ's own error carried, against the
+    band ``(-inf, 0]``: confirmed when its interval lies below 0, refuted above; the shortfall
+    itself beside it."""
+    v, d = _aligned(values, deltas)
+    delta = float(d.mean())
+    c, extras = accuracy_case(v - d, (None, 0.0), f"{quantity} − δ (δ = {delta:.3g} points, "
+                              "its error carried)", n_test, level=level)
+    own, _ = accuracy_case(v, (None, 0.0), quantity, n_test, level=level)
+    return c, {**extras, "delta": delta, "sense": "shortfall",
+               "shortfall": own.measured, "shortfall_interval": own.interval}
 
 
 def direction(c: Case | Claim | Sequence[float]) -> str:
@@ -323,15 +402,16 @@ def verdicts_by_setting(res: DistillResults, claims: list[Claim]) -> list[dict[s
 
 
 def delta_rows(claims: list[Claim], at: Callable[[float], list[Claim]]) -> list[dict[str, Any]]:
-    """Every accuracy case of ``claims``: its measured value and interval (points), ``delta``,
-    its direction, and its verdict in its claim at ``delta / 2``, ``delta`` and ``2 delta``,
-    where ``at(scale)`` gives the claims judged with ``delta`` times ``scale`` (the same rule,
-    Holm's decision included: the δ column is the claims' own verdict)."""
-    scaled = {s: {(c.id, d["case"]): d["verdict"] for c in at(s) for d in c.details}
-              for s in (0.5, 2.0)}
+    """Every accuracy case of ``claims``: its measured value and interval (points), δ, its
+    verdict, and what δ decides at ``delta / 2``, ``delta`` and ``2 delta``, where ``at(scale)``
+    gives the claims judged with δ times ``scale``: a directional case's size (its verdict does
+    not depend on δ), the shortfall case's verdict (Holm's decision included)."""
+    scaled = {s: {(c.id, d["case"]): d for c in at(s) for d in c.details} for s in (0.5, 2.0)}
+
+    def read(d: dict[str, Any]) -> str:
+        return d["verdict"] if d.get("sense") == "shortfall" else d.get("size", SIZES[2])
     return [dict(claim=c.id, case=d["case"], measured=d["measured"], interval=d["interval"],
-                 delta=d["delta"], sense=d.get("sense", "gain"),
-                 direction=d.get("direction", direction(d["interval"])),
-                 half=scaled[0.5][c.id, d["case"]], at=d["verdict"],
-                 double=scaled[2.0][c.id, d["case"]])
+                 delta=d["delta"], sense=d.get("sense", "gain"), verdict=d["verdict"],
+                 size=d.get("size", ""), half=read(scaled[0.5][c.id, d["case"]]), at=read(d),
+                 double=read(scaled[2.0][c.id, d["case"]]))
             for c in claims for d in c.details if d.get("delta") is not None]

@@ -3,7 +3,8 @@ below, it is built from: :mod:`dsmlib.chapters.parameters.sec5_distillation`): e
 configuration. Per **setting** (a data set with a training-set size: the full data and, where
 asked for, a data-limited **headroom** setting) and seed, one teacher and its
 students: the noiseless one, one per noise kind and level, a control per swap probability (no
-noise, target ``E[y~] = M_p y``, Eq. 24), and the Hinton student; and the extra teachers of the
+noise, target ``E[y~] = M_p y``, Eq. 24), the Hinton student and, where asked for, the
+continued teacher (its own labels, from its final weights, as long as a student); and the extra teachers of the
 curve of teacher accuracy against training-set size. Students train as long as their teacher
 unless the parameters say otherwise (the paper's "same setting").
 """
@@ -15,12 +16,13 @@ from typing import Any
 from ..models.run_config import RunConfig, student_of as _student_of_config
 from ..models.run_config import Noise
 
-__all__ = ["KINDS", "CONTROL", "HINTON", "Setting", "teacher_config", "grid_levels",
+__all__ = ["KINDS", "CONTROL", "HINTON", "CONTINUED", "Setting", "teacher_config", "grid_levels",
            "students_of", "curve_runs", "grid_runs"]
 
 KINDS = {Noise.GAUSSIAN: "σ²", Noise.SYMMETRIC: "p"}   # the paper's noise kinds, and their level
 CONTROL = Noise.CONTROL   # the swap's control: no noise, target E[y~] = M_p y (Eq. 24)
 HINTON = Noise.HINTON     # the paper's noiseless student: softened cross-entropy, level = T
+CONTINUED = Noise.CONTINUED   # the teacher trained on its labels as long as a student
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,12 @@ def teacher_config(grid: Any, setting: Setting, seed: int) -> RunConfig:
 
 
 def grid_levels(grid: Any, setting: Setting) -> list[tuple[str, float]]:
+    """The students of a teacher, as (kind, level): the noiseless one, each σ² and p, each
+    p's control, the Hinton student and, where the grid asks for it, the continued teacher."""
     return ([(Noise.NONE, 0.0)] + [(Noise.GAUSSIAN, s) for s in setting.sigma2s]
             + [(Noise.SYMMETRIC, p) for p in grid.ps] + [(CONTROL, p) for p in grid.ps]
-            + [(HINTON, grid.temperature)])
+            + [(HINTON, grid.temperature)]
+            + ([(CONTINUED, 0.0)] if grid.continued_teacher else []))
 
 
 def students_of(grid: Any, setting: Setting, teacher: RunConfig) -> list[RunConfig]:

@@ -167,6 +167,13 @@ def _plan(d: dict[str, Any], measured: float, n: int, k: int, power: float) -> i
                            dof=dof)
 
 
+def _towards(d: dict[str, Any], value: float) -> str | None:
+    """The verdict a plan at ``value`` aims for (None: on the band's edge, nothing)."""
+    if not resolvable(value, d["band"]):
+        return None
+    return verdict([value, value], d["band"])
+
+
 def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *, power: float = POWER,
                     every: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Every undecided case of ``claims``, and every case of the claims in ``every`` (decided or
@@ -176,8 +183,9 @@ def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *, power: float 
     ``MAX_UNITS``, or a value on the band's edge; a case whose test images' own error
     (``se_images``) keeps it undecided at any number of seeds gets None too), beside the range
     of that figure over the measured value ± one standard error (``seeds_range``: the value one
-    SE further from the band's edge, then one SE nearer it), and the verdict they would reach
-    (``towards``: confirmed if the value lies in the band, else refuted). A value within the
+    SE further from the band's edge, then one SE nearer it) with the verdict each end plans for
+    (``towards_range``: an end past the band's edge plans the other verdict), and the verdict
+    they would reach (``towards``: confirmed if the value lies in the band, else refuted). A value within the
     claim's resolution of a band edge (:func:`dsmlib.foundation.power.resolvable`) is a rounding
     residue: ``resolved`` is False and neither seeds nor a verdict are projected. The plan is
     made at the family-wise level of a claim over its ``k`` judged cases: Bonferroni's
@@ -206,5 +214,8 @@ def seeds_to_decide(res: DistillResults, claims: Sequence[Any], *, power: float 
                              seeds=_plan(d, d["measured"], n, k, power) if resolved else None,
                              seeds_range=[_plan(d, d["measured"] + away * d["se"], n, k, power),
                                           _plan(d, d["measured"] - away * d["se"], n, k, power)]
+                             if resolved and d["se"] > 0 else [None, None],
+                             towards_range=[_towards(d, d["measured"] + away * d["se"]),
+                                            _towards(d, d["measured"] - away * d["se"])]
                              if resolved and d["se"] > 0 else [None, None]))
     return rows

@@ -172,11 +172,14 @@ def departures(res: DistillResults) -> list[str]:
                    "seeds; one H100, benchmarks/gpu_runs/2026-11-27_h100_headroom/). Here the "
                    f"least-fitting teacher of each setting reaches {fits} on its training images.")
     if not g.augment:
-        out.append("Augmentation: none. The paper states none; the book's other settings crop "
-                   "(and flip) their training images. The gpu-cifar10 profile trains without "
-                   "them because with them its teachers do not fit their training images in the "
-                   "SGD steps its budget buys (CPU pilots of one teacher at its recipe: "
-                   "benchmarks/cpu_runs/2026-11-29_cifar10_fit_pilot.jsonl). Without them a "
+        out.append("Augmentation: none, a departure from the paper's procedure. Section 5 "
+                   "follows \"the standard training procedure [He et al. 2016]\", which pads "
+                   "each image by 4 pixels, crops a random 32×32 window and flips it "
+                   "horizontally. The gpu-cifar10 profile trains without them because with "
+                   "them its teachers do not fit their training images in the SGD steps its "
+                   "budget buys (CPU pilots of one teacher at its recipe: "
+                   "benchmarks/cpu_runs/2026-11-29_cifar10_fit_pilot.jsonl); the cpu-cifar10 "
+                   "profile keeps them and trains a continued teacher instead. Without them a "
                    "teacher memorises its images, and its test accuracy is lower.")
     if g.n_train_eval is not None:
         out.append(f"Measurement: after each epoch but the last, the training loss and accuracy "

@@ -57,18 +57,18 @@ def headline_row(claim: Any) -> dict[str, Any] | None:
 
 
 def accuracy_reading(claim: Any) -> str:
-    """An accuracy claim's value as the page's opening quotes it: its verdict, then the gain
-    (or the shortfall) in points with its 99 % interval, δ of its headline case and its
-    direction, and the headline case where the claim has several in a setting, e.g.
-    ``inconclusive (+0.42 points [−0.53, 1.37], δ = 1.12, direction: cannot tell; case: vs
-    noiseless student)``."""
+    """An accuracy claim's value as the page's opening quotes it: its verdict (a directional
+    claim's is its direction), then the gain (or the shortfall less δ) in points with its 99 %
+    interval, δ of its headline case and the gain's size against δ, and the headline case
+    where the claim has several in a setting, e.g. ``inconclusive (+0.42 points [−0.53,
+    1.37], δ = 1.12, size not decided; case: vs noiseless student)``."""
     row = headline_row(claim) or {}
     shortfall = row.get("sense") == "shortfall"
     delta = f", δ = {row['delta']:.2f}" if row.get("delta") is not None else ""
-    way = f", direction: {claim.direction.split(' (')[0]}" if claim.direction else ""
+    way = f", {claim.size.split(' (')[0]}" if claim.size else ""
     case = row.get("case", "")
     where = f"; case: {case.split(': ', 1)[1]}" if ": " in case else ""
-    return (f"{claim.verdict} ({'shortfall ' if shortfall else ''}{_points(claim.measured)} "
+    return (f"{claim.verdict} ({'shortfall − δ ' if shortfall else ''}{_points(claim.measured)} "
             f"points {_points_interval(claim.interval)}{delta}{way}{where})")
 
 
@@ -80,46 +80,47 @@ def _setting_words(res: DistillResults, setting: str) -> str:
 
 def _row_text(r: dict[str, Any]) -> str:
     return (f"{_points(r['measured'])} points {_points_interval(r['interval'])} "
-            f"({r['direction']})")
+            f"({r['verdict']}, {r['size']})")
 
 
 def _sources_text(rows: Sequence[dict[str, Any]]) -> str:
-    """One sentence on a setting's rows of the distillation-against-noise table."""
-    by = {r["comparison"]: r for r in rows}
-    get = lambda name: _row_text(by[name]) if name in by else "not measured"  # noqa: E731
-    return (f"distillation alone gains {get('noiseless student − teacher')} over the teacher "
-            f"with the noiseless student and {get('Hinton student − teacher')} with the Hinton "
-            f"student; the noise adds {get('selected noisy student − noiseless student')} over "
-            f"the noiseless student and {get('selected noisy student − Hinton student')} over "
-            f"the Hinton student; so {source_of_gain(rows)}")
+    """One sentence on a setting's rows of the decomposition table (training, distillation and
+    noise apart), each row with its verdict and size."""
+    parts = [f"{r['comparison']}: {_row_text(r)}" for r in rows]
+    return "; ".join(parts) + f"; so {source_of_gain(rows)}"
 
 
 def source_of_gain(rows: Sequence[dict[str, Any]]) -> str:
     """Where a setting's gain over the teacher comes from, read off its rows of the
-    distillation-against-noise table (:func:`dsmlib.chapters.sec5_claims.distillation_rows`),
-    each by its direction against 0: the distillation rows (a noiseless student over the
-    teacher), the noise rows (the selected noisy student over a noiseless one), and the
-    selected noisy student over the teacher. It never speaks of a gain the table does not show:
-    where only a noiseless student is above the teacher, that is what it says, and that the
-    noisy student's own gain over the teacher is not established."""
-    def where(kind: str, way: str) -> list[str]:
+    decomposition table (:func:`dsmlib.chapters.sec5_claims.distillation_rows`), each by its
+    verdict, which is its direction: more training (the continued teacher over the teacher),
+    distillation (a noiseless student over the teacher or the continued teacher), noise (the
+    selected noisy student over a noiseless one), and the selected noisy student over the
+    teacher. It never speaks of a gain the table does not show."""
+    def where(kind: str, verdict: str) -> list[str]:
         return [r["comparison"].split(" − ")[0] for r in rows
-                if r["measures"] == kind and r["direction"] == way]
-    if where("noise", "higher"):
-        return "noise adds test accuracy beyond what distillation gives"
-    noise = (", and the noise costs accuracy" if where("noise", "lower") else
+                if r["measures"] == kind and r["verdict"] == verdict]
+    longer = ("training longer alone raises test accuracy (the continued teacher beats the "
+              "teacher); " if where("more training", "confirmed") else "")
+    if where("noise", "confirmed"):
+        return longer + "noise adds test accuracy beyond what distillation gives"
+    noise = (", and the noise costs accuracy" if where("noise", "refuted") else
              ", and what the noise adds cannot be told at these seeds")
-    distilled = where("distillation", "higher")
-    if distilled and where("both", "higher"):
-        return ("the selected noisy student's gain over its teacher comes from distillation "
-                f"itself (the {' and the '.join(distilled)} also beat the teacher){noise}")
+    distilled = where("distillation", "confirmed")
+    base = "the continued teacher" if any(r["measures"] == "more training" for r in rows) \
+        else "the teacher"
+    if distilled and where("both", "confirmed"):
+        return (longer + "the selected noisy student's gain over its teacher comes from "
+                f"distillation itself (the {' and the '.join(distilled)} also beat the "
+                f"teacher){noise}")
     if distilled:
-        return (f"distillation itself raises test accuracy (the {' and the '.join(distilled)} "
-                f"beat{'s' if len(distilled) == 1 else ''} the teacher){noise}; the selected "
-                "noisy student's own gain over its teacher is not established")
-    if where("noise", "lower"):
-        return "the noise costs test accuracy, and distillation alone gains nothing measurable"
-    return "neither distillation nor the noise changes test accuracy measurably at these seeds"
+        return (longer + f"distillation itself raises test accuracy (the "
+                f"{' and the '.join(distilled)} beat{'s' if len(distilled) == 1 else ''} "
+                f"{base}){noise}")
+    if where("noise", "refuted"):
+        return longer + "the noise costs test accuracy, and distillation gains nothing measurable"
+    return longer + ("neither distillation nor the noise changes test accuracy measurably at "
+                     "these seeds")
 
 
 def finding(res: DistillResults, claims: Sequence[Any],

@@ -323,21 +323,24 @@ def _points_interval(iv: Sequence[float]) -> str:
 
 
 def delta_table(rows: Sequence[dict[str, Any]]) -> Any:
-    """Every accuracy case's value (a gain, or the validation-selected student's shortfall)
-    with its interval, δ, and its verdicts at δ/2, δ and 2δ, each its claim re-judged by the
-    same rule (:func:`dsmlib.chapters.sec5_claims.delta_table_rows`), in points of accuracy.
-    Four columns, so that the verdicts fit a 1,280 px page; under the value, its direction
-    (the same interval against 0)."""
+    """Every accuracy case's value (a gain, or the validation-selected student's shortfall less
+    δ) with its interval, its verdict, δ, and what δ decides at δ/2, δ and 2δ
+    (:func:`dsmlib.chapters.sec5_claims.delta_table_rows`): a directional case's size (its
+    verdict is its direction, whatever δ), the shortfall's verdict; in points of accuracy."""
     from IPython.display import HTML
+
+    def read(r: dict[str, Any], k: str) -> str:
+        return BADGES[r[k]] if r.get("sense") == "shortfall" else html.escape(r[k])
     table = data_table(
-        ["Case", "Value (points), 99 % interval, direction", "δ (points)", "At δ/2 · δ · 2δ"],
+        ["Case", "Value (points), 99 % interval, verdict", "δ (points)",
+         "At δ/2 · δ · 2δ (size, or the shortfall's verdict)"],
         [[_case_cell(r["claim"], r["case"]),
-          f"{'shortfall ' if r.get('sense') == 'shortfall' else ''}{_points(r['measured'])}"
+          f"{'shortfall − δ ' if r.get('sense') == 'shortfall' else ''}{_points(r['measured'])}"
           f"<br><span class='interval'>{_points_interval(r['interval'])}</span>"
-          f"<br><span class='direction'>{html.escape(r.get('direction', ''))}</span>",
+          f"<br>{BADGES[r['verdict']]}",
           _points(r["delta"]),
-          " · ".join(BADGES[r[k]] for k in ("half", "at", "double"))] for r in rows],
-        row_classes=[f"v-{r['at']}" for r in rows], table_class="cases delta-verdicts cards")
+          " · ".join(read(r, k) for k in ("half", "at", "double"))] for r in rows],
+        row_classes=[f"v-{r['verdict']}" for r in rows], table_class="cases delta-verdicts cards")
     return HTML(table)
 
 
@@ -412,9 +415,13 @@ def seeds_table(rows: Sequence[dict[str, Any]], seeds: str) -> Any:
             return ("not by seeds alone: no spread measured, or the test images' own error "
                     f"keeps it undecided beyond {MAX_UNITS:,} seeds")
         lo, hi = r.get("seeds_range") or (None, None)
+        t_lo, t_hi = r.get("towards_range") or (None, None)
+
+        def end(n: int | None, towards: str | None, last: bool) -> str:
+            count = (f"more than {MAX_UNITS:,}" if last else "—") if n is None else f"{n:,}"
+            return count + (f" → {BADGES[towards]}" if towards and n is not None else "")
         span = ("" if lo is None and hi is None else
-                f" (value ± 1 SE: {'—' if lo is None else f'{lo:,}'} to "
-                f"{'more than ' + f'{MAX_UNITS:,}' if hi is None else f'{hi:,}'})")
+                f" (value ± 1 SE: {end(lo, t_lo, False)} to {end(hi, t_hi, True)})")
         return f"{r['seeds']:,} seeds → {BADGES[r['towards']]}{span}"
     table = data_table(
         ["Case", "Value ± half-width", "Now", "Seeds to decide → verdict"],
@@ -427,21 +434,32 @@ def seeds_table(rows: Sequence[dict[str, Any]], seeds: str) -> Any:
 
 
 def distillation_table(rows: Sequence[dict[str, Any]]) -> Any:
-    """Distillation against noise (:func:`dsmlib.chapters.sec5_claims.distillation_rows`): per
-    judged setting, each noiseless student's gain over the teacher (distillation alone), the
-    selected noisy student's over the teacher and over each noiseless student (what the noise
-    adds), in points with its 99 % interval, its verdict against δ and its direction."""
+    """Training, distillation and noise apart (:func:`dsmlib.chapters.sec5_claims.distillation_rows`):
+    per judged setting, each row's gain in points with its 99 % interval, its verdict (its
+    direction) and its size against δ; a row also judged in a claim under Holm's rule shows
+    that verdict where it differs, and says why."""
     from IPython.display import HTML
     if not rows:
         return HTML("<p>No setting is judged for accuracy, so there is nothing to separate.</p>")
+
+    def verdict(r: dict[str, Any]) -> str:
+        own = BADGES[r["verdict"]]
+        if r.get("claim_verdict") in (None, r["verdict"]):
+            return own
+        return (f"{own} alone; {BADGES[r['claim_verdict']]} in <code>"
+                f"{html.escape(r['in_claim'])}</code> (Holm's rule over its cases)")
     table = data_table(
-        ["Setting", "Gain (points)", "Value, 99 % interval", "Against δ · direction"],
-        [[html.escape(r["setting"]), html.escape(r["comparison"]),
+        ["Setting", "Gain (points): what it measures", "Value, 99 % interval",
+         "Verdict · size against δ"],
+        [[html.escape(r["setting"]), f"{html.escape(r['comparison'])}: "
+          f"<em>{html.escape(r['measures'])}</em>",
           f"{_points(r['measured'])} <span class='interval'>{_points_interval(r['interval'])}"
           f"</span>",
-          f"{BADGES[r['verdict']]} (δ = {_points(r['delta'])}) · {html.escape(r['direction'])}"]
+          f"{verdict(r)} · {html.escape(r['size'])} (δ = {_points(r['delta'])})"]
          for r in rows],
         row_classes=[f"v-{r['verdict']}" for r in rows],
         table_class="cases distillation-vs-noise cards")
+    k = max((sum(1 for x in rows if x["setting"] == r["setting"]) for r in rows), default=0)
     return HTML(f"{table}<p>Each row is judged alone at {CONFIDENCE:.0%}; "
-                f"{html.escape(family_level_text())} (Bonferroni).</p>")
+                f"{html.escape(family_level_text(k))} (Bonferroni). The rule is fixed before "
+                "measuring; δ is measured, and its error carried.</p>")

@@ -187,8 +187,7 @@ def claims_html(claims: Iterable[Any]) -> str:
         if c.get("kind") == "identity":
             tag += " <span class='kind-tag' title='checks the code against the math'>identity</span>"
         unit = _unit(c)
-        way = (f"<div class='direction'>direction: {html.escape(c['direction'])}</div>"
-               if c.get("direction") else "")
+        way = (f"<div class='size'>{html.escape(c['size'])}</div>" if c.get("size") else "")
         rows.append(
             f"<tr data-scale='{BUILD}' class='claim v-{c['verdict']}'>"
             f"<td class='c-verdict'><span class='badge {c['verdict']}'>{BADGES[c['verdict']]}</span>"
@@ -246,7 +245,7 @@ def verdict_summary(claims) -> Any:
                 if c.get("condition") and c["verdict"] != "confirmed" else "")
         note = f" {c['note']}" if c.get("note") else ""
         unit = f" {c['unit']}" if c.get("unit") else ""
-        way = f"; direction: {c['direction']}" if c.get("direction") else ""
+        way = f"; size: {c['size']}" if c.get("size") else ""
         lines.append(
             f"- **{BADGES[c['verdict']]}**{book}: {c['statement']} Measured "
             f"{fmt_number(c['measured'])}{unit}, {LEVEL} CI {fmt_interval(c['interval'])}{unit}, "

@@ -92,7 +92,7 @@ class Claim:
     p_value: float | None = None   # the smallest alpha at which the claim's verdict is reached
     bounds: list[float] | None = None  # the quantity's possible range (see :func:`case`)
     unit: str = ""                 # the unit of measured, interval and band ("": a pure number)
-    direction: str = ""            # where the band lies away from 0: the interval's sign, in words
+    size: str = ""                 # a directional verdict's size against the smallest gain worth having
 
 
 def case(*, paper: float, measured: float, se: float, band: Sequence[float | None],
@@ -203,8 +203,8 @@ def joint_case(estimates: Sequence[float], ses: Sequence[float], *, paper: float
 
 def from_case(id: str, statement: str, c: Case, *, note: str = "",
               details: list[dict[str, Any]] | None = None, scope: str | None = None,
-              condition: str = "", kind: str = "empirical", direction: str = "") -> Claim:
-    """A claim whose verdict is that of one case (``direction``: see :class:`Claim`)."""
+              condition: str = "", kind: str = "empirical", size: str = "") -> Claim:
+    """A claim whose verdict is that of one case (``size``: see :class:`Claim`)."""
     if c.caveat and c.caveat not in note:
         note = f"{note} {c.caveat}".strip()
     return Claim(id=id, statement=statement, paper=c.paper, measured=c.measured,
@@ -214,7 +214,7 @@ def from_case(id: str, statement: str, c: Case, *, note: str = "",
                  scope=None if scope is None else check_choice("scope", scope, SCOPES),
                  condition=condition, kind=check_choice("kind", kind, KINDS),
                  p_value=p_towards(c)[0], bounds=getattr(c, "bounds", None),
-                 unit=getattr(c, "unit", ""), direction=direction)
+                 unit=getattr(c, "unit", ""), size=size)
 
 
 def measure(id: str, statement: str, *, paper: float, measured: float, se: float,

@@ -69,6 +69,7 @@ from ..foundation.rng import as_torch_generator, child_seed
 from ..theory.gradient_norm import (ProbeEstimate, member_probe_estimates, member_probe_sq_norms,
                                     member_probes)
 from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise
+from .correctness import pack_flags
 from .datasets import DataSplit, apply_augment, augment_draws
 from .device import DevicePolicy, device_policy
 from .lanes import SPLITS, Lanes
@@ -311,17 +312,26 @@ def hinton_loss(out: Tensor, t: Tensor, temperature: float) -> Tensor:
 
 
 def member_losses(out: Tensor, t: Tensor, target: Tensor, members: Sequence[Member],
-                  lanes: Sequence[int] | None = None) -> Tensor:
+                  lanes: Sequence[int] | None = None, labels: Tensor | None = None) -> Tensor:
     """The ``K`` members' losses from their logits ``out`` (b, K, L), the teacher's ``t``
     (b, L; with ``lanes``, each member's lane, ``(b, lanes, L)``) and the regression targets
     ``target`` (b, K, L): the quadratic loss per logit, ``mean_l (f_l - y~_l)^2`` (PyTorch's
-    ``MSELoss``: ``2/L`` times the gradient of Eq. 13's ``1/2 ||f - y~||^2``), or
-    :func:`hinton_loss` for a Hinton student."""
+    ``MSELoss``: ``2/L`` times the gradient of Eq. 13's ``1/2 ||f - y~||^2``),
+    :func:`hinton_loss` for a Hinton student, or the cross-entropy on the batch's ``labels``
+    ((b,); with ``lanes``, ``(b, lanes)``) for the continued teacher."""
     mse = (out - target).pow(2).mean(dim=(0, 2))
-    if not any(m.kind == Noise.HINTON for m in members):
+    if not any(m.kind in (Noise.HINTON, Noise.CONTINUED) for m in members):
         return mse
-    return torch.stack([hinton_loss(out[:, k], t if lanes is None else t[:, lanes[k]], m.level)
-                        if m.kind == Noise.HINTON else mse[k] for k, m in enumerate(members)])
+
+    def own(k: int, m: Member) -> Tensor:
+        if m.kind == Noise.HINTON:
+            return hinton_loss(out[:, k], t if lanes is None else t[:, lanes[k]], m.level)
+        if m.kind == Noise.CONTINUED:
+            if labels is None:
+                raise ValueError("the continued teacher's loss needs the batch's labels")
+            return F.cross_entropy(out[:, k], labels if lanes is None else labels[:, lanes[k]])
+        return mse[k]
+    return torch.stack([own(k, m) for k, m in enumerate(members)])
 
 
 # --- 3. the step and the epoch ------------------------------------------------------------------
@@ -395,7 +405,9 @@ class Trainer:
                 t = self.teacher(x).to(dtype)
         draws = batch if lanes is not None else batch.map(lambda v: v[0])
         target = member_targets(t, self.members, draws, self.noises, lanes)
-        return member_losses(out.view(b, k_all, -1), t, target, self.members, lanes)
+        labels = self.y[self.rows, batch.idx]
+        return member_losses(out.view(b, k_all, -1), t, target, self.members, lanes,
+                             labels[0] if lanes is None else labels.t())
 
     def step(self, batch: Batch) -> Tensor:
         """One step of SGD on ``batch``: the losses, one backward pass for all members, the
@@ -524,9 +536,11 @@ class GradNormMeter:
 
 
 def _split_rows(model: nn.Module, lanes: Lanes, name: str, target: Tensor | None,
-                policy: DevicePolicy, part: int | None) -> list[dict[str, Any]]:
+                policy: DevicePolicy, part: int | None,
+                members: Sequence[Member] = ()) -> list[dict[str, Any]]:
     """Each member's accuracy and loss on split ``name`` (its first ``part`` images if not
-    None), on its lane's images and labels."""
+    None), on its lane's images and labels: a student's squared error against its noiseless
+    target, a teacher's (and the continued teacher's) cross-entropy."""
     X, y = lanes.split(name)
     if part is not None and part < X.shape[0]:
         X, y = X[:part], y[..., :part]
@@ -539,8 +553,9 @@ def _split_rows(model: nn.Module, lanes: Lanes, name: str, target: Tensor | None
         right = logits[:, k].argmax(dim=1) == yk
         row = {f"{name}_acc": float(right.float().mean())}
         if name == "test":    # which test images: the test set's own error (Section 5)
-            row["test_correct"] = "".join("01"[int(b)] for b in right.tolist())
-        row[f"{name}_loss"] = float(F.cross_entropy(logits[:, k], yk) if target is None
+            row["test_correct"] = pack_flags(right.cpu().numpy())
+        labelled = target is None or (members and members[k].kind == Noise.CONTINUED)
+        row[f"{name}_loss"] = float(F.cross_entropy(logits[:, k], yk) if labelled
                                     else F.mse_loss(logits[:, k], target[:, k]))
         rows.append(row)
     return rows
@@ -566,7 +581,8 @@ def measure(model: nn.Module, data: DataSplit | Lanes, targets: dict[str, Tensor
                 row.update(test_acc=None, test_loss=None)
             continue
         part = configs[0].n_train_eval if not whole and name == "train" else None
-        for row, got in zip(rows, _split_rows(model, lanes, name, targets[name], policy, part)):
+        for row, got in zip(rows, _split_rows(model, lanes, name, targets[name], policy, part,
+                                              members_of(configs))):
             row.update(got)
     t1 = clock(lanes.device)
     ests = gradnorm(epoch)
@@ -652,7 +668,9 @@ class Baseline:
         if t_train is None:
             return cls(targets, [math.log(configs[0].num_classes)] * k_all, [None] * k_all,
                        [None] * k_all)
-        scales = [float(F.mse_loss(t, t.mean(0).expand_as(t))) for t in t_train.unbind(1)]
+        scales = [math.log(configs[0].num_classes) if m.kind == Noise.CONTINUED else
+                  float(F.mse_loss(t, t.mean(0).expand_as(t)))
+                  for m, t in zip(members, t_train.unbind(1))]
         raw = _predict(teacher, lanes.split("train")[0], policy)   # the teachers' logits
         lane_raw = [lanes.logits_of(raw, lane) for lane in lanes.of]
         return cls(targets, scales, [logit_variance(t) for t in lane_raw],

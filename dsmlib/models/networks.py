@@ -27,7 +27,7 @@ from ..foundation.checks import check_choice, check_int
 from ..foundation.rng import as_torch_generator, resolve_device
 
 __all__ = [
-    "TanhMLP", "SmallCNN", "BasicBlock", "CifarResNet", "Linear2",
+    "TanhMLP", "SmallCNN", "BasicBlock", "CifarResNet", "Linear2", "member_conv", "member_bn",
     "tanh_mlp", "small_cnn", "cifar_resnet", "resnet20", "resnet56",
     "count_parameters",
 ]
@@ -205,6 +205,40 @@ class BasicBlock(nn.Module):
         out = self.bn2(self.conv2(out))
         return F.relu(out + self.shortcut(x))
 
+    def member_forward(self, x: torch.Tensor, j: int, members: int) -> torch.Tensor:
+        """Member ``j``'s own block on its own activations ``x`` (what :meth:`forward` computes
+        for its channels): its slices of the grouped weights, as a plain network."""
+        out = F.relu(member_bn(self.bn1, member_conv(self.conv1, x, j, members), j, members))
+        out = member_bn(self.bn2, member_conv(self.conv2, out, j, members), j, members)
+        if isinstance(self.shortcut, _ShortcutA):
+            short = F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, self.shortcut.pad, self.shortcut.pad))
+        elif isinstance(self.shortcut, nn.Sequential):
+            conv, bn = self.shortcut
+            short = member_bn(bn, member_conv(conv, x, j, members), j, members)
+        else:
+            short = x
+        return F.relu(out + short)
+
+
+def member_conv(conv: nn.Conv2d, x: torch.Tensor, j: int, members: int) -> torch.Tensor:
+    """Member ``j``'s part of a convolution grouped by member, on its own input ``x``: its rows
+    of the weight (a view), as a plain convolution."""
+    rows = conv.weight.shape[0] // members
+    w = conv.weight[j * rows:(j + 1) * rows]
+    b = None if conv.bias is None else conv.bias[j * rows:(j + 1) * rows]
+    return F.conv2d(x, w, b, conv.stride, conv.padding, conv.dilation, conv.groups // members)
+
+
+def member_bn(bn: nn.BatchNorm2d, x: torch.Tensor, j: int, members: int) -> torch.Tensor:
+    """Member ``j``'s channels of a batch norm over the grouped channels, on its own ``x``; in
+    training its running statistics are updated in place, in their slice of the buffers."""
+    c = bn.num_features // members
+    sl = slice(j * c, (j + 1) * c)
+    training = bn.training or bn.running_mean is None
+    return F.batch_norm(x, None if bn.running_mean is None else bn.running_mean[sl],
+                        None if bn.running_var is None else bn.running_var[sl],
+                        bn.weight[sl], bn.bias[sl], training, bn.momentum, bn.eps)
+
 
 class CifarResNet(nn.Module):
     """ResNet-(6n+2) for 32x32 inputs (He et al. 2016, Sec. 4.2).
@@ -247,10 +281,12 @@ class CifarResNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         k = self.members
+        if x.ndim == 5 and self.lanes is None:
+            raise ValueError("a (batch, lanes, C, H, W) input needs a network built with "
+                             "lanes=")
+        if k > 1 and self.split_members(x):
+            return self._members_apart(x)
         if x.ndim == 5:   # one image per lane: member k reads lane lanes[k]'s
-            if self.lanes is None:
-                raise ValueError("a (batch, lanes, C, H, W) input needs a network built with "
-                                 "lanes=")
             x = x.index_select(1, self.lane_index).flatten(1, 2)
         elif k > 1:
             x = x.repeat(1, k, 1, 1)
@@ -262,6 +298,43 @@ class CifarResNet(nn.Module):
         w = self.linear.weight.view(k, -1, 64)
         return (torch.einsum("nkc,klc->nkl", pooled.view(-1, k, 64), w)
                 + self.linear.bias.view(k, -1))
+
+    @staticmethod
+    def split_members(x: torch.Tensor) -> bool:
+        """Whether the members run apart: on the CPU, where a convolution grouped by member is
+        about half as fast per member as the member's own (benchmarks/bench_cpu_cifar10.py),
+        except under ``torch.func``'s transforms (G's per-sample probes), where the grouped
+        one is as fast; on a GPU the grouped one fills the device."""
+        return x.device.type == "cpu" and not torch._C._are_functorch_transforms_active()
+
+    def _members_apart(self, x: torch.Tensor) -> torch.Tensor:
+        """The same function as the grouped forward, member by member: each member's plain
+        network on its own input, with its slices of the grouped parameters (views, so the
+        gradients and running statistics land in the grouped module's), so no activation is
+        ever grouped; ``(batch, K, classes)``."""
+        k = self.members
+        self._count_batches()
+        outs = []
+        for j in range(k):
+            xj = x[:, self.lanes[j]] if x.ndim == 5 else x
+            out = F.relu(member_bn(self.bn1, member_conv(self.conv1, xj, j, k), j, k))
+            for layer in (self.layer1, self.layer2, self.layer3):
+                for block in layer:
+                    out = block.member_forward(out, j, k)
+            rows = self.linear.out_features // k
+            outs.append(F.linear(out.mean(dim=(2, 3)),
+                                 self.linear.weight[j * rows:(j + 1) * rows],
+                                 self.linear.bias[j * rows:(j + 1) * rows]))
+        return torch.stack(outs, dim=1)
+
+    def _count_batches(self) -> None:
+        """What each batch norm's own forward counts in training (its ``num_batches_tracked``),
+        once per batch as the grouped forward does."""
+        if not self.training:
+            return
+        for m in self.modules():
+            if isinstance(m, nn.BatchNorm2d) and m.num_batches_tracked is not None:
+                m.num_batches_tracked.add_(1)
 
 
 def cifar_resnet(depth: int, num_classes: int = 10, *, in_channels: int = 3,

@@ -40,6 +40,7 @@ class Noise(StrEnum):
     SYMMETRIC = "symmetric"      # copy-swapped with probability p (level p)
     CONTROL = "symmetric_mean"   # the swap's mean M_p t (Eq. 24), drawn from nothing (level p)
     HINTON = "hinton"            # the logits, softened cross-entropy at temperature level T
+    CONTINUED = "continued"      # the labels: the teacher trained on, as long as a student (level 0)
 
 
 NOISE_KINDS = tuple(k.value for k in Noise)
@@ -75,7 +76,11 @@ class RunConfig:
     (Eq. 24) at ``level = p`` -- it lowers ``G`` by shrinking the target alone, with no implicit
     regulariser, so a swap student is judged against it -- or ``"hinton"``: the noiseless student
     of Hinton et al. (2015), cross-entropy between the teacher's and its own softmax, both
-    softened by the temperature ``level = T`` (times ``T^2``). A student's data split is
+    softened by the temperature ``level = T`` (times ``T^2``) -- or ``"continued"``: the
+    *continued teacher*, cross-entropy on the hard labels from the teacher's final weights, with
+    a student's schedule, epochs and batches (``level = 0``): what training as long again alone
+    gives, the baseline of "beats the teacher" where a teacher does not fit its training
+    images. A student's data split is
     its teacher's (the split is seeded by the teacher's ``seed``). Students draw their batches,
     crops and noise from a stream of their own, ``stream`` (the students of one teacher with
     equal ``stream`` share it: common random numbers, and what lets them train in lockstep).
@@ -171,9 +176,9 @@ class RunConfig:
                              "> 0, got 0")
 
     def _check_noise(self) -> None:
-        if self.noise == Noise.NONE:
+        if self.noise in (Noise.NONE, Noise.CONTINUED):
             if self.level != 0:
-                raise ValueError(f"level must be 0 for noise='none', got {self.level!r}")
+                raise ValueError(f"level must be 0 for noise={self.noise!r}, got {self.level!r}")
         elif self.noise == Noise.GAUSSIAN:
             s2 = check_positive("level (sigma^2 of the Gaussian noise)", self.level)
             if s2 > MAX_SIGMA2:
@@ -257,6 +262,7 @@ class RunConfig:
             "student-noiseless" if self.noise == Noise.NONE else
             f"student-control-symmetric-{self.level:g}" if self.noise == Noise.CONTROL else
             f"student-hinton-T{self.level:g}" if self.noise == Noise.HINTON else
+            "continued-teacher" if self.noise == Noise.CONTINUED else
             f"student-{self.noise}-{self.level:g}")
         what += f"-stream{self.stream}" if self.stream else ""
         data = self.dataset + ("" if self.train_limit is None else f"-{self.train_limit}images")

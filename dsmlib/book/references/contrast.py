@@ -106,8 +106,8 @@ def _value(c: dict[str, Any] | None) -> str:
     if c is None:
         return "<span class='absent'>not judged</span>"
     unit = f" {html.escape(c['unit'])}" if c.get("unit") else ""
-    way = (f"<br><span class='direction'>{html.escape(c['direction'].split(' (')[0])}</span>"
-           if c.get("direction") else "")
+    way = (f"<br><span class='size'>{html.escape(c['size'].split(' (')[0])}</span>"
+           if c.get("size") else "")
     return (f"<span class='badge {c['verdict']}'>{BADGES[c['verdict']]}</span> "
             f"{fmt_number(c['measured'])} <span class='iv'>[{fmt_number(c['interval'][0])}, "
             f"{fmt_number(c['interval'][1])}]</span>{unit}{way}")

@@ -54,6 +54,10 @@ class Parameters(ChapterParameters):
                                                                          "(None: sigma2s)")
     headroom_seeds: tuple[int, ...] | None = param(list(range(6)), "its seeds (None: seeds)")
     temperature: float = param(4.0, "the Hinton student's (the paper's noiseless baseline)")
+    continued_teacher: bool = param(False, "each teacher also trained on as long as a student "
+                                           "(hard labels, the students' schedule): the "
+                                           "baseline of \"beats the teacher\" where teachers "
+                                           "do not fit their training images")
     curve_sizes: tuple[int, ...] = param([40, 100], "extra teacher sizes for the "
                                                         "accuracy-vs-size curve (trained as many "
                                                         "steps as the headroom setting's)")
@@ -140,7 +144,7 @@ class Parameters(ChapterParameters):
     def _check_headroom_split(self) -> None:
         """``full_data`` false needs a headroom setting; ``headroom_val`` is a class-balanced
         split, so it and every size it splits beside are whole numbers of images per class,
-        and it validates on at most a fifth as many images as train (a paper-like split)."""
+        and it validates on at most a quarter as many images as train (the paper's 80/20 split)."""
         if not self.full_data and not self.headroom_size:
             raise ValueError("full_data false needs a headroom setting (headroom_size > 0): "
                              "otherwise the grid has no setting")
@@ -156,9 +160,10 @@ class Parameters(ChapterParameters):
             if n % classes:
                 raise ValueError(f"{name} must be a multiple of {classes} (a class-balanced "
                                  f"split: as many images of each class), got {n}")
-        if 5 * v > self.headroom_size:
-            raise ValueError(f"headroom_val (validation images) must be at most a fifth of "
-                             f"headroom_size ({self.headroom_size // 5}), got {v}")
+        if 4 * v > self.headroom_size:
+            raise ValueError(f"headroom_val (validation images) must be at most a quarter of "
+                             f"headroom_size ({self.headroom_size // 4}: the paper's 80/20 "
+                             f"split), got {v}")
 
     def grid_values(self) -> dict[str, Any]:
         """The values that decide the runs (all but where they live and how they are trained),

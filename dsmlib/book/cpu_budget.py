@@ -1,0 +1,105 @@
+"""What Section 5 on CIFAR-10 can afford on two CPU cores (book layer): the rule that fixed the
+``cpu-cifar10`` profile's training size before any of its runs (issue 61), at the rates a pilot
+measured on the machine that trains it (``benchmarks/cpu_runs/<date>_cpu_cifar10_pilot.jsonl``,
+written by ``benchmarks/cpu_cifar10_pilot.py``).
+
+**The rule**, stated before any run: the grid -- :data:`SEEDS` seeds, each a ResNet-8 teacher
+and its students (three σ², three p, three controls, the noiseless and Hinton students and the
+continued teacher) for :data:`EPOCHS` epochs of one pass -- must train in :data:`BUDGET_S` on
+one 2-core machine; the training size is the largest multiple of :data:`SIZE_STEP` in
+:data:`SIZE_RANGE` that fits (:func:`largest_size`), and validation the paper's fifth of the
+pool (:func:`validation_images`). A seed's time (:func:`seed_seconds`) is what the pilot
+measured per part: each role's SGD steps per training image, its measurement after an epoch
+(validation images, a training subsample, G) and its whole measurement before training and
+after the last epoch (every split, the 10,000 test images), plus set-up.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BUDGET_S", "SEEDS", "EPOCHS", "SIZE_STEP", "SIZE_RANGE", "PILOT", "PilotRates",
+           "pilot_rates", "seed_seconds", "grid_seconds", "largest_size", "validation_images",
+           "as_row"]
+
+#: One 2-core machine for three hours: the whole grid, teachers and students.
+BUDGET_S = 3 * 3600.0
+#: Seeds are the unit of every interval; ten resolve a point of accuracy at 10,000 test images.
+SEEDS = 10
+#: Epochs of a teacher (and of each of its students: the paper's "same setting"), fixed in
+#: code before the pilot: the paper's schedule (÷10 at half and three quarters) in 30 epochs.
+EPOCHS = 30
+#: The sizes the rule chooses among: multiples of 100 images, a thousand to five thousand.
+SIZE_STEP = 100
+SIZE_RANGE = (1000, 5000)
+#: The pilot's records, committed: what the profile's size was read from.
+PILOT = Path("benchmarks") / "cpu_runs" / "2026-12-02_cpu_cifar10_pilot.jsonl"
+
+
+@dataclass(frozen=True)
+class PilotRates:
+    """What the pilot measured of one seed, per role (``teacher``; ``students``: the lockstep
+    group of a teacher's students): seconds of SGD steps per training image, of the
+    measurement after an epoch between the first and the last, and of a whole measurement
+    (before training, after the last epoch); and the set-up of a seed (loading, building)."""
+    teacher_step_s: float
+    students_step_s: float
+    teacher_measure_s: float
+    students_measure_s: float
+    teacher_whole_s: float
+    students_whole_s: float
+    setup_s: float
+    images: int
+    students: int
+    machine: str
+
+
+def pilot_rates(root: Path, path: Path = PILOT) -> PilotRates:
+    """The rates of the pilot's ``rates`` row (the last one in the file)."""
+    rows = [json.loads(line) for line in (root / path).read_text().splitlines() if line.strip()]
+    rates = [r for r in rows if r.get("name") == "rates"]
+    if not rates:
+        raise ValueError(f"{path} holds no 'rates' row: run benchmarks/cpu_cifar10_pilot.py")
+    r = rates[-1]
+    return PilotRates(**{k: r[k] for k in PilotRates.__dataclass_fields__})
+
+
+def seed_seconds(rates: PilotRates, images: int, epochs: int = EPOCHS) -> float:
+    """One seed at ``images`` training images for ``epochs`` epochs: SGD steps (per image, as
+    measured), measurements after the epochs between the first and the last, two whole
+    measurements per role, and set-up. Measurement costs are the pilot's at its size (the
+    validation images, a fifth of the pool, grow with the size; the rest does not)."""
+    steps = epochs * images * (rates.teacher_step_s + rates.students_step_s)
+    grow = max(1.0, images / rates.images)
+    measure = (epochs - 1) * (rates.teacher_measure_s + rates.students_measure_s) * grow
+    whole = 2 * (rates.teacher_whole_s + rates.students_whole_s)
+    return steps + measure + whole + rates.setup_s
+
+
+def grid_seconds(rates: PilotRates, images: int, *, seeds: int = SEEDS,
+                 epochs: int = EPOCHS) -> float:
+    return seeds * seed_seconds(rates, images, epochs)
+
+
+def largest_size(rates: PilotRates, *, seeds: int = SEEDS, epochs: int = EPOCHS,
+                 budget_s: float = BUDGET_S, step: int = SIZE_STEP,
+                 sizes: tuple[int, int] = SIZE_RANGE) -> int:
+    """The rule: the largest multiple of ``step`` in ``sizes`` whose grid
+    (:func:`grid_seconds`) fits ``budget_s``; ``sizes[0]`` if none does (the budget then
+    says so)."""
+    fits = [n for n in range(sizes[0], sizes[1] + 1, step)
+            if grid_seconds(rates, n, seeds=seeds, epochs=epochs) <= budget_s]
+    return max(fits) if fits else sizes[0]
+
+
+def validation_images(images: int, classes: int = 10) -> int:
+    """The validation images beside ``images`` training ones: the paper's 80/20 split of a
+    class-balanced pool, rounded down to whole images per class (at most a fifth of the
+    pool)."""
+    return classes * (images // (4 * classes))
+
+
+def as_row(rates: PilotRates) -> dict[str, Any]:
+    return {"name": "rates", **asdict(rates)}
