@@ -220,7 +220,8 @@ def seed_case(values: np.ndarray, band, quantity: str, *, level: float = CONFIDE
 
 
 def accuracy_case(values: np.ndarray, band, quantity: str, n_test: int, *,
-                  level: float = CONFIDENCE) -> tuple[Case, dict[str, Any]]:
+                  level: float = CONFIDENCE, bounds: tuple[float, float] | None = (-POINTS, POINTS),
+                  caveat: str | None = None) -> tuple[Case, dict[str, Any]]:
     """A difference of test accuracies (``values``: fractions, a seeds x images table or a
     per-seed vector), in points, judged against ``band`` (points): over seeds and test images
     (:func:`dsmlib.foundation.stats.crossed_mean`, Satterthwaite's degrees of freedom kept
@@ -238,24 +239,28 @@ def accuracy_case(values: np.ndarray, band, quantity: str, n_test: int, *,
                                        float(v.size - 1), None)
         parts = {"se_seeds": se, "se_images": None}
     c = case(paper=0.0, measured=measured, se=se, band=band, quantity=quantity, dof=dof,
-             level=level, caveat=degenerate(per_seed), bounds=(-POINTS, POINTS), unit=UNIT)
+             level=level, caveat=degenerate(per_seed) if caveat is None else caveat,
+             bounds=bounds, unit=UNIT)
     return c, {**parts, "seeds": int(v.shape[0]), "dof": float(dof),
                "population": population(v, n_test, item_var), "direction": direction(c)}
 
 
 def delta_scores(res: DistillResults, setting: str, scale: float = 1.0) -> np.ndarray:
-    """δ where it is measured, in points: per seed and test image (where the runs recorded
-    them) :data:`DELTA_FRACTION` of the teacher's error on that image, ``0.1 x 100 x (1 -
-    right)``, times ``scale`` (the δ table's δ/2 and 2δ); else per seed, of its teacher's test
-    error. Its mean is :func:`smallest_gain`; its spread over seeds and images is δ's own
-    error, which a size read against it carries."""
-    return scale * POINTS * DELTA_FRACTION * (1.0 - scores(res.teacher(setting)))
+    """δ where it is measured, in the units of :func:`scores` (fractions; a case reports it in
+    points): per seed and test image (where the runs recorded them) :data:`DELTA_FRACTION` of
+    the teacher's error on that image, ``0.1 x (1 - right)``, times ``scale`` (the δ table's
+    δ/2 and 2δ); else per seed, of its teacher's test error. Its mean, in points, is
+    :func:`smallest_gain`; its spread over seeds and images is δ's own error, which a size
+    read against it carries."""
+    return scale * DELTA_FRACTION * (1.0 - scores(res.teacher(setting)))
 
 
 def _aligned(values: np.ndarray, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``values`` and ``deltas`` in one form (a per-image table against a per-seed vector is
     reduced to per-seed means first)."""
     v, d = np.asarray(values, dtype=float), np.asarray(deltas, dtype=float)
+    if d.ndim == 0:       # a δ given as a number (a test's): the same for every seed and image
+        d = np.full(v.shape, float(d))
     if v.ndim != d.ndim:
         v, d = (x.mean(axis=1) if x.ndim == 2 else x for x in (v, d))
     return v, d
@@ -270,8 +275,8 @@ def size_against_delta(values: np.ndarray, deltas: np.ndarray, n_test: int, *,
     δ" only when both lie below 0 (no effect of δ's size either way), else "size not
     decided"."""
     v, d = _aligned(values, deltas)
-    up, _ = accuracy_case(v - d, ABOVE_ZERO, "gain − δ", n_test, level=level)
-    down, _ = accuracy_case(-v - d, ABOVE_ZERO, "loss − δ", n_test, level=level)
+    up, _ = accuracy_case(v - d, ABOVE_ZERO, "gain − δ", n_test, level=level, bounds=None)
+    down, _ = accuracy_case(-v - d, ABOVE_ZERO, "loss − δ", n_test, level=level, bounds=None)
     gain, _ = accuracy_case(v, ABOVE_ZERO, "gain", n_test, level=level)
     way = direction(gain)
     if way == DIRECTIONS[0]:
@@ -294,7 +299,7 @@ def gain_case(values: np.ndarray, deltas: np.ndarray, quantity: str, n_test: int
     direction, the band ``(0, inf)`` in points; beside it its size against δ
     (:func:`size_against_delta`, ``deltas``: :func:`delta_scores`), δ's error carried."""
     v, d = _aligned(values, deltas)
-    delta = float(d.mean())
+    delta = POINTS * float(d.mean())
     c, extras = accuracy_case(v, ABOVE_ZERO, f"{quantity}; δ = {delta:.3g} points", n_test,
                               level=level)
     return c, {**extras, "delta": delta, "sense": "gain",
@@ -308,10 +313,11 @@ def shortfall_case(values: np.ndarray, deltas: np.ndarray, quantity: str, n_test
     band ``(-inf, 0]``: confirmed when its interval lies below 0, refuted above; the shortfall
     itself beside it."""
     v, d = _aligned(values, deltas)
-    delta = float(d.mean())
-    c, extras = accuracy_case(v - d, (None, 0.0), f"{quantity} − δ (δ = {delta:.3g} points, "
-                              "its error carried)", n_test, level=level)
+    delta = POINTS * float(d.mean())
     own, _ = accuracy_case(v, (None, 0.0), quantity, n_test, level=level)
+    c, extras = accuracy_case(v - d, (None, 0.0), f"{quantity} − δ (δ = {delta:.3g} points, "
+                              "its error carried)", n_test, level=level, bounds=None,
+                              caveat=own.caveat)
     return c, {**extras, "delta": delta, "sense": "shortfall",
                "shortfall": own.measured, "shortfall_interval": own.interval}
 

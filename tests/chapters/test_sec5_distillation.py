@@ -317,8 +317,9 @@ def test_claims_confirmed_and_pinned_when_the_paper_holds():
         if c.id == "fig1.validation_selection_near_best":
             # validation picks the best student in hindsight in every seed: a shortfall of
             # exactly 0 in every seed is a tie (no spread between seeds), which decides nothing
-            assert c.verdict == "inconclusive" and c.interval == [0.0, 0.0]
-            assert all(d["caveat"].startswith("a tie") for d in c.details)
+            assert c.verdict == "inconclusive"
+            assert all(d["caveat"].startswith("a tie") and d["shortfall_interval"] == [0.0, 0.0]
+                       for d in c.details)
             continue
         assert c.verdict == "confirmed", c.id
     # the headline is the first case: the first level, or the first step up the grid
@@ -333,8 +334,8 @@ def test_claims_confirmed_and_pinned_when_the_paper_holds():
     assert f"{FULL}, p = 0.1: κ² = 0.79, swap 0.7" in note and "p = 0.3: κ² = 0.44, swap 0.5" in note
     assert "only the sign is tested" in claims["fig1.noise_lowers_gradnorm_p"].note
     # the interval is the two-level one over seeds and test images (every seed is scored on
-    # the same images), and the gain is judged against delta = a tenth of the teacher's test
-    # error (about 1 point here) by the one rule: its band [delta, inf)
+    # the same images), and the gain is judged by its direction (band (0, inf)), with its size
+    # against delta = a tenth of the teacher's test error (about 1 point here) beside it
     c = claims["fig1.noisy_beats_teacher"]
     table = (res.noisy(FULL, "symmetric")[0].test_correct - res.teacher(FULL).test_correct)
     assert table.shape == (4, N_TEST)
@@ -348,11 +349,17 @@ def test_claims_confirmed_and_pinned_when_the_paper_holds():
     assert row["se_images"] == pytest.approx(math.sqrt(cm.item_var)) and row["se_images"] > 0
     assert row["population"].startswith("seeds and test digits")
     delta = 100 * 0.1 * (1 - res.teacher(FULL).final["test_acc"].mean())
-    assert row["delta"] == pytest.approx(delta) and row["band"] == [pytest.approx(delta), None]
-    assert row["sense"] == "gain" and row["direction"] == "higher"
-    assert c.unit == "points" and c.direction.startswith("the selected noisy student scores "
-                                                         "higher")
-    assert "no gain of useful size" in c.statement and "δ" in c.quantity
+    assert row["delta"] == pytest.approx(delta) and row["band"] == [gains.STRICT, None]
+    assert row["sense"] == "gain" and row["direction"] == "higher" and c.verdict == "confirmed"
+    # the size: gain − δ per seed and image, δ's own error carried
+    excess = crossed_mean(100 * (table - 0.1 * (1 - res.teacher(FULL).test_correct)))
+    lo, hi = row["size_interval"]
+    assert row["size_measured"] == pytest.approx(excess.mean)
+    assert (hi - lo) / 2 == pytest.approx(stats.t.ppf(0.995, excess.dof) * excess.se)
+    assert row["size"] == (gains.SIZES[0] if lo > 0 else gains.SIZES[1] if hi < 0 else
+                           gains.SIZES[2])
+    assert c.unit == "points" and c.size.startswith(row["size"])
+    assert "lies above 0" in c.statement and "δ" in c.quantity
     # steps are judged by Holm's rule over all steps of a claim (here one per setting), each
     # with its own 99 % interval
     step = claims["fig1.gradnorm_falls_with_sigma2"]
@@ -681,19 +688,24 @@ def test_each_setting_is_read_apart_and_the_ceiling_is_not_judged():
 
 def test_the_delta_table_rejudges_each_claim_by_the_same_rule():
     """The δ table's columns are the claims themselves, judged at δ/2, δ and 2δ by the one rule
-    (Holm's decision included): its δ column is every case's verdict in its claim, and the
-    others are those of the claims recomputed with δ scaled."""
+    (Holm's decision included): a directional case's verdict is the same at every δ and its
+    size is read at each; the shortfall's verdict is its claim's at each δ."""
     res, claims = claims_of(ceiling_and_headroom)
     rows = sc.delta_table_rows(res, list(claims.values()))
     assert {r["claim"] for r in rows} == ACC_IDS
-    at = {s: {(c.id, d["case"]): d["verdict"] for c in sc.distill_claims(res, delta_scale=s)
+    at = {s: {(c.id, d["case"]): d for c in sc.distill_claims(res, delta_scale=s)
               for d in c.details} for s in (0.5, 2.0)}
     for r in rows:
-        assert r["at"] == cases(claims[r["claim"]])[r["case"]]["verdict"]
-        assert r["half"] == at[0.5][r["claim"], r["case"]]
-        assert r["double"] == at[2.0][r["claim"], r["case"]]
+        mine = cases(claims[r["claim"]])[r["case"]]
+        read = "verdict" if r["sense"] == "shortfall" else "size"
+        assert r["verdict"] == mine["verdict"] and r["at"] == mine[read]
+        assert r["half"] == at[0.5][r["claim"], r["case"]][read]
+        assert r["double"] == at[2.0][r["claim"], r["case"]][read]
+        if r["sense"] == "gain":      # δ decides a directional case's size, never its verdict
+            assert at[0.5][r["claim"], r["case"]]["verdict"] == mine["verdict"] == \
+                at[2.0][r["claim"], r["case"]]["verdict"]
     head = next(r for r in rows if r["claim"] == "fig1.noisy_beats_teacher" and r["case"] == HEAD)
-    assert (head["half"], head["at"]) == ("confirmed", "confirmed")
+    assert head["verdict"] == "confirmed" and head["at"] in gains.SIZES
     assert {r["sense"] for r in rows} == {"gain", "shortfall"}
 
 
@@ -852,14 +864,16 @@ def test_validation_selection_is_judged_against_the_best_choice_in_hindsight():
                                             sigma[2] - swap[2], sigma[3] - swap[3]]))
     c = claims["fig1.validation_selection_near_best"]
     d = cases(c)[HEAD]
-    assert d["sense"] == "shortfall" and d["band"] == [None, pytest.approx(d["delta"])]
+    # the case is the shortfall less δ, per seed and image (δ's error carried), below 0
+    assert d["sense"] == "shortfall" and d["band"] == [None, 0.0]
     assert d["delta"] == pytest.approx(3.0, abs=0.2)                  # points
-    assert d["measured"] == pytest.approx(100 * short.mean()) and 0 < d["measured"] < 1
+    assert d["shortfall"] == pytest.approx(100 * short.mean()) and 0 < d["shortfall"] < 1
+    assert d["measured"] == pytest.approx(d["shortfall"] - d["delta"])
     assert c.verdict == "confirmed"
     _, claims = claims_of(lambda c: near(c, worst=True))
     c = claims["fig1.validation_selection_near_best"]
-    assert c.verdict == "refuted" and c.measured == pytest.approx(10, abs=1)
-    assert c.direction.startswith("validation selection falls short")
+    assert c.verdict == "refuted" and c.measured == pytest.approx(10 - 3, abs=1)
+    assert c.size == ""            # an equivalence claim: its verdict is against its band
 
 
 def test_hindsight_leaves_the_seed_out():
@@ -967,7 +981,7 @@ def test_the_finding_says_what_was_measured_and_each_verdict_from_the_claims():
             lo, hi = (f"{v:.2f}".replace("-", "−") for v in c.interval)
             delta = c.details[0]["delta"]
             assert (f"{words}{c.verdict} ({_signed_points(c.measured)} points [{lo}, {hi}], "
-                    f"δ = {delta:.2f}, direction: {c.direction.split(' (')[0]}") in text, (cid, text)
+                    f"δ = {delta:.2f}, {c.size.split(' (')[0]}") in text, (cid, text)
         if acc_verdicts:
             assert (by_id["fig1.noisy_beats_teacher"].verdict,
                     by_id["fig1.noisy_beats_noiseless"].verdict) == acc_verdicts

@@ -151,7 +151,8 @@ def test_a_ceiling_setting_enters_no_family_no_plan_and_no_headline():
 
 def test_seeds_to_decide_shows_a_range_around_the_point_figure():
     """Beside the seeds a case needs at its measured value, the figure at the value one SE
-    further from the band's edge (fewer seeds) and one SE nearer it (more, or none)."""
+    further from the band's edge (fewer seeds) and one SE nearer it (more, or none), each end
+    with the verdict it plans for: an end that crosses the edge plans the other one."""
     def spread(c):
         f = good(c)
         f["test_acc"] += jitter(c, 0.02)
@@ -162,8 +163,12 @@ def test_seeds_to_decide_shows_a_range_around_the_point_figure():
     assert rows
     for r in rows:
         lo, hi = r["seeds_range"]
-        assert lo is not None and lo <= r["seeds"]
-        assert hi is None or hi >= r["seeds"]
+        far, near = r["towards_range"]
+        assert lo is not None and lo <= r["seeds"] and far == r["towards"]
+        if near == r["towards"]:      # still on the same side of the band's edge: more seeds
+            assert hi is None or hi >= r["seeds"]
+        else:                         # one SE nearer crosses the edge: it plans the other verdict
+            assert near in ("confirmed", "refuted") and near != r["towards"]
 
 
 def test_direction_reads_the_interval_against_zero():
@@ -189,3 +194,80 @@ def test_a_claim_is_headed_by_its_judged_case_not_its_tie():
     assert cases(c)[FULL]["caveat"].startswith("a tie")
     assert c.verdict == "inconclusive" and f"(deciding case: {HEAD})" in c.quantity
     assert c.interval == cases(c)[HEAD]["interval"] and c.interval[1] > c.interval[0]
+
+
+# --- issue 60: direction decides a directional claim; δ's own error is carried ----------------
+
+def _seeds(gain_points: list[float]) -> np.ndarray:
+    """Per-seed gains (fractions) from gains in points."""
+    return np.asarray(gain_points) / 100.0
+
+
+def test_direction_decides_and_size_sits_beside_it():
+    """A gain of about +2 points with an interval inside (0, δ) at δ = 5.6 (a weak teacher's
+    44 % error) is confirmed, by less than δ; the old rule (band [δ, inf)) called it refuted.
+    Below 0 it is refuted; across 0, inconclusive. (Mutant: the old rule back fails here.)"""
+    rng = np.random.default_rng(0)
+    up = _seeds(2.0 + rng.normal(0, 0.6, 10))
+    delta = 0.056
+    c, extras = gains.gain_case(up, delta, "gain", 10_000)
+    assert 0 < c.interval[0] and c.interval[1] < 100 * delta
+    assert c.verdict == "confirmed" and c.band == [gains.STRICT, None]
+    assert extras["size"] == "by less than δ" and extras["delta"] == pytest.approx(5.6)
+    down, _ = gains.gain_case(-up, delta, "gain", 10_000)
+    assert down.verdict == "refuted"
+    across, x = gains.gain_case(_seeds(rng.normal(0, 2.0, 10)), delta, "gain", 10_000)
+    assert across.interval[0] < 0 < across.interval[1] and across.verdict == "inconclusive"
+    big, x = gains.gain_case(_seeds(9.0 + rng.normal(0, 0.5, 10)), delta, "gain", 10_000)
+    assert big.verdict == "confirmed" and x["size"] == "by at least δ"
+
+
+def test_an_effect_well_inside_plus_or_minus_delta_is_less_than_delta_either_way():
+    small = np.array([0.3, -0.2, 0.1, -0.3, 0.2, -0.1, 0.25, -0.25, 0.05, -0.05])
+    c, x = gains.gain_case(_seeds(small), 0.05, "gain", 10_000)
+    assert c.verdict == "inconclusive" and x["size"] == "by less than δ"
+    c, x = gains.gain_case(_seeds(30 * small), 0.05, "gain", 10_000)
+    assert c.verdict == "inconclusive" and x["size"] == "size not decided"
+
+
+def test_deltas_own_error_enters_the_size():
+    """δ per seed is a tenth of that seed's teacher error: teachers whose errors scatter by
+    ±15 points give δ a spread of ±1.5 points. The size interval of gain − δ carries it: it is
+    wider than the interval with δ taken as its mean (exact), and here that changes the
+    reading from "by at least δ" to "size not decided". (Mutant: δ exact fails here.)"""
+    rng = np.random.default_rng(4)
+    teacher_error = 0.50 + rng.normal(0, 0.15, 6)
+    deltas = 0.1 * teacher_error
+    gain = deltas + 0.012 + rng.normal(0, 0.002, 6) - (deltas - deltas.mean())   # gain ~ δ̄ + 1.2
+    _, carried = gains.gain_case(gain, deltas, "gain", 10_000)
+    _, exact = gains.gain_case(gain, np.full(6, deltas.mean()), "gain", 10_000)
+    width = lambda x: x["size_interval"][1] - x["size_interval"][0]  # noqa: E731
+    assert width(carried) > 3 * width(exact)
+    assert exact["size"] == "by at least δ" and carried["size"] == "size not decided"
+
+
+def test_delta_scores_are_a_tenth_of_each_teachers_error_per_image():
+    from .test_sec5_distillation import claims_of, good
+    res, _ = claims_of(good)
+    for s in res.settings:
+        d = gains.delta_scores(res, s)
+        t = res.teacher(s).test_correct
+        assert d.shape == t.shape and d == pytest.approx(0.1 * (1 - t))
+        assert 100 * d.mean() == pytest.approx(gains.smallest_gain(res, s))
+
+
+def test_the_size_interval_covers_at_its_level():
+    """Simulated seeds with a true mean gain − δ of 0.3 points on a gain of about 4.8 points
+    (per-seed gains and teacher errors both random): the 99 % interval of gain − δ covers the truth in 99 % of 4,000 runs
+    (binomial SE 0.16 %; the tolerance 0.6 % makes a false failure a 3.8-SE event, about 1 in
+    10,000)."""
+    rng = np.random.default_rng(12)
+    hits, runs = 0, 4000
+    for _ in range(runs):
+        err = rng.normal(0.45, 0.05, 8)
+        gain = 0.1 * err + 0.003 + rng.normal(0, 0.01, 8)
+        _, x = gains.gain_case(gain, 0.1 * err, "gain", 10_000)
+        assert x["size_of"] == "gain − δ"         # the gain lies far above 0 in every run
+        lo, hi = x["size_interval"]
+        hits += lo <= 0.3 <= hi
+    assert abs(hits / runs - 0.99) < 0.006
