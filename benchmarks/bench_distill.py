@@ -76,6 +76,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from dsmlib.models.dataset_specs import SPECS  # noqa: E402
 from dsmlib.models.datasets import DataSplit, load_dataset  # noqa: E402
+from dsmlib.models.recipe import PAPER, paper_values  # noqa: E402
 from dsmlib.models.networks import cifar_resnet  # noqa: E402
 from dsmlib.models.run_config import Noise, RunConfig, student_of  # noqa: E402
 from dsmlib.models.runs import epoch_saver, run_dir  # noqa: E402
@@ -85,9 +86,9 @@ from dsmlib.models.loop import build_model, clock, train, train_group  # noqa: E
 
 PAPER_TRAIN_IMAGES = {"svhn": 58_606, "cifar10": 40_000, "cifar100": 40_000}   # 80 % splits
 PAPER_STUDENTS, PAPER_EPOCHS = 11, 200
-#: The training hyperparameters of every run here: the chapter's quick values.
-HYPER = dict(lr=0.1, lr_drops=(0.5, 0.75), lr_drop_factor=0.1, momentum=0.9, weight_decay=1e-4,
-             precision="auto", batch_size=64)
+#: The training hyperparameters of every run here: the paper's recipe (the chapter's quick values).
+HYPER = paper_values("lr", "lr_drops", "lr_drop_factor", "momentum", "weight_decay", "precision",
+                     "batch_size")
 
 
 class _Crop:
@@ -168,7 +169,7 @@ def bench_cpu(args) -> None:
     train_s, g_s = epoch_times(hist), epoch_times(hist, "gradnorm_s")
     n_img = (data.X_train.shape[0] // 64) * 64
     model = cifar_resnet(8, 10, in_channels=1, seed=0)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    opt = PAPER.optimizer(model.parameters())
     base_s = statistics.median(dataloader_epoch(model, opt, data.X_train, data.y_train, batch=64,
                                                 pad=1, flip=False, device=torch.device("cpu"))
                                for _ in range(epochs))
@@ -298,7 +299,7 @@ def emit_checkpoint(name: str, dev: torch.device, depth: int, k: int, common: di
     teacher = RunConfig(dataset="cifar10", depth=depth, epochs=3, n_gradnorm=256, **HYPER)
     configs = students(teacher, k)
     model = build_model(configs[0], synthetic_split(64, dev, size=8), k)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    opt = PAPER.optimizer(model.parameters())
     for p in model.parameters():
         p.grad = torch.randn_like(p)
     opt.step()
@@ -368,7 +369,7 @@ def bench_gpu(args) -> None:
     torch.backends.cudnn.benchmark = True   # a benchmark process of its own
     common = dict(device=name, depth=depth, batch=64, images=n, epochs=epochs)
     base_model = cifar_resnet(depth, 10, seed=0, device=dev)
-    base_opt = torch.optim.SGD(base_model.parameters(), lr=0.1, momentum=0.9)
+    base_opt = PAPER.optimizer(base_model.parameters())
     X_cpu, y_cpu = data.X_train.cpu(), data.y_train.cpu()
     base_s = min(dataloader_epoch(base_model, base_opt, X_cpu, y_cpu, batch=64, pad=4, flip=True,
                                   device=dev, workers=0 if dry else 4) for _ in range(2))

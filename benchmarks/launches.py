@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_distill import synthetic_split  # noqa: E402
 from dsmlib.models.loop import build_model, train_group  # noqa: E402
+from dsmlib.models.recipe import paper_values  # noqa: E402
 from dsmlib.models.run_config import RunConfig, student_of  # noqa: E402
 
 STUDENTS = [("none", 0.0), ("gaussian", 1.0), ("gaussian", 4.0), ("gaussian", 16.0),
@@ -61,9 +62,9 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     torch.manual_seed(0)
     n, batch = 16, 8
-    base = RunConfig(dataset="cifar10", depth=args.depth, epochs=1, batch_size=batch, lr=0.1,
-                     lr_drops=(0.5, 0.75), lr_drop_factor=0.1, momentum=0.9, weight_decay=1e-4,
-                     precision="fp32", n_gradnorm=4, n_train_eval=4, image_size=8, augment=True)
+    base = RunConfig(**{**paper_values(), "epochs": 1, "batch_size": batch, "precision": "fp32"},
+                     dataset="cifar10", depth=args.depth, n_gradnorm=4, n_train_eval=4,
+                     image_size=8)
     data = synthetic_split(n, torch.device("cpu"), size=8)
     steps = n // batch
     teachers = [replace(base, seed=s) for s in range(args.lanes)]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from dsmlib.models.recipe import paper_values
 from dsmlib.models.run_config import RunConfig
 
-#: The training hyperparameters RunConfig takes without defaults: the chapter's quick values
-#: (a test states only what it changes).
-HYPER = dict(lr=0.1, lr_drops=(0.5, 0.75), lr_drop_factor=0.1, momentum=0.9, weight_decay=1e-4,
-             precision="auto")
+#: The training hyperparameters RunConfig takes without defaults: the paper's recipe, the
+#: chapter's quick values (a test states only what it changes).
+HYPER = paper_values("lr", "lr_drops", "lr_drop_factor", "momentum", "weight_decay", "precision")
 
 TINY_TEACHER = RunConfig(dataset="digits", depth=8, epochs=2, batch_size=32, train_limit=96,
                          n_gradnorm=4, **HYPER)

@@ -41,19 +41,24 @@ import numpy as np
 from ..foundation.claims import CONFIDENCE, Case, Claim, every_case, joint_level
 from .sec5_distillation import (Cell, DistillResults, selected_correct, selected_levels,
                                 selected_test_acc, selection, shrinkage_rows)
-from .sec5_gains import (ACCURACY_RULE, DELTA_FRACTION, STRICT, baseline, delta_rows,
-                         delta_scores, difference, direction, gain_case, judged_headline,
+from .sec5_gains import (ACCURACY_IDS, ACCURACY_RULE, DELTA_FRACTION, STRICT, baseline,
+                         delta_rows, delta_scores, difference, gain_case, judged_headline,
                          judged_settings, scores, seed_case, shortfall_case, smallest_gain,
                          some_case, test_images)
 from ..models.run_config import Noise
 from .sec5_grid import HINTON, KINDS
 
-__all__ = ["BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "size_text",
+__all__ = ["CONTRAST_IDS", "BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "size_text",
            "late_log_gradnorm", "gradnorm_claims", "accuracy_claims", "hindsight_shortfall",
            "figure2_claims", "distill_claims", "accuracy_readings", "delta_table_rows",
            "COMPARISONS", "CONTINUED_COMPARISONS", "comparisons", "distillation_rows",
            "family_level_text", "distillation_table_data"]
 
+#: The claims whose cases are set side by side across scales (the ledger's and the page's
+#: contrast): every accuracy claim, and the G claims about noise.
+CONTRAST_IDS = ("fig1.noise_lowers_gradnorm_sigma2", "fig1.noise_lowers_gradnorm_p",
+                "fig1.gradnorm_falls_with_sigma2", "fig1.gradnorm_below_control_over_epochs",
+                *ACCURACY_IDS)
 BELOW_BAND = (None, -STRICT)          # log(G_a / G_b): a below b
 STEP_BAND = (None, -STRICT)           # log(G_{k+1} / G_k) between consecutive noisy levels
 TRAIN_LOSS_BAND = (None, 0.05)        # final train loss / variance of the targets: "near zero"

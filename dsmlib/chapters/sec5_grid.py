@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ..models.recipe import PAPER
 from ..models.run_config import RunConfig, student_of as _student_of_config
 from ..models.run_config import Noise
 
@@ -37,8 +38,8 @@ class Setting:
     sigma2s: tuple[float, ...]
     seeds: tuple[int, ...]
     headroom: bool
-    passes: int = 1
-    batch_size: int = 64
+    passes: int = PAPER.passes
+    batch_size: int = PAPER.batch_size
     val_images: int | None = None
 
     @property

@@ -8,11 +8,12 @@ from typing import Any, Sequence
 
 from ..models.dataset_specs import SPECS
 from ..models.datasets import OFFICIAL_TRAIN, train_images
+from ..models.recipe import PAPER
 from .sec5_distillation import DistillResults
+from .sec5_gains import baseline, smallest_gain, test_images
 
 __all__ = ["scope_note", "scope_brief", "without_scope", "steps_per_run", "validation_images",
-           "training_images", "scale_settings", "SETTING_WORDS", "not_measured", "departures",
-           "PAPER_LR", "PAPER_SCHEDULE"]
+           "training_images", "scale_settings", "SETTING_WORDS", "not_measured", "departures"]
 
 
 def steps_per_run(res: DistillResults, setting: str) -> int:
@@ -44,26 +45,38 @@ def validation_images(res: DistillResults, setting: str) -> int:
 
 #: What each entry of :func:`scale_settings` means, for tables that compare scales.
 SETTING_WORDS = {"dataset": "data", "depth": "ResNet depth", "image_size": "image size (pixels)",
+                 "augment": "crops and flips", "sigma2s": "σ² grid", "ps": "p grid",
                  "lr": "learning rate η", "batch": "batch b", "eta_over_b": "η/b",
                  "n_train": "training images", "n_val": "validation images",
-                 "steps": "SGD steps per run", "seeds": "seeds judged"}
+                 "n_test": "test images", "steps": "SGD steps per run",
+                 "seeds": "seeds judged", "teacher_acc": "teachers' test accuracy (%)",
+                 "delta": "δ (points)", "baseline": "\"the teacher\" judged against"}
 
 
 def scale_settings(res: DistillResults) -> dict[str, dict[str, Any]]:
     """Per setting, what a comparison across scales must hold fixed (:data:`SETTING_WORDS`):
     the data, network depth and image size, the learning rate, batch and their ratio η/b
     (Prop. 3's strength scales with it), the training and validation images, the SGD steps per
-    run and the seeds judged. Stored with the results, so that another scale's execution can be
-    set beside this one."""
+    run and the seeds judged; and what else differs between scales: augmentation, the noise
+    grids, the test images, the teachers' accuracy, δ and what "the teacher" is judged against.
+    Stored with the results, so that another scale's execution can be set beside this one."""
     g = res.grid
     out = {}
     for s in g.settings:
         size = g.image_size or SPECS[s.dataset].image_size
-        out[s.name] = dict(dataset=s.dataset, depth=g.depth, image_size=size, lr=g.lr,
+        teacher = float(res.teacher(s.name).final["test_acc"].mean())
+        out[s.name] = dict(dataset=s.dataset, depth=g.depth, image_size=size,
+                           augment="yes" if g.augment else "no",
+                           sigma2s=", ".join(f"{v:g}" for v in s.sigma2s),
+                           ps=", ".join(f"{v:g}" for v in g.ps), lr=g.lr,
                            batch=s.batch_size, eta_over_b=g.lr / s.batch_size,
                            n_train=training_images(res, s.name),
                            n_val=validation_images(res, s.name),
-                           steps=steps_per_run(res, s.name), seeds=res.n_seeds(s.name))
+                           n_test=test_images(res, s.name),
+                           steps=steps_per_run(res, s.name), seeds=res.n_seeds(s.name),
+                           teacher_acc=round(100 * teacher, 2),
+                           delta=round(smallest_gain(res, s.name), 3),
+                           baseline=baseline(res, s.name).name)
     return out
 
 
@@ -116,10 +129,6 @@ def not_measured(res: DistillResults) -> list[str]:
             f"{', '.join(res.grid.datasets)}), so its part is not measured here."]
 
 
-#: The paper's learning rate for teachers and students (Section 5, following He et al. 2016).
-PAPER_LR = 0.1
-#: Its schedule: drops (fractions of the epochs), their factor, momentum and weight decay.
-PAPER_SCHEDULE = ((0.5, 0.75), 0.1, 0.9, 1e-4)
 
 
 def departures(res: DistillResults) -> list[str]:
@@ -147,27 +156,29 @@ def departures(res: DistillResults) -> list[str]:
         out.append(f"Network: ResNet-{g.depth}, not ResNet-56 (the CPU budget; the gpu and paper "
                    "profiles run ResNet-56).")
     passes = {s.passes for s in g.settings}
-    if g.teacher_epochs != 200 or g.epochs_of_students != 200 or passes != {1}:
+    if PAPER.epochs != g.teacher_epochs or PAPER.epochs != g.epochs_of_students or \
+            passes != {PAPER.passes}:
         each = ("" if passes == {1} else f" of {g.passes} passes each" if len(passes) == 1
                 else " of " + " and ".join(f"{s.passes} pass{'' if s.passes == 1 else 'es'} "
                                            f"({s.name})" for s in g.settings))
         out.append(f"Length: teachers {g.teacher_epochs} and students {g.epochs_of_students} "
-                   f"epochs{each}, not 200 of one pass (the budget), with the learning-rate "
-                   f"drops at the same fractions of them. An epoch of several passes trains as "
+                   f"epochs{each}, not {PAPER.epochs} of one pass (the budget), with the "
+                   "learning-rate drops at the same fractions of them. An epoch of several passes trains as "
                    "that many epochs do; it only measures less often.")
-    schedule = (tuple(g.lr_drops), g.lr_drop_factor, g.momentum, g.weight_decay)
-    if schedule != PAPER_SCHEDULE:
+    names = ("lr_drops", "lr_drop_factor", "momentum", "weight_decay")
+    if any(getattr(g, n) != getattr(PAPER, n) for n in names):
         out.append(f"Schedule: the learning rate multiplied by {g.lr_drop_factor:g} at "
                    f"{', '.join(f'{100 * f:g} %' for f in g.lr_drops) or 'no point'} of the "
                    f"epochs, momentum {g.momentum:g}, weight decay {g.weight_decay:g}, not the "
-                   "paper's (He et al. 2016): 0.1 at 50 % and 75 %, momentum 0.9, weight decay "
-                   "1e-4.")
-    if g.lr != PAPER_LR:
+                   f"paper's (He et al. 2016): {PAPER.lr_drop_factor:g} at "
+                   f"{' and '.join(f'{100 * f:g} %' for f in PAPER.lr_drops)}, momentum "
+                   f"{PAPER.momentum:g}, weight decay {PAPER.weight_decay:g}.")
+    if g.lr != PAPER.lr:
         fits = ", ".join(f"{100 * float(res.teacher(s.name).final['train_acc'].min()):.1f} % "
                          f"({s.name})" for s in g.settings)
         out.append(f"Learning rate: η = {g.lr:g} for teachers and students alike, not the "
-                   f"paper's {PAPER_LR:g} (its schedule's drops are kept). At "
-                   f"{PAPER_LR:g}, ResNet-56 on 150 digits left some teachers far from fitting "
+                   f"paper's {PAPER.lr:g} (its schedule's drops are kept). At "
+                   f"{PAPER.lr:g}, ResNet-56 on 150 digits left some teachers far from fitting "
                    "their training images (35–47 %) and some students diverged (6 of 15 over 3 "
                    "seeds; one H100, benchmarks/gpu_runs/2026-11-27_h100_headroom/). Here the "
                    f"least-fitting teacher of each setting reaches {fits} on its training images.")
@@ -193,7 +204,7 @@ def departures(res: DistillResults) -> list[str]:
         head = next(s for s in g.settings if s.headroom)
         why = ("because the teachers on all the digits sit near 100 % and leave their students "
                "nothing to gain" if head.dataset == "digits" else
-               "because one GPU's minutes cannot train the paper's 200 epochs on the whole "
+               f"because one GPU's minutes cannot train the paper's {PAPER.epochs} epochs on the whole "
                "training set for ten seeds, and a data-limited teacher leaves its students room "
                "to gain")
         val = ("" if head.val_images is None else

@@ -10,7 +10,7 @@ from .sec5_distillation import DistillResults
 from .sec5_gains import GATE_IMAGES, not_judged
 
 __all__ = ["SHORT", "VERDICT_ORDER", "headline_row", "accuracy_reading", "source_of_gain",
-           "finding", "in_short"]
+           "finding", "swap_parts", "in_short"]
 
 #: A few words per claim for the page's summary (the ledger keeps each claim's full statement).
 SHORT = {
@@ -167,6 +167,25 @@ def finding(res: DistillResults, claims: Sequence[Any],
     return f"{text} {skipped}".strip()
 
 
+def swap_parts(claim: Any) -> str:
+    """The swap claim's two halves apart, each by its cases' verdicts (Holm's, in the claim):
+    e.g. ``flatter: confirmed in 4 of 6 cases, refuted in 0; better: refuted in 1 of 3 (vs
+    Hinton student), inconclusive in 2``, so that a refuted claim says which half is refuted
+    and which holds."""
+    parts = []
+    for half, word in (("flatter than", "flatter"), ("better than", "better")):
+        rows = [d for d in claim.details if f": {half} " in d["case"]]
+        if not rows:
+            continue
+        counts = {v: [d for d in rows if d["verdict"] == v] for v in VERDICT_ORDER}
+        said = [f"{v} in {len(ds)} of {len(rows)}" + (
+                    f" ({', '.join(d['case'].split(': ', 1)[1] for d in ds)})"
+                    if v == "refuted" else "")
+                for v, ds in counts.items() if ds]
+        parts.append(f"{word}: " + ", ".join(said))
+    return "; ".join(parts) + " cases" if parts else "no cases"
+
+
 def in_short(claims: Sequence[Any]) -> list[str]:
     """The page's summary: one line per verdict (confirmed, refuted, inconclusive), each naming
     its claims in a few words (:data:`SHORT`), an accuracy claim with its gain in points, 99 %
@@ -180,7 +199,9 @@ def in_short(claims: Sequence[Any]) -> list[str]:
         parts = []
         for c in these:
             text = SHORT.get(c.id, c.statement.split(". ")[0])
-            if c.unit == "points":
+            if c.id == "fig2.swap_flatter_and_better":
+                text += f" ({swap_parts(c)})"
+            elif c.unit == "points":
                 text += " (" + accuracy_reading(c).split(" (", 1)[1].replace("; case:", ", case:")
             parts.append(text)
         lines.append(f"**{v.capitalize()}** ({len(these)} of {len(claims)}): "

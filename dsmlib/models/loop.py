@@ -57,7 +57,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, fields
-from fractions import Fraction
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
@@ -107,12 +106,9 @@ def stream_seed(config: RunConfig) -> int:
 
 
 def lr_at(config: RunConfig, epoch: int) -> float:
-    """The learning rate of epoch ``epoch`` (from 0): ``lr`` times ``lr_drop_factor`` for each
-    fraction ``f`` of ``lr_drops`` with ``epoch >= floor(f * epochs)`` (the fractions read as
-    the decimals they are written as). The paper's: divided by 10 at 50 % and again at 75 % of
-    the epochs (epochs 100 and 150 of 200)."""
-    drops = sum(epoch >= math.floor(Fraction(repr(f)) * config.epochs) for f in config.lr_drops)
-    return config.lr * config.lr_drop_factor ** drops
+    """The learning rate of epoch ``epoch`` (from 0): the run's recipe's
+    (:meth:`dsmlib.models.recipe.Recipe.lr_at`)."""
+    return config.lr_at(epoch)
 
 
 def build_model(config: RunConfig, data: DataSplit, members: int = 1,
@@ -364,8 +360,7 @@ class Trainer:
         self.model = build_model(c, self.lanes.first, k_all, policy, self.lanes.member_lanes)
         if teacher is None and k_all > 1:
             self.model.load_state_dict(initial_state(configs, self.lanes, policy))
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=c.lr, momentum=c.momentum,
-                                   weight_decay=c.weight_decay)
+        self.opt = c.optimizer(self.model.parameters())
         self.gradnorm = GradNormMeter(self.model, self.lanes.subsample(c.n_gradnorm), k_all,
                                       seed=lane_seeds(configs, self.lanes),
                                       n_probes=c.gradnorm_probes,

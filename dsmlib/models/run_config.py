@@ -3,18 +3,17 @@ distilled from a teacher with a noise kind (:class:`Noise`) and level. A configu
 run's identity: :meth:`RunConfig.key` hashes every field (a student's includes its teacher's),
 so a run directory, a checkpoint and a result always belong to exactly one configuration.
 
-Execution options that do not change what is computed (device, progress bars, threads,
-determinism, how many runs train together) are deliberately not fields. The hyperparameters
-that shape training -- epochs, batch size, learning rate and its schedule, momentum, weight
-decay, precision -- and the subsample ``G`` is measured on have no default: every
-configuration states them (Section 5's come from its chapter's parameters, declared once there,
-:mod:`dsmlib.chapters.sec5_grid`). The other defaults are that chapter's, but for
-``n_train_eval``, whose None (every training image) the chapter narrows.
+How a run trains is its recipe (:class:`dsmlib.models.recipe.Recipe`, whose fields a
+configuration inherits: declared once there, with the paper's values). Execution options that
+do not change what is computed (device, progress bars, threads, determinism, how many runs
+train together) are deliberately not fields. A configuration's other defaults are Section 5's
+chapter's, but for ``n_train_eval``, whose None (every training image) the chapter narrows.
 
-The schedule's fields (:data:`IMPLIED`) came after the runs of recipe 2 were keyed, when the
-schedule was fixed in code: at those values they are left out of :meth:`RunConfig.to_dict`,
-and so of the key and of a run's ``config.json``, so that the runs trained before keep their
-keys and records (:meth:`RunConfig.from_dict` reads them back).
+Fields that came after the runs of recipe 2 were keyed (:data:`IMPLIED`: the schedule's, and
+the class-balanced pool's) are left out of the key at the values those runs trained with, so
+that the runs trained before keep their keys; a run's ``config.json`` records every field
+(:meth:`RunConfig.to_dict`), and :meth:`RunConfig.from_dict` reads the older records that left
+them out.
 """
 from __future__ import annotations
 
@@ -24,9 +23,10 @@ from dataclasses import asdict, dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from ..foundation.checks import (check_choice, check_int, check_nonnegative, check_positive,
-                                 check_probability)
+from ..foundation.checks import check_choice, check_int, check_positive, check_probability
 from .dataset_specs import DATASETS, SPECS
+from .recipe import IMPLIED as RECIPE_IMPLIED
+from .recipe import PRECISIONS, Recipe
 
 __all__ = ["Noise", "NOISE_KINDS", "ROLES", "PRECISIONS", "MAX_SIGMA2", "MAX_TEMPERATURE",
            "RECIPE", "IMPLIED", "CLUSTERS", "RunConfig", "student_of"]
@@ -46,7 +46,6 @@ class Noise(StrEnum):
 NOISE_KINDS = tuple(k.value for k in Noise)
 
 ROLES = ("teacher", "student")
-PRECISIONS = ("auto", "fp32", "bf16", "fp64")   # fp64: CPU tests of exactness
 MAX_SIGMA2 = 1e4   # beyond this the logits drown; a larger value is a typo
 MAX_TEMPERATURE = 1e3   # Hinton et al. use 1-20; beyond this the softmax is flat
 #: Where a grid's runs can train (:func:`dsmlib.book.grid.launch`): worker processes on this
@@ -57,15 +56,17 @@ CLUSTERS = ("local", "debug", "slurm")
 # another recipe cannot be reproduced here, and its key differs (the field is hashed).
 RECIPE = 2
 #: Fields that recipe 2 fixed in code before they were fields, at the values it fixed: the
-#: learning rate divided by 10 at 50 % and 75 % of the epochs, and the split of the official
-#: training set into 80 % training and 20 % validation (no class-balanced pool).
-IMPLIED: dict[str, Any] = {"lr_drops": (0.5, 0.75), "lr_drop_factor": 0.1, "pool": None,
-                           "val_fraction": 0.2}
+#: learning rate divided by 10 at 50 % and 75 % of the epochs (the recipe's,
+#: :data:`dsmlib.models.recipe.IMPLIED`), and the split of the official training set into 80 %
+#: training and 20 % validation (no class-balanced pool). Left out of the key at those values.
+IMPLIED: dict[str, Any] = {**RECIPE_IMPLIED, "pool": None, "val_fraction": 0.2}
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunConfig:
-    """Everything that determines a run's numbers.
+class RunConfig(Recipe):
+    """Everything that determines a run's numbers: its recipe (:class:`Recipe`'s fields: epochs,
+    passes, batch, SGD's learning rate and schedule, momentum, weight decay, augmentation,
+    precision) and what follows.
 
     ``role="teacher"``: cross-entropy on the labels. ``role="student"``: initialised from
     ``teacher`` (its final weights) and regressing, with the quadratic loss, on the teacher's
@@ -80,21 +81,19 @@ class RunConfig:
     *continued teacher*, cross-entropy on the hard labels from the teacher's final weights, with
     a student's schedule, epochs and batches (``level = 0``): what training as long again alone
     gives, the baseline of "beats the teacher" where a teacher does not fit its training
-    images. A student's data split is
-    its teacher's (the split is seeded by the teacher's ``seed``). Students draw their batches,
-    crops and noise from a stream of their own, ``stream`` (the students of one teacher with
-    equal ``stream`` share it: common random numbers, and what lets them train in lockstep).
-    ``passes``: shuffled passes over the training images per epoch (the learning rate's
-    schedule counts epochs), so that a run on fewer images can take as many steps as one on
-    more. SGD's learning rate starts at ``lr`` and is multiplied by ``lr_drop_factor`` at each
-    of the fractions ``lr_drops`` of the epochs (the paper's: by 0.1 at epochs 100 and 150 of
-    200); ``momentum`` and ``weight_decay`` are SGD's. ``n_train_eval``: the training images whose loss and accuracy are measured after each epoch
-    but the last (None: all; the last epoch measures all of them). The split: ``val_fraction``
-    of the official training set validates and the rest trains (cut to ``train_limit``), or with
-    ``pool`` a class-balanced split of the first ``pool`` images of the training set's
-    class-balanced order (:func:`dsmlib.models.datasets.load_dataset`), so that a data-limited
-    setting keeps a validation set in proportion to its training images.
-    ``recipe``: :data:`RECIPE`, the only one this code runs.
+    images. A student's data split is its teacher's (the split is seeded by the teacher's
+    ``seed``). Students draw their batches, crops and noise from a stream of their own,
+    ``stream`` (the students of one teacher with equal ``stream`` share it: common random
+    numbers, and what lets them train in lockstep). ``passes``: shuffled passes over the
+    training images per epoch (the learning rate's schedule counts epochs), so that a run on
+    fewer images can take as many steps as one on more. ``n_train_eval``: the training images
+    whose loss and accuracy are measured after each epoch but the last (None: all; the last
+    epoch measures all of them). The split: ``val_fraction`` of the official training set
+    validates and the rest trains (cut to ``train_limit``), or with ``pool`` a class-balanced
+    split of the first ``pool`` images of the training set's class-balanced order
+    (:func:`dsmlib.models.datasets.load_dataset`), so that a data-limited setting keeps a
+    validation set in proportion to its training images. ``recipe``: :data:`RECIPE`, the only
+    one this code runs.
     """
     dataset: str = "digits"
     depth: int = 8
@@ -102,20 +101,10 @@ class RunConfig:
     noise: str = Noise.NONE.value
     level: float = 0.0
     seed: int = 0
-    epochs: int
-    passes: int = 1
-    batch_size: int
-    lr: float
-    lr_drops: tuple[float, ...]
-    lr_drop_factor: float
-    momentum: float
-    weight_decay: float
-    augment: bool = True
     image_size: int | None = None
     train_limit: int | None = None
     pool: int | None = None
     val_fraction: float = 0.2
-    precision: str
     n_gradnorm: int
     gradnorm_probes: int = 2
     n_train_eval: int | None = None
@@ -124,11 +113,8 @@ class RunConfig:
     teacher: RunConfig | None = None
 
     def __post_init__(self) -> None:
-        for name in ("level", "lr", "momentum", "weight_decay", "lr_drop_factor"):
-            v = getattr(self, name)   # 0 and 0.0 hash alike
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                object.__setattr__(self, name, float(v))
-        self._check_schedule()
+        super().__post_init__()                                  # the recipe's fields
+        object.__setattr__(self, "level", float(self.level))    # 0 and 0.0 hash alike
         check_choice("dataset", self.dataset, DATASETS)
         depth = check_int("depth", self.depth)
         if depth < 8 or (depth - 2) % 6:
@@ -137,8 +123,7 @@ class RunConfig:
         check_choice("role", self.role, ROLES)
         check_choice("noise", self.noise, NOISE_KINDS)
         object.__setattr__(self, "noise", str(self.noise))   # a Noise member as its plain name
-        bounds = dict(seed=(0, None), epochs=(1, None), passes=(1, None), batch_size=(1, None),
-                      image_size=(4, 512), pool=(4, None),
+        bounds = dict(seed=(0, None), image_size=(4, 512), pool=(4, None),
                       train_limit=(2, None), n_gradnorm=(1, None), gradnorm_probes=(2, None),
                       n_train_eval=(1, None), stream=(0, None), recipe=(RECIPE, RECIPE))
         for name, (lo, hi) in bounds.items():   # stored as int: 2.0 epochs would break range()
@@ -146,34 +131,13 @@ class RunConfig:
             if v is None and name in ("image_size", "train_limit", "n_train_eval", "pool"):
                 continue
             object.__setattr__(self, name, check_int(name, v, minimum=lo, maximum=hi))
-        check_positive("lr", self.lr)
         object.__setattr__(self, "val_fraction", float(check_probability(
             "val_fraction (of the training images that validate)", self.val_fraction)))
         if not 0 < self.val_fraction < 1:
             raise ValueError(f"val_fraction (of the training images that validate) must lie "
                              f"strictly between 0 and 1, got {self.val_fraction}")
-        check_probability("momentum", self.momentum)
-        check_nonnegative("weight_decay", self.weight_decay)
-        check_choice("precision", self.precision, PRECISIONS)
         self._check_noise()
         self._check_teacher()
-
-    def _check_schedule(self) -> None:
-        drops = self.lr_drops
-        if isinstance(drops, (str, bytes)) or not hasattr(drops, "__iter__"):
-            raise ValueError(f"lr_drops must be a list of fractions of the epochs in (0, 1], "
-                             f"got {drops!r}")
-        drops = tuple(float(check_probability("lr_drops (fractions of the epochs)", f))
-                      for f in drops)
-        if any(f == 0 for f in drops) or list(drops) != sorted(drops):
-            raise ValueError(f"lr_drops must be increasing fractions of the epochs in (0, 1], "
-                             f"got {list(drops)}")
-        object.__setattr__(self, "lr_drops", drops)
-        factor = check_probability("lr_drop_factor (the learning rate's factor at each drop)",
-                                   self.lr_drop_factor)
-        if factor == 0:
-            raise ValueError("lr_drop_factor (the learning rate's factor at each drop) must be "
-                             "> 0, got 0")
 
     def _check_noise(self) -> None:
         if self.noise in (Noise.NONE, Noise.CONTINUED):
@@ -227,21 +191,27 @@ class RunConfig:
                     train_limit=self.train_limit, pool=self.pool, val_fraction=self.val_fraction)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, but those at the value recipe 2 implied before they were fields
-        (:data:`IMPLIED`; a teacher's likewise): what the key hashes and ``config.json``
-        holds."""
+        """Every field (a teacher's likewise): what ``config.json`` holds."""
+        d = asdict(self)
+        if self.teacher is not None:
+            d["teacher"] = self.teacher.to_dict()
+        return d
+
+    def key_dict(self) -> dict[str, Any]:
+        """Every field but those at the value recipe 2 implied before they were fields
+        (:data:`IMPLIED`; a teacher's likewise): what the key hashes."""
         d = asdict(self)
         for name, value in IMPLIED.items():
             if getattr(self, name) == value:
                 del d[name]
         if self.teacher is not None:
-            d["teacher"] = self.teacher.to_dict()
+            d["teacher"] = self.teacher.key_dict()
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunConfig:
-        """The configuration :meth:`to_dict` gave (a field of :data:`IMPLIED` it left out at
-        its implied value)."""
+        """The configuration :meth:`to_dict` gave, or an older record's, which left a field of
+        :data:`IMPLIED` out at its implied value."""
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
@@ -252,8 +222,9 @@ class RunConfig:
         return cls(**d)
 
     def key(self) -> str:
-        """A short stable hash of every field (the run directory's name)."""
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """A short stable hash of every field (the run directory's name), those at their
+        implied value aside (:meth:`key_dict`)."""
+        text = json.dumps(self.key_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def label(self) -> str:

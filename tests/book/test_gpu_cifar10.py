@@ -16,6 +16,7 @@ from dsmlib.book.gpu_cost import largest_size, measured_rates
 from dsmlib.book.profiles import GPU_CIFAR10, load_specs, resolve
 from dsmlib.chapters.sec5_grid import grid_levels
 from dsmlib.models import cifar10_npm as npm
+from dsmlib.models.recipe import PAPER, paper_values
 from dsmlib.models import cifar10_store as cs
 from helpers import ROOT, copy_book
 
@@ -37,9 +38,9 @@ def test_the_setting_is_the_rules_and_keeps_a_paper_like_split():
                                          epochs=P.teacher_epochs, students=students)
     assert 1000 <= s.train_limit <= 5000 and len(s.seeds) >= 10
     assert s.val_images * 5 == s.train_limit and s.dataset == "cifar10" and not P.full_data
-    assert (P.depth, P.lr, P.momentum, P.weight_decay, P.batch_size, s.batch_size) == (
-        56, 0.1, 0.9, 1e-4, 64, 64)
-    assert P.lr_drops == (0.5, 0.75) and P.lr_drop_factor == 0.1 and P.student_epochs is None
+    assert P.depth == 56 and s.batch_size == PAPER.batch_size and P.student_epochs is None
+    assert all(getattr(P, k) == v for k, v in paper_values().items()
+               if k not in ("epochs", "passes"))
     teacher = P.runs()[0]
     assert (teacher.pool, teacher.val_fraction) == (s.train_limit + s.val_images,
                                                     pytest.approx(1 / 6))

@@ -10,6 +10,7 @@ import dataclasses
 
 from dsmlib.models.checkpoints import PACKED, is_packed, pack_members, unpack
 from dsmlib.models.datasets import load_dataset
+from dsmlib.models.recipe import PAPER
 from dsmlib.models.device import device_policy
 from dsmlib.models.lockstep import member_optimizer_state, member_state
 from dsmlib.models.loop import train_group
@@ -27,7 +28,7 @@ def group_after_a_step(device, dtype, members=3, channels_last=False):
                        shortcut="B")   # 1x1 convolutions: strides of size-1 dimensions
     if channels_last:
         net = net.to(memory_format=torch.channels_last)
-    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    opt = PAPER.optimizer(net.parameters())
     x = torch.randn(6, 2, 8, 8, generator=torch.Generator().manual_seed(1), dtype=dtype)
     net(x.to(device)).square().sum().backward()
     opt.step()

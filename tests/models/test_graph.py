@@ -30,6 +30,7 @@ from torch.utils._pytree import tree_flatten
 
 from dsmlib.models.dataset_specs import SPECS
 from dsmlib.models.datasets import DataSplit, load_dataset
+from dsmlib.models.recipe import PAPER
 from dsmlib.models.device import device_policy
 from dsmlib.models.graph import (WARMUP_STEPS, CapturedEpoch, CapturedGradNorm, CompiledLosses,
                                  Shape, Trainers, load_optimizer_in_place)
@@ -239,7 +240,7 @@ def test_the_check_catches_a_step_that_reads_a_new_tensor():
 
 def test_optimizer_state_loads_in_place():
     net = torch.nn.Linear(3, 2)
-    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    opt = PAPER.optimizer(net.parameters())
     net(torch.ones(1, 3)).sum().backward()
     opt.step()
     bufs = [opt.state[p]["momentum_buffer"] for p in net.parameters()]

@@ -3,9 +3,12 @@ bad fields and noise levels, a student that must match its teacher, integral flo
 integers."""
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 
-from dsmlib.models.run_config import RunConfig, student_of
+from dsmlib.models.recipe import Recipe
+from dsmlib.models.run_config import IMPLIED, RunConfig, student_of
 from tiny_runs import tiny_teacher as tiny
 
 
@@ -73,7 +76,7 @@ def test_integral_floats_are_stored_as_integers():
 def test_training_hyperparameters_have_no_defaults():
     """Every hyperparameter that shapes training is stated by the configuration's maker (the
     chapter's parameters), never taken from a default here."""
-    stated = {k: v for k, v in tiny().to_dict().items() if k != "teacher"}
+    stated = {k: v for k, v in tiny().key_dict().items() if k != "teacher"}
     for name in ("epochs", "batch_size", "lr", "momentum", "weight_decay", "precision"):
         with pytest.raises(TypeError, match=name):
             RunConfig(**{k: v for k, v in stated.items() if k != name},
@@ -86,12 +89,16 @@ def test_training_hyperparameters_have_no_defaults():
 
 def test_the_schedule_of_recipe_2_keeps_the_keys_of_runs_keyed_before_it_was_a_field():
     """At the schedule recipe 2 had in code (IMPLIED) the schedule's fields are left out of
-    the dict, so a run's key and config.json are what they were; another schedule is another
-    run. The key below is the tiny teacher's as computed before the fields existed."""
+    what the key hashes, so a run's key is what it was, while its config.json records every
+    field of its recipe (issue 62); another schedule is another run. The key below is the tiny
+    teacher's as computed before the fields existed."""
     t = tiny()
-    assert "lr_drops" not in t.to_dict() and "lr_drop_factor" not in t.to_dict()
+    assert "lr_drops" not in t.key_dict() and "lr_drop_factor" not in t.key_dict()
+    assert {f.name for f in fields(Recipe)} <= set(t.to_dict())
     assert t.key() == "c09ce7f4a71be759"
     assert RunConfig.from_dict(t.to_dict()) == t
+    old = {k: v for k, v in t.to_dict().items() if k not in IMPLIED}     # a record from before
+    assert RunConfig.from_dict(old) == t
     other = tiny(lr_drops=[0.25, 0.5, 0.75])
     assert other.lr_drops == (0.25, 0.5, 0.75) and other.to_dict()["lr_drops"] == (0.25, 0.5, 0.75)
     assert len({t.key(), other.key(), tiny(lr_drop_factor=0.2).key()}) == 3

@@ -1,17 +1,21 @@
-"""Claims set side by side across scales (book layer): this build's value of each claim a
-chapter names for contrast, beside every reference's, with the settings each was measured in.
+"""Claims set side by side across scales (book layer): each case of the claims a chapter names
+for contrast, at every scale that measured the *same case*, with the settings each was
+measured in.
 
 A chapter opts in through its results' ``extra``: ``contrast`` (the ids of the claims whose
-values are comparable across scales), ``settings`` (per setting name, what was held fixed:
-data, network, learning rate, batch, training size, steps, seeds...) and ``setting_words`` (a
-reader's name for each entry). A claim's value at a scale is its headline, the case that
-heads it; the setting is the one that case belongs to.
+cases are comparable across scales), ``settings`` (per setting name, what was held fixed:
+data, network, augmentation, noise grids, learning rate, batch, training and test images,
+steps, seeds, δ...) and ``setting_words`` (a reader's name for each entry). A case is named
+``<setting>: <case>`` (or ``<setting>``); two scales are compared on a case only where both
+measured it under the same name in a setting of the same kind (the full data, or a
+data-limited one): the swap's "vs noiseless student" faces "vs noiseless student", σ² = 0.25
+faces σ² = 0.25, never another scale's headline.
 
-A **contrast** is marked wherever one scale's interval excludes the other's estimate, whatever
-the verdicts say (two inconclusive verdicts can hide a gain of +1.41 points at one scale and
-−0.05 at the other). Every setting that differs between the two is named as a **confound**: a
-contrast between scales is not an effect of any one of them. A stale reference is compared too,
-labelled stale.
+A **contrast** is marked from the difference of the two estimates with both errors: where the
+99 % interval of ``a − b`` (normal, ``sqrt(se_a² + se_b²)``) excludes 0 (one interval leaving out
+the other's estimate fires about two times in three with no real difference, at SEs of 0.1 and
+0.6). Every setting that differs between the two is named: a contrast between scales is not an
+effect of any one of them. A stale reference is compared too, labelled stale.
 
 The same ``extra`` may carry ``tables`` (title, columns, rows of text): tables the chapter wants
 shown for every scale in the ledger (:func:`tables_html`).
@@ -19,16 +23,19 @@ shown for every scale in the ledger (:func:`tables_html`).
 from __future__ import annotations
 
 import html
+import math
 import re
 from typing import Any, Sequence
 
 from ...figures.tables import BADGES, data_table, fmt_number
 from .stored import Reference
 
-__all__ = ["Scale", "scales_of", "headline_setting", "contrast_rows", "contrast_html",
-           "tables_html"]
+__all__ = ["Scale", "scales_of", "headline_setting", "split_case", "setting_kind",
+           "Z_CONTRAST", "difference", "contrast_rows", "contrast_html", "tables_html"]
 
 _DECIDING = re.compile(r"\(deciding case: (.+)\)\s*$")
+#: The two-sided normal quantile of a contrast's 99 % interval.
+Z_CONTRAST = 2.5758293035489004
 
 
 class Scale:
@@ -56,61 +63,95 @@ def headline_setting(claim: dict[str, Any], settings: dict[str, Any]) -> str | N
     """The setting of the case heading ``claim`` (named ``<setting>`` or ``<setting>: ...``),
     among ``settings``' names; None if it names none."""
     m = _DECIDING.search(claim.get("quantity", ""))
-    case = m.group(1) if m else ""
+    return split_case(m.group(1) if m else "", settings)[0]
+
+
+def split_case(case: str, settings: dict[str, Any] | Sequence[str]) -> tuple[str | None, str]:
+    """``(setting, the rest)`` of a case named ``<setting>`` or ``<setting>: <rest>`` (the
+    longest setting name that matches); ``(None, case)`` where none does."""
     for s in sorted(settings, key=len, reverse=True):
-        if case == s or case.startswith(f"{s}:"):
-            return s
-    return None
+        if case == s:
+            return s, ""
+        if case.startswith(f"{s}: "):
+            return s, case[len(s) + 2:]
+    return None, case
 
 
-def _excludes(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether ``a``'s interval leaves out ``b``'s estimate."""
-    lo, hi = a["interval"]
-    return not lo <= b["measured"] <= hi
+def setting_kind(setting: str) -> str:
+    """``full`` for a setting on a data set's whole training set, else ``limited``."""
+    return "full" if setting.endswith("full data") else "limited"
+
+
+def difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | None:
+    """``a − b`` of two measured cases with both standard errors, its 99 % interval, and
+    whether it excludes 0; None where either case has no standard error."""
+    if a.get("se") is None or b.get("se") is None:
+        return None
+    d = float(a["measured"]) - float(b["measured"])
+    se = math.hypot(float(a["se"]), float(b["se"]))
+    lo, hi = d - Z_CONTRAST * se, d + Z_CONTRAST * se
+    return {"measured": d, "se": se, "interval": [lo, hi], "differs": lo > 0 or hi < 0}
+
+
+def _found(scales: Sequence[Scale], cid: str) -> dict[tuple[str, str], list[Any]]:
+    """Per (kind of setting, case name): each scale's case of claim ``cid`` (None where it has
+    none), in its scale's setting."""
+    found: dict[tuple[str, str], list[Any]] = {}
+    for i, sc in enumerate(scales):
+        c = sc.claim(cid)
+        settings = sc.extra.get("settings") or {}
+        for d in (c or {}).get("details", []):
+            setting, rest = split_case(d["case"], settings)
+            if setting is None:
+                continue
+            cells = found.setdefault((setting_kind(setting), rest), [None] * len(scales))
+            if cells[i] is None:
+                cells[i] = dict(scale=sc.label, fresh=sc.fresh, case=d, claim=c,
+                                setting=setting, values=settings.get(setting))
+    return found
 
 
 def contrast_rows(scales: Sequence[Scale]) -> list[dict[str, Any]]:
-    """Per claim named for contrast by the first scale and judged at two scales or more, each
-    scale's headline (claim, setting and its settings), and per pair of scales whether one's
-    interval excludes the other's estimate, with the settings that differ (the confounds)."""
+    """Per claim named for contrast by the first scale, per case measured under the same name
+    (in a setting of the same kind) at two scales or more: each scale's case (value,
+    interval, verdict, setting and its settings), and per pair of scales the difference of
+    the two estimates with both errors (:func:`difference`), a contrast where its interval
+    excludes 0, with every setting that differs (``confounds``)."""
     if not scales:
         return []
-    ids = list(scales[0].extra.get("contrast") or [])
     rows = []
-    for cid in ids:
-        cells = []
-        for sc in scales:
-            c = sc.claim(cid)
-            settings = sc.extra.get("settings") or {}
-            name = None if c is None else headline_setting(c, settings)
-            cells.append(dict(scale=sc.label, fresh=sc.fresh, claim=c, setting=name,
-                              values=settings.get(name) if name else None))
-        if sum(c["claim"] is not None for c in cells) < 2:
-            continue          # judged at one scale or none: nothing to set side by side
-        pairs = []
-        for i, a in enumerate(cells):
-            for b in cells[i + 1:]:
-                if a["claim"] is None or b["claim"] is None:
-                    continue
-                if _excludes(a["claim"], b["claim"]) or _excludes(b["claim"], a["claim"]):
+    for cid in scales[0].extra.get("contrast") or []:
+        for (kind, rest), cells in _found(scales, cid).items():
+            if sum(x is not None for x in cells) < 2:
+                continue       # measured at one scale only: nothing to set side by side
+            cells = [x if x is not None else dict(scale=sc.label, fresh=sc.fresh, case=None,
+                                                  claim=sc.claim(cid), setting=None, values=None)
+                     for x, sc in zip(cells, scales)]
+            pairs = []
+            for i, a in enumerate(cells):
+                for b in cells[i + 1:]:
+                    if a["case"] is None or b["case"] is None:
+                        continue
+                    diff = difference(a["case"], b["case"])
                     va, vb = a["values"] or {}, b["values"] or {}
-                    pairs.append(dict(a=a["scale"], b=b["scale"], stale=not (a["fresh"]
-                                                                             and b["fresh"]),
+                    pairs.append(dict(a=a["scale"], b=b["scale"], difference=diff,
+                                      differs=bool(diff and diff["differs"]),
+                                      stale=not (a["fresh"] and b["fresh"]),
                                       confounds=[k for k in dict.fromkeys([*va, *vb])
                                                  if va.get(k) != vb.get(k)]))
-        rows.append(dict(claim=cid, cells=cells, contrasts=pairs))
+            rows.append(dict(claim=cid, case=rest, kind=kind, cells=cells, pairs=pairs,
+                             contrasts=[p for p in pairs if p["differs"]]))
     return rows
 
 
-def _value(c: dict[str, Any] | None) -> str:
-    if c is None:
-        return "<span class='absent'>not judged</span>"
-    unit = f" {html.escape(c['unit'])}" if c.get("unit") else ""
-    way = (f"<br><span class='size'>{html.escape(c['size'].split(' (')[0])}</span>"
-           if c.get("size") else "")
-    return (f"<span class='badge {c['verdict']}'>{BADGES[c['verdict']]}</span> "
-            f"{fmt_number(c['measured'])} <span class='iv'>[{fmt_number(c['interval'][0])}, "
-            f"{fmt_number(c['interval'][1])}]</span>{unit}{way}")
+def _value(d: dict[str, Any] | None, claim: dict[str, Any] | None) -> str:
+    if d is None:
+        return "<span class='absent'>not measured</span>"
+    unit = f" {html.escape(claim['unit'])}" if claim and claim.get("unit") else ""
+    size = f"<br><span class='size'>{html.escape(d['size'])}</span>" if d.get("size") else ""
+    return (f"<span class='badge {d['verdict']}'>{BADGES[d['verdict']]}</span> "
+            f"{fmt_number(d['measured'])} <span class='iv'>[{fmt_number(d['interval'][0])}, "
+            f"{fmt_number(d['interval'][1])}]</span>{unit}{size}")
 
 
 def _words(scales: Sequence[Scale]) -> dict[str, str]:
@@ -125,29 +166,40 @@ def _fmt(v: Any) -> str:
                                                                   else str(v))
 
 
+def _pair_text(p: dict[str, Any], words: dict[str, str]) -> str:
+    conf = ", ".join(html.escape(words.get(k, k)) for k in p["confounds"]) or "nothing"
+    diff = p["difference"]
+    value = ("no standard error to compare" if diff is None else
+             f"{fmt_number(diff['measured'])} [{fmt_number(diff['interval'][0])}, "
+             f"{fmt_number(diff['interval'][1])}]")
+    return (f"<span class='contrast{' differs' if p['differs'] else ''}"
+            f"{' stale' if p['stale'] else ''}'>{'≠ ' if p['differs'] else ''}"
+            f"{html.escape(p['a'])} − {html.escape(p['b'])}: {value}</span>; "
+            f"they differ in {conf}")
+
+
 def contrast_html(scales: Sequence[Scale]) -> str:
-    """The across-scales table (HTML): per claim, each scale's headline with its setting, and
-    the contrasts with their confounds; then the settings each headline was measured in. ""
-    with fewer than two scales or no claim named for contrast."""
+    """The across-scales table (HTML): per claim and case, each scale's value of the same case
+    with its setting, and the difference of each pair with both errors, marked (≠) where its
+    99 % interval excludes 0, with the settings that differ; then the settings of every scale.
+    "" with fewer than two scales or no case measured at two."""
     rows = contrast_rows(scales)
     if len(scales) < 2 or not rows:
         return ""
     words = _words(scales)
-    head = ["Claim"] + [html.escape(s.label) for s in scales] + ["Contrast"]
+    head = ["Claim, case"] + [html.escape(s.label) for s in scales] + ["Differences (99 %)"]
     body, classes = [], []
     for r in rows:
-        marks = []
-        for p in r["contrasts"]:
-            conf = ", ".join(html.escape(words.get(k, k)) for k in p["confounds"]) or "none"
-            marks.append(f"<span class='contrast{' stale' if p['stale'] else ''}'>≠ "
-                         f"{html.escape(p['a'])} and {html.escape(p['b'])}: one's interval "
-                         f"excludes the other's estimate</span>; confounds: {conf}")
-        body.append([f"<code>{html.escape(r['claim'])}</code>"]
-                    + [_value(c["claim"]) + (f"<br><span class='setting'>"
-                                             f"{html.escape(c['setting'])}</span>"
-                                             if c["setting"] else "") for c in r["cells"]]
-                    + ["<br>".join(marks) or "no contrast: each interval holds the other's "
-                                             "estimate"])
+        kind = "full data" if r["kind"] == "full" else "data-limited"
+        name = (f"<code>{html.escape(r['claim'])}</code><br>"
+                f"{html.escape(r['case']) + ' ' if r['case'] else ''}"
+                f"<span class='setting'>({kind})</span>")
+        body.append([name]
+                    + [_value(c["case"], c["claim"]) + (f"<br><span class='setting'>"
+                                                         f"{html.escape(c['setting'])}</span>"
+                                                         if c["setting"] else "")
+                       for c in r["cells"]]
+                    + ["<br>".join(_pair_text(p, words) for p in r["pairs"])])
         classes.append("contrast" if r["contrasts"] else "")
     table = data_table(head, body, row_classes=classes, table_class="cases contrast cards")
     shown = {(c["scale"], c["setting"]): c["values"] for r in rows for c in r["cells"]
@@ -159,13 +211,15 @@ def contrast_html(scales: Sequence[Scale]) -> str:
          for k in keys], labels=["Setting"] + [f"{sc}, {name}" for sc, name in shown],
         table_class="cases contrast-settings cards")
     n = sum(bool(r["contrasts"]) for r in rows)
-    return (f"<div class='contrasts'><p><strong>Across scales.</strong> Each claim's headline at "
-            f"every scale, side by side. A contrast (≠) is marked wherever one scale's interval "
-            f"excludes the other's estimate, whatever the verdicts; {n} of {len(rows)} claims "
-            "show one. The settings that differ between two scales are named as confounds: a "
-            "contrast is not an effect of any one of them.</p>"
-            f"{table}<details><summary>The settings of each headline</summary>{settings}"
-            "</details></div>")
+    return (f"<div class='contrasts'><p><strong>Across scales.</strong> The same case at every "
+            "scale that measured it, side by side (compared only under the same name, in a "
+            "setting of the same kind). A contrast (≠) is marked where the 99 % interval of "
+            "the difference of the two estimates, with both errors, excludes 0; "
+            f"{n} of {len(rows)} cases show one. Every setting that differs between two scales "
+            "is named: a contrast is not an effect of any one of them.</p>"
+            f"<details><summary>The {len(rows)} cases at every scale</summary>{table}</details>"
+            "<details><summary>The settings of each scale</summary>"
+            f"{settings}</details></div>")
 
 
 def tables_html(scales: Sequence[Scale]) -> str:

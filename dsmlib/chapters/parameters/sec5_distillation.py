@@ -2,24 +2,33 @@
 and 2), and so the grid of its runs."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from ...foundation.checks import check_choice, check_int, check_positive, check_probability
 from ...foundation.parameters import ChapterParameters, param
 from ...models.dataset_specs import DATASETS, SPECS
+from ...models.recipe import PAPER, chapter_fields
 from ...models.run_config import CLUSTERS, RunConfig
 from ..sec5_grid import Setting, grid_runs
 
-__all__ = ["Parameters", "EXECUTION"]
+__all__ = ["RecipeParameters", "Parameters", "EXECUTION"]
 
 # The parameters that say where runs live and how unfinished ones are trained: no number depends
 # on them.
 EXECUTION = ("runs_dir", "data_dir", "download", "train_missing", "cluster", "workers")
 
 
+#: The recipe's parameters (SGD's learning rate and schedule, momentum, weight decay,
+#: augmentation, precision), from its one declaration, with the paper's values
+#: (:func:`dsmlib.models.recipe.chapter_fields`): a field added to the recipe is a parameter.
+RecipeParameters = dataclasses.make_dataclass("RecipeParameters", chapter_fields(),
+                                              bases=(ChapterParameters,), frozen=True)
+
+
 @dataclass(frozen=True)
-class Parameters(ChapterParameters):
+class Parameters(RecipeParameters):
     """The chapter's parameters (defaults: the ``quick`` profile), and so the grid of its runs:
     per setting and seed one teacher and its students (:func:`grid_runs`). Students train
     ``student_epochs`` (None: as long as their teacher, the paper's "same setting") with the
@@ -62,18 +71,9 @@ class Parameters(ChapterParameters):
                                                         "accuracy-vs-size curve (trained as many "
                                                         "steps as the headroom setting's)")
     curve_seeds: tuple[int, ...] = param([0, 1], "and their seeds")
-    batch_size: int = param(64, "minibatch size")
-    lr: float = param(0.1, "SGD's learning rate at the start")
-    lr_drops: tuple[float, ...] = param([0.5, 0.75], "fractions of the epochs at which the "
-                                                     "learning rate drops (the paper: epochs "
-                                                     "100 and 150 of 200)")
-    lr_drop_factor: float = param(0.1, "the learning rate's factor at each drop")
-    momentum: float = param(0.9, "SGD's momentum")
-    weight_decay: float = param(1e-4, "SGD's weight decay")
-    augment: bool = param(True, "random crops (and flips where the data set allows them)")
+    batch_size: int = param(PAPER.batch_size, "minibatch size")
     train_limit: int | None = param(None, "the full setting's training images (None: all; "
                                           "tiny runs)")
-    precision: str = param("auto", "bf16 autocast on CUDA, float32 on the CPU")
     n_gradnorm: int = param(16, "training images of the fixed subsample G is measured on")
     gradnorm_probes: int = param(2, "random probes per image for G and its standard error")
     n_train_eval: int | None = param(256, "training images evaluated after each epoch but the "
