@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from dsmlib.book.profiles import load_specs  # noqa: E402
 
-LIST = ("import sys; from dsmlib.book.cli import main; "
+LIST = ("import sys; from dsmlib.book.commands.cli import main; "
         "sys.exit(main(['--root', sys.argv[1], 'list']))")
 
 

@@ -6,22 +6,22 @@ What it measured on CPU and GPU is recorded beside the raw rows, in
 Rows:
 
 - ``distill_cpu_throughput``: ResNet-8 on the 8x8 digits, batch 64, random crops: one epoch of
-  :func:`dsmlib.models.loop.train` against a plain ``DataLoader`` loop with a per-sample
+  :func:`dsmlib.models.sec5_distillation.loop.train` against a plain ``DataLoader`` loop with a per-sample
   crop transform over the same tensors.
 - ``distill_gradnorm_cost``: the per-epoch measurement of ``G(theta)`` against one epoch of
   training, from the same ``train`` call (medians over epochs); ``fraction`` = G / epoch.
 - ``distill_lockstep_cpu_k<K>``: the ``K`` students of a teacher (noiseless, Gaussian, swap,
-  swap control) trained together (:func:`dsmlib.models.loop.train_group`) against the
+  swap control) trained together (:func:`dsmlib.models.sec5_distillation.loop.train_group`) against the
   same students trained one after another; per epoch of training.
 - ``teachers_across_seeds`` and ``students_across_seeds`` (issue 52), at the quick profile's
   headroom setting (digits, 50 images, batch 32, 43 passes, ResNet-8): its 6 teachers, each on
   its own seed's split, in one group against the same teachers one at a time (images/s), and
   the students of 2 of them (22) in one group against one group per teacher
   (student-images/s); eager steps, medians over the epochs. What they measured, and why the
-  CPU groups nothing across seeds: :func:`dsmlib.models.device.group_members`.
+  CPU groups nothing across seeds: :func:`dsmlib.models.sec5_distillation.device.group_members`.
 - ``distill_checkpoint_k10``: one epoch's checkpoints of a lockstep group of 10 ResNet-56
   students (every member's weights and momentum, each in its own run directory, atomically):
-  :func:`dsmlib.models.runs.epoch_saver` (packed, :mod:`dsmlib.models.checkpoints`) against a
+  :func:`dsmlib.models.sec5_distillation.runs.epoch_saver` (packed, :mod:`dsmlib.models.sec5_distillation.checkpoints`) against a
   plain state dict per member, one ``torch.save`` each (the library's format before), both
   with the members' metrics files; medians of 7, the arms alternated and each first in turn.
   CPU, one thread: 0.14-0.15 s against 0.33-0.35 s (x2.2-2.5 over three runs; most of what is
@@ -74,15 +74,15 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from dsmlib.models.dataset_specs import SPECS  # noqa: E402
-from dsmlib.models.datasets import DataSplit, load_dataset  # noqa: E402
-from dsmlib.models.recipe import PAPER, paper_values  # noqa: E402
+from dsmlib.models.sec5_distillation.dataset_specs import SPECS  # noqa: E402
+from dsmlib.models.sec5_distillation.datasets import DataSplit, load_dataset  # noqa: E402
+from dsmlib.models.sec5_distillation.recipe import PAPER, paper_values  # noqa: E402
 from dsmlib.models.networks import cifar_resnet  # noqa: E402
-from dsmlib.models.run_config import Noise, RunConfig, student_of  # noqa: E402
-from dsmlib.models.runs import epoch_saver, run_dir  # noqa: E402
-from dsmlib.models.graph import Trainers  # noqa: E402
-from dsmlib.models.lockstep import member_optimizer_state, member_state  # noqa: E402
-from dsmlib.models.loop import build_model, clock, train, train_group  # noqa: E402
+from dsmlib.models.sec5_distillation.run_config import Noise, RunConfig, student_of  # noqa: E402
+from dsmlib.models.sec5_distillation.runs import epoch_saver, run_dir  # noqa: E402
+from dsmlib.models.sec5_distillation.graph import Trainers  # noqa: E402
+from dsmlib.models.sec5_distillation.lockstep import member_optimizer_state, member_state  # noqa: E402
+from dsmlib.models.sec5_distillation.loop import build_model, clock, train, train_group  # noqa: E402
 
 PAPER_TRAIN_IMAGES = {"svhn": 58_606, "cifar10": 40_000, "cifar100": 40_000}   # 80 % splits
 PAPER_STUDENTS, PAPER_EPOCHS = 11, 200
@@ -201,7 +201,7 @@ def quick_setting(args):
     steps of, and the setting where grouping pays most on the CPU if anywhere."""
     from pathlib import Path
     from dsmlib.book.profiles import load_specs, resolve
-    from dsmlib.chapters.sec5_grid import students_of, teacher_config
+    from dsmlib.chapters.sec5_distillation.grid import students_of, teacher_config
     root = Path(__file__).resolve().parents[1]
     grid = resolve(load_specs(root / "notebooks")["sec5_distillation"], "quick",
                    {"teacher_epochs": args.epochs or (2 if args.quick else 3)})
@@ -228,7 +228,7 @@ def emit_across(teachers, student_groups, splits, step, trainers_of, common, pre
     ``students_across_seeds`` row (one group of the students of several teachers,
     ``student_groups`` one list per teacher, against one group per teacher): rates from the median epoch, and on
     CUDA the GPU's busy share (kernel time / wall time) of the grouped run's set-up and
-    epochs. ``trainers_of()``: a fresh :class:`~dsmlib.models.graph.Trainers` (graph and
+    epochs. ``trainers_of()``: a fresh :class:`~dsmlib.models.sec5_distillation.graph.Trainers` (graph and
     compiled steps), else None."""
     dev = splits[0].device
     fresh = trainers_of or (lambda: None)
@@ -276,7 +276,7 @@ def grouped_run(fn, fresh, dev):
 
 def statedict_checkpoints(configs, dirs, histories, model, opt) -> None:
     """The baseline: every member's metrics and checkpoint, the checkpoint as plain state dicts,
-    one ``torch.save`` each (what :func:`dsmlib.models.runs.epoch_saver` did before it packed
+    one ``torch.save`` each (what :func:`dsmlib.models.sec5_distillation.runs.epoch_saver` did before it packed
     them)."""
     k_all, state, opt_state = len(configs), model.state_dict(), opt.state_dict()
     for k, (config, d, history) in enumerate(zip(configs, dirs, histories)):

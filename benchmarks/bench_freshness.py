@@ -1,8 +1,8 @@
 """The content keys of a build: every committed reference checked for freshness under every
 profile, which plans each chapter under each profile (its import closure, its source read).
 
-Ours: each file parsed once per process (``dsmlib.book.closure.module_imports`` and
-``code_cells``, ``dsmlib.book.runner.parsed_source`` remember a text's parse); the memo is
+Ours: each file parsed once per process (``dsmlib.book.execute.closure.module_imports`` and
+``code_cells``, ``dsmlib.book.execute.runner.parsed_source`` remember a text's parse); the memo is
 emptied once before each timing, as in a fresh process. Baseline, in the same run: the same
 check with the memo emptied before every plan, which is the code before it remembered
 anything (each plan parsed its notebook twice and every file of its closure). Imports are
@@ -14,7 +14,8 @@ import json
 import time
 from pathlib import Path
 
-from dsmlib.book import closure, runner
+from dsmlib.book.execute import closure
+from dsmlib.book.execute import runner
 from dsmlib.book.profiles import PROFILES, load_specs, parameters_class
 from dsmlib.book.references import freshness
 

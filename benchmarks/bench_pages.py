@@ -24,7 +24,7 @@ import sys
 import threading
 from pathlib import Path
 
-from dsmlib.book.assets import full_plotly_bundle
+from dsmlib.book.site.assets import full_plotly_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"

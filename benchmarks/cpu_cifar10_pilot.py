@@ -3,7 +3,7 @@ and its students in lockstep, trained for two epochs at the smallest size the ru
 this machine, through the library's own ``execute_run`` and ``execute_group`` (the way the grid
 trains: one process, all cores, one role at a time). The runs' rows record the seconds of each
 epoch's SGD steps and of each measurement, from which it writes the rates
-(:class:`dsmlib.book.cpu_budget.PilotRates`) and the size the rule picks at them, one JSON line
+(:class:`dsmlib.chapters.sec5_distillation.cpu_budget.PilotRates`) and the size the rule picks at them, one JSON line
 each, appended to ``--out``.
 
     .venv/bin/python benchmarks/cpu_cifar10_pilot.py --out benchmarks/cpu_runs/2026-12-02_cpu_cifar10_pilot.jsonl
@@ -22,10 +22,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dsmlib.book.cpu_budget import (BUDGET_S, EPOCHS, SEEDS, SIZE_RANGE, PilotRates,  # noqa: E402
+from dsmlib.chapters.sec5_distillation.cpu_budget import (BUDGET_S, EPOCHS, SEEDS, SIZE_RANGE, PilotRates,  # noqa: E402
                                     as_row, grid_seconds, largest_size, validation_images)
 from dsmlib.book.profiles import CPU_CIFAR10, load_specs, resolve  # noqa: E402
-from dsmlib.models.runs import execute_group, execute_run  # noqa: E402
+from dsmlib.models.sec5_distillation.runs import execute_group, execute_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

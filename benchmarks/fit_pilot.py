@@ -27,9 +27,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dsmlib.book.profiles import load_specs, parse_value, resolve  # noqa: E402
-from dsmlib.chapters.sec5_gains import FIT_ACCURACY  # noqa: E402
-from dsmlib.chapters.sec5_grid import grid_runs  # noqa: E402
-from dsmlib.models.runs import execute_run  # noqa: E402
+from dsmlib.chapters.sec5_distillation.gains import FIT_ACCURACY  # noqa: E402
+from dsmlib.chapters.sec5_distillation.grid import grid_runs  # noqa: E402
+from dsmlib.models.sec5_distillation.runs import execute_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KEEP = ("epoch", "lr", "train_objective", "train_acc", "val_acc", "test_acc", "n_train")

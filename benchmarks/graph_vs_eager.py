@@ -24,11 +24,11 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from dsmlib.models.datasets import load_dataset  # noqa: E402
-from dsmlib.models.graph import Trainers  # noqa: E402
-from dsmlib.models.loop import build_model, train_group  # noqa: E402
-from dsmlib.models.recipe import paper_values  # noqa: E402
-from dsmlib.models.run_config import Noise, RunConfig, student_of  # noqa: E402
+from dsmlib.models.sec5_distillation.datasets import load_dataset  # noqa: E402
+from dsmlib.models.sec5_distillation.graph import Trainers  # noqa: E402
+from dsmlib.models.sec5_distillation.loop import build_model, train_group  # noqa: E402
+from dsmlib.models.sec5_distillation.recipe import paper_values  # noqa: E402
+from dsmlib.models.sec5_distillation.run_config import Noise, RunConfig, student_of  # noqa: E402
 
 LOSSES = ("train_objective", "train_loss", "val_loss", "gradnorm")
 ACCURACIES = ("train_acc", "val_acc", "test_acc")

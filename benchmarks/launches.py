@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_distill import synthetic_split  # noqa: E402
-from dsmlib.models.loop import build_model, train_group  # noqa: E402
-from dsmlib.models.recipe import paper_values  # noqa: E402
-from dsmlib.models.run_config import RunConfig, student_of  # noqa: E402
+from dsmlib.models.sec5_distillation.loop import build_model, train_group  # noqa: E402
+from dsmlib.models.sec5_distillation.recipe import paper_values  # noqa: E402
+from dsmlib.models.sec5_distillation.run_config import RunConfig, student_of  # noqa: E402
 
 STUDENTS = [("none", 0.0), ("gaussian", 1.0), ("gaussian", 4.0), ("gaussian", 16.0),
             ("symmetric", 0.1), ("symmetric", 0.3), ("symmetric", 0.5),

@@ -1,7 +1,7 @@
-"""``python -m dsmlib``: the book's command line (see :mod:`dsmlib.book.cli`)."""
+"""``python -m dsmlib``: the book's command line (see :mod:`dsmlib.book.commands.cli`)."""
 import sys
 
-from .book.cli import main
+from .book.commands.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

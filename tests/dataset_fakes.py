@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from scipy.io import savemat
 
-from dsmlib.models.dataset_files import LAYOUTS
+from dsmlib.models.sec5_distillation.dataset_files import LAYOUTS
 
 
 class Py2Pickler(pickle._Pickler):

@@ -261,7 +261,7 @@ def chapter_parameters(notebook: str, **values):
 def write_profile_results(claims, notebook: str, profile: str, results_dir: Path,
                           **values) -> Path:
     """``results_dir/<profile>/<notebook>.json`` as the runner's sealed run writes it."""
-    from dsmlib.book.results import run_values, write_results
+    from dsmlib.book.execute.results import run_values, write_results
     parameters = chapter_parameters(notebook, **values)
     dest = Path(results_dir) / profile / f"{notebook}.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -283,7 +283,7 @@ def install_fixture_reference(root: Path, profile: str = "gpu",
     fresh (tests/book/test_references.py covers staleness)."""
     import json
     from dsmlib.book.profiles import load_specs
-    from dsmlib.book.runner import plan
+    from dsmlib.book.execute.runner import plan
     key = plan(root, load_specs(root / "notebooks")[name], profile, {}).key
     dest = root / "reference" / profile
     dest.mkdir(parents=True, exist_ok=True)

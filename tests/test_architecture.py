@@ -169,7 +169,7 @@ FINDS_CHAPTERS = "dsmlib.book.profiles"
 
 
 def test_nothing_imports_by_computed_name():
-    """The content key follows a notebook's import closure (dsmlib.book.closure), which only
+    """The content key follows a notebook's import closure (dsmlib.book.execute.closure), which only
     sees ``import`` statements: no module may import by a name computed at run time (but the
     runner's lookup of a chapter's declaration, above)."""
     for p in modules():

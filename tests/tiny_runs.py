@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from dsmlib.models.recipe import paper_values
-from dsmlib.models.run_config import RunConfig
+from dsmlib.models.sec5_distillation.recipe import paper_values
+from dsmlib.models.sec5_distillation.run_config import RunConfig
 
 #: The training hyperparameters RunConfig takes without defaults: the paper's recipe, the
 #: chapter's quick values (a test states only what it changes).

@@ -20,22 +20,22 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from ..chapters.sec5_claims import family_level_text
-from ..chapters.sec5_distillation import DistillResults, selected_levels, shrinkage_rows
-from ..chapters.sec5_grid import CONTROL, HINTON, KINDS
-from ..chapters.sec5_gains import MIN_SEEDS
-from ..chapters.sec5_readouts import TARGET_ACCURACY, teacher_curve
+from ..chapters.sec5_distillation.claims import family_level_text
+from ..chapters.sec5_distillation.results import DistillResults, selected_levels, shrinkage_rows
+from ..chapters.sec5_distillation.grid import CONTROL, HINTON, KINDS
+from ..chapters.sec5_distillation.gains import MIN_SEEDS
+from ..chapters.sec5_distillation.readouts import TARGET_ACCURACY, teacher_curve
 from ..foundation.claims import CONFIDENCE
 from ..foundation.power import MAX_UNITS, RESOLUTION
-from ..models.dataset_specs import SPECS
-from ..models.run_config import Noise
+from ..models.sec5_distillation.dataset_specs import SPECS
+from ..models.sec5_distillation.run_config import Noise
 from .common import error_bars
 from .tables import BADGES, data_table, fmt_number
 
 __all__ = ["KIND_COLORS", "CONTROL_NAME", "curve_figure", "figure1", "gradnorm_epochs",
            "figure2", "shrinkage_table", "noise_table", "settings_table", "delta_table",
            "error_table", "divergence_table", "readings_table", "seeds_table",
-           "distillation_table"]
+           "distillation_table", "cost_markdown", "target_sources"]
 
 KIND_COLORS = {Noise.GAUSSIAN: "#1f77b4", Noise.SYMMETRIC: "#d62728", Noise.NONE: "#2ca02c",
                "teacher": "#555555", CONTROL: "#ff9896", HINTON: "#9467bd"}
@@ -77,7 +77,7 @@ def _eta_eff(res: DistillResults) -> str:
 
 def curve_figure(res: DistillResults) -> go.Figure:
     """The teachers' test accuracy in percent (mean over seeds, 99 % interval, cut to [0, 100]
-    as :func:`dsmlib.chapters.sec5_readouts.teacher_curve` cuts it: the bars are the interval,
+    as :func:`dsmlib.chapters.sec5_distillation.readouts.teacher_curve` cuts it: the bars are the interval,
     not a symmetric half-width around the mean; a size with fewer than three seeds has no bar,
     and each seed's accuracy is drawn as a small cross instead) and training accuracy (dotted)
     against the number of training images, per data set; shaded: the headroom setting's target
@@ -281,7 +281,7 @@ def shrinkage_table(res: DistillResults) -> Any:
 
 
 def noise_table(rows: Sequence[dict[str, Any]]) -> Any:
-    """The noise in the teacher's logit units (:func:`dsmlib.chapters.sec5_readouts.
+    """The noise in the teacher's logit units (:func:`dsmlib.chapters.sec5_distillation.readouts.
     noise_rows`): per setting and level, the noise variance per logit, the teachers' logit
     scale s², their ratio, and the students' test accuracy beside the teachers'."""
     from IPython.display import HTML
@@ -297,7 +297,7 @@ def noise_table(rows: Sequence[dict[str, Any]]) -> Any:
 
 def settings_table(rows: Sequence[dict[str, Any]], settings: Sequence[str]) -> Any:
     """Per claim, its verdict over all settings and restricted to each one
-    (:func:`dsmlib.chapters.sec5_gains.verdicts_by_setting`); "not judged" where a setting is
+    (:func:`dsmlib.chapters.sec5_distillation.gains.verdicts_by_setting`); "not judged" where a setting is
     below the accuracy gate."""
     from IPython.display import HTML
     head = ["Claim", "All settings"] + [html.escape(s) for s in settings]
@@ -325,7 +325,7 @@ def _points_interval(iv: Sequence[float]) -> str:
 def delta_table(rows: Sequence[dict[str, Any]]) -> Any:
     """Every accuracy case's value (a gain, or the validation-selected student's shortfall less
     δ) with its interval, its verdict, δ, and what δ decides at δ/2, δ and 2δ
-    (:func:`dsmlib.chapters.sec5_claims.delta_table_rows`): a directional case's size (its
+    (:func:`dsmlib.chapters.sec5_distillation.claims.delta_table_rows`): a directional case's size (its
     verdict is its direction, whatever δ), the shortfall's verdict; in points of accuracy."""
     from IPython.display import HTML
 
@@ -384,7 +384,7 @@ def divergence_table(rows: Sequence[dict[str, Any]]) -> Any:
 
 def readings_table(rows: Sequence[dict[str, Any]]) -> Any:
     """Each accuracy claim over the seeds judged and over every seed (a diverged run counted at
-    its measured accuracy, or at chance) (:func:`dsmlib.chapters.sec5_claims.accuracy_readings`)."""
+    its measured accuracy, or at chance) (:func:`dsmlib.chapters.sec5_distillation.claims.accuracy_readings`)."""
     from IPython.display import HTML
     if not rows:
         return HTML("<p>No run diverged: every seed is judged, and there is no second reading.</p>")
@@ -401,7 +401,7 @@ def readings_table(rows: Sequence[dict[str, Any]]) -> Any:
 
 def seeds_table(rows: Sequence[dict[str, Any]], seeds: str) -> Any:
     """The cases and the seeds that would decide them
-    (:func:`dsmlib.chapters.sec5_readouts.seeds_to_decide`): one card per case on a phone;
+    (:func:`dsmlib.chapters.sec5_distillation.readouts.seeds_to_decide`): one card per case on a phone;
     four columns, so that the projection fits a 1,280 px page."""
     from IPython.display import HTML
     if not rows:
@@ -434,7 +434,7 @@ def seeds_table(rows: Sequence[dict[str, Any]], seeds: str) -> Any:
 
 
 def distillation_table(rows: Sequence[dict[str, Any]]) -> Any:
-    """Training, distillation and noise apart (:func:`dsmlib.chapters.sec5_claims.distillation_rows`):
+    """Training, distillation and noise apart (:func:`dsmlib.chapters.sec5_distillation.claims.distillation_rows`):
     per judged setting, each row's gain in points with its 99 % interval, its verdict (its
     direction) and its size against δ; a row also judged in a claim under Holm's rule shows
     that verdict where it differs, and says why."""
@@ -463,3 +463,36 @@ def distillation_table(rows: Sequence[dict[str, Any]]) -> Any:
     return HTML(f"{table}<p>Each row is judged alone at {CONFIDENCE:.0%}; "
                 f"{html.escape(family_level_text(k))} (Bonferroni). The rule is fixed before "
                 "measuring; δ is measured, and its error carried.</p>")
+
+
+def cost_markdown(rows: Sequence[dict[str, Any]], seeds: int | None) -> str:
+    """A sentence on the cheapest measured way to run the grid and a table of every row;
+    ``seeds``: how many the ``paper`` profile trains (None: not said)."""
+    if not rows:
+        return ("No GPU session has measured the paper's grid yet (`benchmarks/gpu_check.sh` "
+                "does, and its outputs are committed under `benchmarks/gpu_runs/`).\n")
+    best = min(rows, key=lambda r: r["gpu_hours_per_seed"])
+    total = (f", so the `paper` profile's {seeds} seeds take about "
+             f"{best['gpu_hours_per_seed'] * seeds:.0f} GPU-hours" if seeds else "")
+    lines = [f"At the rates measured on one {best['device']} ({best['date']}), the paper's "
+             "Figure 1 grid (SVHN, CIFAR-10 and CIFAR-100; a ResNet-56 teacher and "
+             f"{best.get('students_per_group', '?')} students each; 200 epochs) costs "
+             f"**{best['gpu_hours_per_seed']:.2f} GPU-hours per seed** with the "
+             f"`{best['step']}` step{total}; every run alone at the eager teacher's rate would "
+             f"take {best['baseline_gpu_hours_per_seed']:.1f} GPU-hours per seed (the bench's "
+             f"note: {best.get('note', 'none')}).", ""]
+    table = data_table(
+        ["Measured", "Card", "Step", "GPU-hours per seed", "Every run alone", "Raw output"],
+        [[html.escape(r["date"]), html.escape(r["device"]), f"<code>{html.escape(r['step'])}</code>",
+          f"{r['gpu_hours_per_seed']:.2f}", f"{r['baseline_gpu_hours_per_seed']:.1f}",
+          f"<code>{html.escape(r['call'])}/bench.jsonl</code>"] for r in rows],
+        table_class="cases gpu-cost cards")
+    return "\n".join(lines + ["```{raw} html", table, "```"]) + "\n"
+
+
+def target_sources() -> Any:
+    """The source of a student's three targets: Gaussian noise, the symmetric swap, and the
+    swap's mean (its control's target), as the page shows them."""
+    from ..theory.label_noise import GaussianNoise, SymmetricSwapNoise
+    from .common import show_source
+    return show_source(GaussianNoise.apply, SymmetricSwapNoise.apply, SymmetricSwapNoise.apply_mean)

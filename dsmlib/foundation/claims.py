@@ -24,7 +24,7 @@ Builders for the recurring forms: :func:`case` (estimate and standard error), :f
 (measured over predicted), :func:`interval_case` (an exact interval) and
 :func:`slope_claim` (a fitted log-log slope, with its lack of fit checked: a law that the
 lack-of-fit test rejects decides nothing, and its interval is never widened).
-:mod:`dsmlib.book.results` writes each notebook's claims to ``results/<profile>/<notebook>.json``.
+:mod:`dsmlib.book.execute.results` writes each notebook's claims to ``results/<profile>/<notebook>.json``.
 
 Every claim of the paper carries a ``scope`` saying what a refutation refutes
 (:data:`SCOPES`): ``assumptions`` (wrong even under the paper's own assumptions), ``setting``
@@ -186,10 +186,8 @@ def joint_case(estimates: Sequence[float], ses: Sequence[float], *, paper: float
                   exact=None if exact is None else exact[j], caveat=caveat,
                   quantity=f"{quantity}, coordinate {j + 1} of {len(est)} (joint "
                            f"{CONFIDENCE:.0%} box)") for j, (m, s) in enumerate(zip(est, se))]
-    overall = combine_all(c.verdict for c in cases)
-    matching = [c for c in cases if c.verdict == overall]
-    head = (max(matching, key=band_gap) if overall == "refuted" else
-            max(matching, key=lambda c: max(abs(c.interval[0]), abs(c.interval[1]))))
+    _, head = deciding_case({str(j): c for j, c in enumerate(cases)},
+                            [c.verdict for c in cases])
     d = len(cases)
     out = [c.p_value for c in cases if c.towards == "refuted"]
     if caveat or any(c.towards is None for c in cases):
@@ -259,36 +257,66 @@ def verdict_margin(c: Case | Claim) -> float:
     return min(-gap, max(lo - ilo, ihi - hi))
 
 
-def deciding_case(cases: dict[str, Case | Claim],
-                  verdicts: Sequence[str] | None = None) -> tuple[str, Case | Claim]:
-    """``(key, case)`` deciding an every-case verdict, given the cases' ``verdicts`` under the
-    family-wise rule (default :func:`holm_verdicts`): refuted, the refuted case furthest from
-    its band; confirmed, the case nearest a band edge (:func:`verdict_margin`); inconclusive,
-    the undecided case that keeps it so: one with a caveat, else the one reaching furthest
-    beyond the band (:func:`overhang`). First on a tie."""
+def can_decide(c: Case | Claim) -> bool:
+    """Whether a case can head a claim: no caveat, an interval of positive width, and not the
+    whole possible range (its ``bounds``): a placeholder says nothing a reader could check."""
+    lo, hi = c.interval
+    bounds = getattr(c, "bounds", None)
+    whole = bounds is not None and lo <= bounds[0] and hi >= bounds[1]
+    return not getattr(c, "caveat", "") and hi > lo and not whole
+
+
+def deciding_case(cases: dict[str, Case | Claim], verdicts: Sequence[str] | None = None, *,
+                  some: bool = False) -> tuple[str, Case | Claim]:
+    """The one headline rule: ``(key, case)`` that heads a claim, given the cases' ``verdicts``
+    under the family-wise rule (default :func:`holm_verdicts`). A case that can decide
+    (:func:`can_decide`) comes first; a case with a caveat or a placeholder interval heads a
+    claim only when no case can decide. Among those: for a claim that must hold in every case,
+    refuted: the refuted case furthest from its band; confirmed: the case nearest a band edge
+    (:func:`verdict_margin`); inconclusive: the undecided case that keeps it so, the one reaching
+    furthest beyond its band (:func:`overhang`). For a claim that holds if ``some`` case holds
+    (:func:`some_case`), the best evidence for it: confirmed, the confirmed case furthest
+    inside its band; refuted, the case nearest its band; inconclusive, the undecided case
+    reaching least beyond its band. First on a tie."""
     items = list(cases.items())
     verdicts = holm_verdicts([c for _, c in items]) if verdicts is None else list(verdicts)
-    overall = combine_all(verdicts)
-    matching = [(k, c) for (k, c), v in zip(items, verdicts) if v == overall]
+    overall = some_verdict(verdicts) if some else combine_all(verdicts)
+    rows = [(k, c, v) for (k, c), v in zip(items, verdicts) if can_decide(c)] or \
+        [(k, c, v) for (k, c), v in zip(items, verdicts)]
+    matching = [(k, c) for k, c, v in rows if v == overall] or [(k, c) for k, c, _ in rows]
+    if some:
+        if overall == "confirmed":
+            return max(matching, key=lambda kc: verdict_margin(kc[1]))
+        if overall == "refuted":
+            return min(matching, key=lambda kc: band_gap(kc[1]))
+        return min(matching, key=lambda kc: overhang(kc[1]))
     if overall == "refuted":
         return max(matching, key=lambda kc: band_gap(kc[1]))
     if overall == "confirmed":
         return min(matching, key=lambda kc: verdict_margin(kc[1]))
-    return max(matching, key=lambda kc: (bool(getattr(kc[1], "caveat", "")), overhang(kc[1])))
+    return max(matching, key=lambda kc: overhang(kc[1]))
 
 
-Headline = Callable[[dict[str, Any], Sequence[str]], tuple[str, Any]]
+def some_verdict(verdicts: Sequence[str]) -> str:
+    """The "some case holds" rule: confirmed if any case is, refuted if all are, else
+    inconclusive."""
+    vs = list(verdicts)
+    for v in vs:
+        if v not in VERDICTS:
+            raise ValueError(f"verdicts must be among {VERDICTS}, got {v!r}")
+    return ("confirmed" if "confirmed" in vs else "refuted" if vs and set(vs) == {"refuted"}
+            else "inconclusive")
 
 
 def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note: str = "",
                scope: str | None = None, condition: str = "",
-               kind: str = "empirical", headline: Headline | None = None) -> Claim:
+               kind: str = "empirical") -> Claim:
     """A claim that must hold in every case (e.g. every panel of a figure).
 
     Each case is decided under the family-wise rule (:func:`holm_verdicts`); the claim is
     refuted if any case is, confirmed if all are, else inconclusive (:func:`combine_all`). The
-    headline numbers are those of the deciding case (:func:`deciding_case`, or ``headline(cases,
-    verdicts)``, a chapter's own rule for which case heads the claim). Every case is kept
+    headline numbers are those of the deciding case (:func:`deciding_case`, the one headline
+    rule). Every case is kept
     in ``details`` with its p-value, and, where its own interval alone would give another
     verdict, that verdict (``verdict_alone``).
     """
@@ -297,7 +325,7 @@ def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note:
     values = list(cases.values())
     verdicts = holm_verdicts(values)
     overall = combine_all(verdicts)
-    key, head = (headline or deciding_case)(cases, verdicts)
+    key, head = deciding_case(cases, verdicts)
     details = []
     for (k, c), v in zip(cases.items(), verdicts):
         row = {"case": k, "paper": c.paper, "measured": c.measured, "interval": c.interval,
@@ -326,6 +354,31 @@ def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note:
                       condition=condition, kind=kind)
     claim.p_value = family_p(values)
     return claim
+
+
+def some_case(id: str, statement: str, cases: dict[str, Case], *, note: str = "",
+              scope: str | None = None, condition: str = "",
+              extras: dict[str, dict[str, Any]] | None = None) -> Claim:
+    """A claim that holds if *some* case holds: confirmed if any case is confirmed, refuted if
+    every case is refuted, else inconclusive (:func:`some_verdict`), each case by its own
+    interval. The cases' intervals must form a joint box (:func:`joint_level`), or "some"
+    would be confirmed by chance among many. The headline is the best evidence for "some"
+    (:func:`deciding_case` with ``some``); ``extras`` go into each case's row of ``details``."""
+    if not cases:
+        raise ValueError("cases must not be empty")
+    verdicts = [c.verdict for c in cases.values()]
+    overall = some_verdict(verdicts)
+    key, head = deciding_case(cases, verdicts, some=True)
+    details = [{"case": k, "paper": c.paper, "measured": c.measured, "interval": c.interval,
+                "band": c.band, "verdict": c.verdict, "se": c.se,
+                **({"caveat": c.caveat} if c.caveat else {}),
+                **({"bounds": c.bounds} if c.bounds is not None else {}),
+                **(extras or {}).get(k, {})}
+               for k, c in cases.items()]
+    head = Case(**{**head.__dict__, "verdict": overall,
+                   "quantity": f"{head.quantity} (deciding case: {key})"})
+    return from_case(id, statement, head, note=note, details=details, scope=scope,
+                     condition=condition)
 
 
 def exact_verdict(c: Claim | Case) -> str | None:

@@ -246,8 +246,8 @@ class CifarResNet(nn.Module):
     ``members = K > 1`` holds K independent networks of the same shape in one module (for
     runs trained as one group): every convolution is grouped by member, batch norm is per
     channel and so per member, and every parameter is the members' parameters stacked along
-    its first axis (:func:`dsmlib.models.lockstep.stack_states` and
-    :func:`~dsmlib.models.lockstep.member_state` convert). The input ``(batch, C, H, W)`` is
+    its first axis (:func:`dsmlib.models.sec5_distillation.lockstep.stack_states` and
+    :func:`~dsmlib.models.sec5_distillation.lockstep.member_state` convert). The input ``(batch, C, H, W)`` is
     shared by every member; with ``lanes`` (member ``k``'s lane, ``lanes[k]``) it may instead
     be one image per lane, ``(batch, L, C, H, W)``, member ``k`` reading lane ``lanes[k]``'s
     (runs of other seeds, each fed its own batches). The output is ``(batch, K, classes)``.

@@ -152,7 +152,7 @@ def gradient_norm_probe_members(model: nn.Module, X: Any, members: int, *, n_pro
                                 progress: bool = False) -> list[ProbeEstimate]:
     """:func:`gradient_norm_probe` (``method="vjp"``) for each of the ``members`` networks held
     in one grouped module (every parameter the members' stacked along its first axis, outputs
-    ``(K, L)`` per sample; see :func:`dsmlib.models.lockstep.stack_states`), in one pass.
+    ``(K, L)`` per sample; see :func:`dsmlib.models.sec5_distillation.lockstep.stack_states`), in one pass.
 
     Member ``k``'s parameters reach only its own outputs, so its Jacobian is a block of the
     module's and ``||J_i^T u_i||^2`` splits into the members' terms by parameter block. Every

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsmlib.book.profiles import load_specs
-from dsmlib.chapters.sec5_gains import SOME_IDS
+from dsmlib.chapters.sec5_distillation.gains import SOME_IDS
 from dsmlib.foundation.claims import (SCOPES, VERDICTS, combine_all, joint_level,
                                       quantile, verdict)
 
@@ -180,7 +180,7 @@ def test_site_pages_exist_and_reference_only_local_scripts(smoke_book):
     assert re.search(r'<script async id="dsm-plotly-js" src="[./]*_static/plotly.min.js">', ols)
     assert 'src="../../_static/dsm-plotly.js' in ols and 'class="dsm-plotly-data"' in ols
     assert "plotly.min.js" not in (html / "book/ledger.html").read_text()
-    from dsmlib.book.assets import plotly_source
+    from dsmlib.book.site.assets import plotly_source
     served = (html / "_static" / "plotly.min.js").read_bytes()
     assert served == plotly_source(smoke_book).read_bytes()    # the bundle the build chose
     assert "ols.stationary_cov_paper" in (html / "book/ledger.html").read_text()
@@ -340,7 +340,7 @@ def test_the_site_serves_the_cartesian_bundle_only_when_its_version_matches(monk
     plotly writes figures for; otherwise the package's full bundle, with a one-line warning
     that names the README saying how to update it."""
     import plotly.offline
-    from dsmlib.book.assets import PLOTLY_BUNDLE, bundle_version, plotly_source
+    from dsmlib.book.site.assets import PLOTLY_BUNDLE, bundle_version, plotly_source
     root = Path(__file__).resolve().parents[2]
     have = bundle_version(root / PLOTLY_BUNDLE)
     assert have and re.fullmatch(r"\d+\.\d+\.\d+", have)
@@ -367,7 +367,7 @@ def test_every_claim_downloads_from_the_ledger_as_json_and_csv(smoke_book):
     the commit its chapter ran at) and of each reference (its profile and commit), with
     verdict, value, interval, band, scope and kind."""
     import csv
-    from dsmlib.book.downloads import FIELDS
+    from dsmlib.book.site.downloads import FIELDS
     html = smoke_book / "_build" / "html"
     doc = json.loads(_download(html, "book/ledger.html", "claims.json").read_text())
     rows = doc["claims"]
@@ -394,10 +394,10 @@ def test_the_site_says_how_to_cite_and_what_section_5_costs(smoke_book):
     """The introduction's BibTeX (book and paper, with its arXiv id) and the reproducibility
     page's GPU-hours of Section 5 at the paper's scale, from the committed GPU benchmarks."""
     import html as html_mod
-    from dsmlib.book.citation import bibtex, load_citation
+    from dsmlib.book.site.citation import bibtex, load_citation
     site = smoke_book / "_build" / "html" / "book"
     intro = html_mod.unescape(re.sub(r"<[^>]+>", "", (site / "intro.html").read_text()))
-    from dsmlib.book.provenance import git_commit
+    from dsmlib.book.execute.provenance import git_commit
     cff = load_citation(smoke_book)
     assert bibtex(cff, git_commit(smoke_book)).strip() in intro
     header = (site / "intro.html").read_text()

@@ -76,7 +76,7 @@ FIGURES_JS = """() => {
   const untitled = [...used].filter(k => F[k] && F[k].visible !== false && !title(L[k])
                                          && !(k.startsWith('xaxis') && sharedFromBelow(k)));
   // a trace type the served bundle lacks draws nothing and only warns (the site serves
-  // plotly.js's cartesian bundle: dsmlib.book.pages.plotly_source)
+  // plotly.js's cartesian bundle: dsmlib.book.site.pages.plotly_source)
   const unregistered = (gd.data || []).map(t => t.type || 'scatter').filter(t => !known.has(t));
   return {traces: gd._fullData.length, untitled, unregistered};
  });
@@ -433,8 +433,8 @@ def test_the_reader_checks_see_what_they_look_for(browser, site, view):
 def test_the_contents_sidebar_names_chapters_by_title(smoke_book):
     """The ledger's and errata's "Contents" sidebar showed "chapters/ols" (issue 33): their
     headings name each chapter by its title (the smoke errata list no chapter; both pages get
-    the same links, dsmlib.book.pages.chapter_links)."""
-    from dsmlib.book.pages import chapter_links
+    the same links, dsmlib.book.site.pages.chapter_links)."""
+    from dsmlib.book.site.pages import chapter_links
     from dsmlib.book.profiles import load_specs
     page = (smoke_book / "_build" / "html" / "book" / "ledger.html").read_text()
     entries = re.findall(r"<li class=\"toc-h2[^\"]*\"><a[^>]*>(.*?)</a>", page, re.S)

@@ -13,9 +13,10 @@ import pytest
 import yaml
 
 import dsmlib
-from dsmlib.book.citation import arxiv_id, bibtex, load_citation
-from dsmlib.book.downloads import FIELDS, claims_csv, claims_json
-from dsmlib.book.gpu_cost import cost_markdown, cost_rows
+from dsmlib.book.site.citation import arxiv_id, bibtex, load_citation
+from dsmlib.book.site.downloads import FIELDS, claims_csv, claims_json
+from dsmlib.chapters.sec5_distillation.gpu_cost import cost_rows
+from dsmlib.figures.sec5_distillation import cost_markdown
 from helpers import ROOT
 
 
@@ -88,7 +89,7 @@ def test_the_citation_names_the_repository_and_the_commit_built():
     the repository's address; without one (not yet published) nothing invents it. The
     README's first paragraph points at the paper's arXiv page, which a clone can open, not at
     ../shared/paper (issue 46, item 9)."""
-    from dsmlib.book.citation import citation_markdown
+    from dsmlib.book.site.citation import citation_markdown
     cff = load_citation(ROOT)
     url = "https://example.org/book.git"
     for given in ({**cff, "repository-code": url}, {k: v for k, v in cff.items()

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from dsmlib.book.cli import main
+from dsmlib.book.commands.cli import main
 from helpers import ROOT, book_env, chapter_module, copy_book
 
 
@@ -136,9 +136,9 @@ def test_a_run_finishing_after_an_interrupt_is_not_published(tmp_path, monkeypat
     with the failed ones, and neither its chapter nor its results are written."""
     import threading
     from dsmlib.book.profiles import load_specs
-    from dsmlib.book.runner import NotebookFailed, plan, run_notebook
+    from dsmlib.book.execute.runner import NotebookFailed, plan, run_notebook
     root = one_notebook(tmp_path, "fine", """\
-        from dsmlib.book.results import write_results
+        from dsmlib.book.execute.results import write_results
         from test_chapters.fine import Parameters
         write_results([], Parameters(), profile=profile)
         """)
@@ -155,7 +155,7 @@ def test_a_run_finishing_after_an_interrupt_is_not_published(tmp_path, monkeypat
 
 
 def test_an_interrupt_is_one_line_and_status_130(capsys, monkeypatch):
-    import dsmlib.book.cli as cli
+    import dsmlib.book.commands.cli as cli
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -185,7 +185,7 @@ def test_a_value_equal_only_across_types_is_a_custom_run():
     results/custom/ and never replaces the profile's results. An integer parameter refuses
     256.0, and a boolean 1."""
     from dsmlib.book.profiles import load_specs
-    from dsmlib.book.runner import plan
+    from dsmlib.book.execute.runner import plan
     spec = load_specs(ROOT / "notebooks")["sec5_distillation"]
     assert not plan(ROOT, spec, "smoke", {"temperature": 4.0, "train_limit": 256}).custom
     run = plan(ROOT, spec, "smoke", {"temperature": 4})
@@ -243,7 +243,7 @@ def test_lab_prepares_the_chapter_with_the_runners_parameters(tmp_path):
 def test_a_busy_book_is_a_clear_error(tmp_path, capsys):
     """While one process holds the book's lock, a second execute says who, and exits 3."""
     import os
-    from dsmlib.book.store import book_lock
+    from dsmlib.book.execute.store import book_lock
     root = copy_book(tmp_path)
     with book_lock(root, "execute"):
         assert main(["--root", str(root), "execute", "ols", "--profile", "smoke"]) == 3
@@ -294,7 +294,7 @@ def test_only_the_grid_command_imports_torch_and_its_help_is_the_grid_modules(tm
     (``dsmlib.chapters.parameters``), so listing them imports neither torch nor scipy.stats
     (1.1-1.5 s more)."""
     import argparse
-    from dsmlib.book.grid import add_grid_parser
+    from dsmlib.chapters.sec5_distillation.launch import add_grid_parser
     root = copy_book(tmp_path)
     (root / "notebooks" / "profiles.yml").write_text(
         "chapters: test_chapters\nnotebooks:\n  tiny:\n    title: Tiny\n    profiles:\n"
@@ -303,7 +303,7 @@ def test_only_the_grid_command_imports_torch_and_its_help_is_the_grid_modules(tm
         "---\njupytext:\n  text_representation: {extension: .md, format_name: myst}\n---\n"
         "# Tiny\n\n```{code-cell} ipython3\n:tags: [parameters]\nprofile = \"quick\"\n"
         "live_widgets = True\n```\n\n```{code-cell} ipython3\n"
-        "from dsmlib.book.results import write_results\n"
+        "from dsmlib.book.execute.results import write_results\n"
         "from dsmlib.foundation import claims as C\n"
         "from test_chapters.tiny import Parameters\n"
         "P = Parameters.from_namespace(globals())\n"
@@ -312,7 +312,7 @@ def test_only_the_grid_command_imports_torch_and_its_help_is_the_grid_modules(tm
         "```\n")
     chapter_module(root, "tiny", 'x: int = param(1, "x")')
     # executing a chapter too: the provenance asks the driver, not torch, for the GPU
-    code = ("import sys; from dsmlib.book.cli import main; main(['--root', sys.argv[1], 'list']);"
+    code = ("import sys; from dsmlib.book.commands.cli import main; main(['--root', sys.argv[1], 'list']);"
             " assert main(['--root', sys.argv[1], 'execute', '--profile', 'smoke',"
             " '--no-progress']) == 0; print('torch imported:', 'torch' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True,
@@ -320,7 +320,7 @@ def test_only_the_grid_command_imports_torch_and_its_help_is_the_grid_modules(tm
     assert proc.returncode == 0 and "tiny: Tiny" in proc.stdout, proc.stderr[-2000:]
     assert proc.stdout.rstrip().endswith("torch imported: False"), proc.stdout[-2000:]
     assert (root / "book" / "chapters" / "smoke" / "tiny.ipynb").exists()
-    code = ("import sys; from dsmlib.book.cli import main; main(['--root', sys.argv[1], 'list']);"
+    code = ("import sys; from dsmlib.book.commands.cli import main; main(['--root', sys.argv[1], 'list']);"
             " print('imported:', [m for m in ('torch', 'scipy.stats') if m in sys.modules])")
     proc = subprocess.run([sys.executable, "-c", code, str(ROOT)], capture_output=True,
                           text=True, timeout=300)
@@ -369,7 +369,7 @@ def test_outside_the_book_every_command_names_root(tmp_path):
 def test_execute_runs_one_chapter_per_two_cores():
     """The README says so (issue 53: it said that ``make book`` ran chapters side by side,
     where on 2 cores ``--jobs`` defaults to 1)."""
-    from dsmlib.book.runner import default_jobs
+    from dsmlib.book.execute.runner import default_jobs
     assert [default_jobs(c, 8) for c in (1, 2, 3, 4, 16)] == [1, 1, 1, 2, 8]
     assert default_jobs(16, 3) == 3 and default_jobs(16, 0) == 1
     assert default_jobs(2, 8, jobs=4) == 4
@@ -378,7 +378,7 @@ def test_execute_runs_one_chapter_per_two_cores():
 def test_the_reproducibility_table_gives_each_chapters_wall_time():
     """The Reproducibility page: one row per chapter with its wall time, and their sum, with
     how ``make book`` runs them (the README points to it for how long a build takes)."""
-    from dsmlib.book.provenance_html import provenance_table
+    from dsmlib.book.site.provenance_html import provenance_table
     prov = {"hardware": {"cpu": "Test CPU", "cpu_count": 2, "gpu": None},
             "versions": {"python": "3.11", "numpy": "2", "torch": "2"}, "commit": "abc",
             "profile": "quick"}
@@ -402,7 +402,8 @@ def test_data_fetches_checks_and_refuses_in_one_line(tmp_path, capsys, monkeypat
     good tarball is stored, its subset written, and ``check`` says what is here and where
     torchvision's files of the other sets go."""
     from dataset_fakes import write_npm_tarball
-    from dsmlib.models import cifar10_npm, cifar10_store
+    from dsmlib.models.sec5_distillation import cifar10_npm
+    from dsmlib.models.sec5_distillation import cifar10_store
     good, short = tmp_path / "good.tgz", tmp_path / "short.tgz"
     write_npm_tarball(good, records=20)
     write_npm_tarball(short, records=20, truncate="test_batch.bin")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dsmlib.book.ledger import ledger_markdown
+from dsmlib.book.site.ledger import ledger_markdown
 from dsmlib.book.references.contrast import (Z_CONTRAST, contrast_html, contrast_rows,
                                              difference, headline_setting, scales_of,
                                              split_case, tables_html)

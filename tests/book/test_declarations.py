@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from dsmlib.book import runner
-from dsmlib.book.grid import grid_chapter
-from dsmlib.book.parameters_cell import declare_in_cell
+from dsmlib.book.execute import runner
+from dsmlib.chapters.sec5_distillation.launch import grid_chapter
+from dsmlib.book.execute.parameters_cell import declare_in_cell
 from dsmlib.book.profiles import (PROFILES, RUNNER_PARAMETERS, chapters_with_runs, load_specs,
                                   parameters_class, resolve)
 from dsmlib.foundation.parameters import ChapterParameters
@@ -123,7 +123,7 @@ def code_strings(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", book_modules(), ids=lambda p: p.stem)
 def test_the_book_layer_names_no_chapter(path):
     """dsmlib/book/*.py finds chapters through their declarations (the live widgets, one
-    module per chapter under dsmlib/book/widgets/, are the chapters' own)."""
+    module per chapter under dsmlib/figures/widgets/, are the chapters' own)."""
     for text in code_strings(path):
         named = [n for n in SPECS if text == n or f"chapters.{n}" in text
                  or f"{n}.md" in text or f"{n}.ipynb" in text]

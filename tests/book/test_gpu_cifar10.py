@@ -12,12 +12,12 @@ import sys
 import pytest
 
 from dataset_fakes import write_npm_tarball
-from dsmlib.book.gpu_cost import largest_size, measured_rates
+from dsmlib.chapters.sec5_distillation.gpu_cost import largest_size, measured_rates
 from dsmlib.book.profiles import GPU_CIFAR10, load_specs, resolve
-from dsmlib.chapters.sec5_grid import grid_levels
-from dsmlib.models import cifar10_npm as npm
-from dsmlib.models.recipe import PAPER, paper_values
-from dsmlib.models import cifar10_store as cs
+from dsmlib.chapters.sec5_distillation.grid import grid_levels
+from dsmlib.models.sec5_distillation import cifar10_npm as npm
+from dsmlib.models.sec5_distillation.recipe import PAPER, paper_values
+from dsmlib.models.sec5_distillation import cifar10_store as cs
 from helpers import ROOT, copy_book
 
 
@@ -96,9 +96,9 @@ def test_the_page_states_the_papers_cifar10_cost_per_seed():
     """Issue 51, item 5: the paper profile's CIFAR-10 grid in GPU-hours per seed, from the
     committed measured rates and the profile's own grid (a teacher and its 17 students, 200
     epochs of 40,000 images)."""
-    from dsmlib.book.gpu_cost import hours_per_seed, paper_cifar10_cost
+    from dsmlib.chapters.sec5_distillation.gpu_cost import hours_per_seed, paper_cifar10_cost
     spec = load_specs(ROOT / "notebooks")["sec5_distillation"]
-    text = paper_cifar10_cost(ROOT, spec)
+    text = paper_cifar10_cost(ROOT, resolve(spec, "paper"))
     rates = measured_rates(ROOT)
     h = hours_per_seed(rates, images=40_000, epochs=200, students=17)
     assert f"about {h:.2f} GPU-hours per seed" in text and "17 students" in text

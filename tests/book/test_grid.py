@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from dsmlib.book.cli import main
-from dsmlib.book.grid import GridJob, balance, collect, group_cost, launch, profile_grid, status
+from dsmlib.book.commands.cli import main
+from dsmlib.chapters.sec5_distillation.launch import GridJob, balance, collect, group_cost, launch, profile_grid, status
 from dsmlib.chapters.sec5_distillation import Parameters
-from dsmlib.chapters.sec5_grid import grid_runs
-from dsmlib.models.runs import run_many
+from dsmlib.chapters.sec5_distillation.grid import grid_runs
+from dsmlib.models.sec5_distillation.runs import run_many
 from helpers import ROOT
 
 NO_EXTRAS = dict(headroom_size=None, headroom_sigma2s=None, headroom_seeds=None, headroom_passes=1, curve_sizes=[], curve_seeds=[], n_train_eval=None)
@@ -43,8 +43,8 @@ def test_two_local_workers_train_groups_across_seeds(tmp_path):
     teachers as one group (K = 10), each run with the record of its separate run (float64: to
     the lockstep tolerance) and its group's size; the device policy groups nothing across seeds
     on the CPU, ``measure`` measures there; a bad ``--members`` is one line."""
-    from dsmlib.book.grid import group_limits
-    from dsmlib.models.lockstep import across_seeds_key
+    from dsmlib.chapters.sec5_distillation.launch import group_limits
+    from dsmlib.models.sec5_distillation.lockstep import across_seeds_key
     runs = grid_runs(Parameters.from_dict({**PARAMS, "precision": "fp64"}))
     launch(runs, tmp_path / "grouped", cluster="local", workers=2, threads=1, members=10)
     grouped = collect(runs, tmp_path / "grouped")
@@ -164,7 +164,7 @@ def test_grid_refuses_the_notebooks_own_cluster_and_workers(capsys, name):
 
 def test_a_failed_job_is_reported_by_its_exception_not_its_log_path():
     """submitit's message: the worker's trace, then the paths of its logs."""
-    from dsmlib.book.grid import failure_line
+    from dsmlib.chapters.sec5_distillation.launch import failure_line
     message = ("Job (task=0) failed during processing with trace:\n----------------------\n"
                "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
                "ValueError: batch_size must be <= the 256 training images, got 100000\n"
@@ -184,7 +184,7 @@ def test_balance_deals_the_costliest_groups_first_to_the_least_loaded_worker():
     grid = Parameters.from_dict({**PARAMS, "seeds": list(range(5)), "train_limit": 512,
                                  "headroom_size": 64, "headroom_seeds": list(range(10))})
     runs = [r for r in grid_runs(grid) if r.role == "student"]
-    from dsmlib.models.runs import lockstep_groups
+    from dsmlib.models.sec5_distillation.runs import lockstep_groups
     groups = lockstep_groups(runs)
     chunks = balance(groups, 2)
     assert sorted(r.key() for c in chunks for g in c for r in g) == sorted(r.key() for r in runs)

@@ -13,18 +13,19 @@ import numpy as np
 import pytest
 
 from dataset_fakes import write_cifar, write_npm_tarball, write_svhn
-from dsmlib.book.cli import main
-from dsmlib.book.grid import launch, prepare_data, profile_grid, status
+from dsmlib.book.commands.cli import main
+from dsmlib.chapters.sec5_distillation.launch import launch, prepare_data, profile_grid, status
 from dsmlib.chapters import sec5_distillation as distill
-from dsmlib.chapters.sec5_grid import grid_runs
-from dsmlib.chapters.sec5_scope import scope_note
+from dsmlib.chapters.sec5_distillation.grid import grid_runs
+from dsmlib.chapters.sec5_distillation.scope import scope_note
 from dsmlib.figures import sec5_distillation as figs
-from dsmlib.models import cifar10_store, dataset_files
-from dsmlib.models.cifar10_npm import file_sha1
-from dsmlib.models.runs import run_many
+from dsmlib.models.sec5_distillation import cifar10_store
+from dsmlib.models.sec5_distillation import dataset_files
+from dsmlib.models.sec5_distillation.cifar10_npm import file_sha1
+from dsmlib.models.sec5_distillation.runs import run_many
 from helpers import ROOT
 
-pytestmark = pytest.mark.filterwarnings("ignore::dsmlib.models.dataset_files.ChecksumWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dsmlib.models.sec5_distillation.dataset_files.ChecksumWarning")
 TIMING = ("train_s", "eval_s", "gradnorm_s")
 
 
@@ -75,7 +76,7 @@ def test_synthetic_cifar10_grid_launch_kill_resume_collect_and_claims(tmp_path, 
 
     # the chapter: its summary, figures and claims, on these records
     res = distill.summarise(grid, reference)
-    from dsmlib.chapters.sec5_claims import distill_claims
+    from dsmlib.chapters.sec5_distillation.claims import distill_claims
     claims = distill_claims(res, scope_note=scope_note(res))
     ids = {c.id for c in claims}
     assert {"fig1.noise_lowers_gradnorm_sigma2", "fig1.noise_lowers_gradnorm_p",
@@ -130,8 +131,8 @@ def test_launch_checks_data_and_parameters_before_submitting(tmp_path, monkeypat
 
 
 def test_download_action_fetches_and_trains_nothing(tmp_path, monkeypatch, capsys):
-    from dsmlib.book import grid as grid_mod
-    from dsmlib.models import datasets
+    from dsmlib.chapters.sec5_distillation import launch as grid_mod
+    from dsmlib.models.sec5_distillation import datasets
     fetched = []
 
     def fake_download(name, data_dir):
@@ -167,7 +168,7 @@ def documented_grid_commands() -> list[tuple[str, str]]:
 
 
 def test_documented_grid_commands_parse_and_downloading_trains_nothing(monkeypatch):
-    from dsmlib.book import grid
+    from dsmlib.chapters.sec5_distillation import launch as grid
     seen = []
     monkeypatch.setattr(grid, "grid_command", lambda root, args: seen.append(args) or 0)
     commands = documented_grid_commands()

@@ -33,7 +33,7 @@ def lab(tmp_path_factory):
             pytest.fail("Chromium is required under CI=true")
         pytest.skip("Chromium not installed")
     pytest.importorskip("jupyterlab")
-    from dsmlib.book.lab import prepare_lab
+    from dsmlib.book.commands.lab import prepare_lab
     # `python -m dsmlib lab ols --profile smoke` on a copy of the book (its hand run's
     # results go to the copy's results/custom/)
     tmp = copy_book(tmp_path_factory.mktemp("lab"))

@@ -1,4 +1,4 @@
-"""The paper's numbers on what reproduces the paper (dsmlib.book.paper_numbers; issue 46, item
+"""The paper's numbers on what reproduces the paper (dsmlib.book.site.paper_numbers; issue 46, item
 8: the paper's Figure 1 appeared as "Figure 21" and its Eq. 24 beside "B(23)")."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from dsmlib.book.paper_numbers import paper_numbers, renumber
+from dsmlib.book.site.paper_numbers import paper_numbers, renumber
 from helpers import ROOT
 
 

@@ -1,5 +1,5 @@
 """An executed chapter's parameters cell carries the values it ran with (issue 33;
-dsmlib.book.parameters_cell), so that a plain ``papermill executed.ipynb out.ipynb -p x y`` runs
+dsmlib.book.execute.parameters_cell), so that a plain ``papermill executed.ipynb out.ipynb -p x y`` runs
 that execution's profile with the one change. The cell is written from the chapter's
 ``Parameters``, never read back; the hand re-runs themselves are in test_reexecution.py."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from dsmlib.book.parameters_cell import carry_parameters
+from dsmlib.book.execute.parameters_cell import carry_parameters
 from dsmlib.chapters.prop1_noise import Parameters
 
 

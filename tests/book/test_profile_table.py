@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-from dsmlib.book.profile_table import (changed_parameters, grid_runs_sentence, help_html,
+from dsmlib.book.site.profile_table import (changed_parameters, grid_runs_sentence, help_html,
                                        profiles_html)
 from dsmlib.book.profiles import load_specs, resolve
 from dsmlib.foundation.parameters import literal

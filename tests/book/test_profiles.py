@@ -107,7 +107,7 @@ def test_section5_students_train_as_long_as_their_teachers_in_every_profile():
     length), and every profile's grid builds with its settings: a headroom setting below the
     full one wherever one is asked for, none under paper (its data sets leave room), and the
     data-limited setting alone under gpu-cifar10 (issue 51)."""
-    from dsmlib.book.grid import profile_grid
+    from dsmlib.chapters.sec5_distillation.launch import profile_grid
     for profile in profiles.PROFILES:
         grid, _ = profile_grid(ROOT, profile)
         assert grid.student_epochs is None, profile
@@ -135,7 +135,7 @@ def test_section5_training_hyperparameters_are_chapter_parameters_that_reach_eve
     """Every hyperparameter that shapes training is declared once, as a chapter parameter, and
     every run of the grid takes it from there: the learning rate and its schedule, momentum,
     weight decay, batch, epochs and precision."""
-    from dsmlib.book.grid import profile_grid
+    from dsmlib.chapters.sec5_distillation.launch import profile_grid
     over = dict(lr=0.05, lr_drops=[0.25, 0.5], lr_drop_factor=0.2, momentum=0.8,
                 weight_decay=5e-4, precision="fp32", batch_size=48, teacher_epochs=3)
     grid, _ = profile_grid(ROOT, "smoke", over)
@@ -153,7 +153,7 @@ def test_papermill_reads_every_name_of_every_parameters_cell():
     declared: papermill would neither list nor inject it, while the notebook still runs on its
     default. papermill must see the book's names and every one of the chapter's."""
     import papermill
-    from dsmlib.book.runner import source_notebook
+    from dsmlib.book.execute.runner import source_notebook
     for spec in profiles.load_specs(ROOT / "notebooks").values():
         seen = set(papermill.inspect_notebook(str(source_notebook(spec, ROOT))))
         want = set(profiles.RUNNER_PARAMETERS) | set(profiles.parameters_class(spec).names())

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def test_paths_explorer_updates():
-    from dsmlib.book.widgets.prop2_convergence import paths_explorer
+    from dsmlib.figures.widgets.prop2_convergence import paths_explorer
     box = paths_explorer(n_paths=2)
     first = box.status.value
     assert "‖Θ(T) − θ̄<sub>K</sub>‖" in first

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dsmlib.book.provenance import gpu_name, hardware
+from dsmlib.book.execute.provenance import gpu_name, hardware
 
 
 @pytest.fixture

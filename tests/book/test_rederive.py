@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from dsmlib.book.profiles import load_specs
-from dsmlib.book.provenance_html import provenance_line
+from dsmlib.book.site.provenance_html import provenance_line
 from dsmlib.book.references import run as reference_run
 from dsmlib.book.references.freshness import current_references
 from dsmlib.book.references.records import (RECORD_FILES, load_manifest, profile_runs,
@@ -27,8 +27,8 @@ from dsmlib.book.references.records import (RECORD_FILES, load_manifest, profile
 from dsmlib.book.references.scales import reference_caption
 from dsmlib.book.references.section import reference_cells
 from dsmlib.book.references.stored import reference_paths
-from dsmlib.book.store import executed_path, results_path
-from dsmlib.models.runs import CONFIG, DONE
+from dsmlib.book.execute.store import executed_path, results_path
+from dsmlib.models.sec5_distillation.runs import CONFIG, DONE
 from helpers import copy_book
 
 pytestmark = pytest.mark.slow

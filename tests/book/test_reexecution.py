@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from dsmlib.book.pages import checked_results
+from dsmlib.book.site.pages import checked_results
 from dsmlib.book.profiles import load_specs
-from dsmlib.book.provenance import OUTSIDE_KERNEL, code_key
-from dsmlib.book.rerun import HAND_RUN_MIME
-from dsmlib.book.results import parameters_hash
-from dsmlib.book.store import runner_metadata
+from dsmlib.book.execute.provenance import OUTSIDE_KERNEL, code_key
+from dsmlib.book.execute.rerun import HAND_RUN_MIME
+from dsmlib.book.execute.results import parameters_hash
+from dsmlib.book.execute.store import runner_metadata
 from helpers import book_env, chapter_module, copy_book
 
 pytestmark = pytest.mark.slow
@@ -44,7 +44,7 @@ TINY = textwrap.dedent("""\
     ```{code-cell} ipython3
     import time
     from pathlib import Path
-    from dsmlib.book.results import write_results
+    from dsmlib.book.execute.results import write_results
     from dsmlib.foundation import claims as C
     from test_chapters.tiny import Parameters
     P = Parameters.from_namespace(globals())
@@ -373,7 +373,7 @@ def test_the_closure_sees_an_edit_made_in_the_same_process(tmp_path):
     again drops the module."""
     import shutil
     import dsmlib
-    from dsmlib.book.closure import import_closure
+    from dsmlib.book.execute.closure import import_closure
     pkg = tmp_path / "dsmlib"
     shutil.copytree(Path(dsmlib.__file__).parent, pkg,
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -397,7 +397,7 @@ def test_the_closure_sees_an_edit_made_in_the_same_process(tmp_path):
 def test_same_parameters_compares_types_as_the_content_key_does():
     """256.0 is not 256 and 1 is not True: a run given the one is not the profile's run of the
     other (its content key differs too), so it cannot pass for it."""
-    from dsmlib.book.results import same_parameters
+    from dsmlib.book.execute.results import same_parameters
     base = {"train_limit": 256, "augment": True, "sigma2s": [1.0, 4.0]}
     assert same_parameters(base, {**base, "sigma2s": (1.0, 4.0)})         # tuples are lists
     assert same_parameters(base, dict(reversed(list(base.items()))))      # order ignored
@@ -488,8 +488,8 @@ def test_a_first_ctrl_c_kills_kernels_that_do_not_stop_within_its_grace(capsys, 
     left alone. (The wait after the kill, ``ABORT_WAIT_S``, is cut to 1 s: this run never
     ends, so the test waited all of its 15 s.)"""
     from concurrent.futures import Future
-    from dsmlib.book import kernel
-    from dsmlib.book.kernel import KernelWatch
+    from dsmlib.book.execute import kernel
+    from dsmlib.book.execute.kernel import KernelWatch
     monkeypatch.setattr(kernel, "ABORT_WAIT_S", 1.0)
     watch = KernelWatch()
     sent: list[int] = []

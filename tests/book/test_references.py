@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from dsmlib.book import ledger
-from dsmlib.book.pages import references_markdown
-from dsmlib.book.provenance import dirty_files
+from dsmlib.book.site import ledger
+from dsmlib.book.site.pages import references_markdown
+from dsmlib.book.execute.provenance import dirty_files
 from dsmlib.book.references import run as reference_run, stored as R
 from dsmlib.book.references.scales import differing_claims, stale_differ_text
 from dsmlib.book.references.section import SECTION_TAG, with_reference_sections
-from dsmlib.book.store import executed_path, results_path
+from dsmlib.book.execute.store import executed_path, results_path
 from dsmlib.foundation import claims as C
 from helpers import copy_book
 
@@ -232,7 +232,7 @@ def test_a_book_without_references_is_unchanged(tmp_path):
             ledger.summary_markdown(docs, profile="quick")
         assert "other scales" not in ledger.summary_markdown(docs, profile="quick")
     assert references_markdown([], PATHS) == ""
-    from dsmlib.book.site import site_chapter
+    from dsmlib.book.site.build import site_chapter
 
     class Spec:
         name, gpu = "ols", True
@@ -315,7 +315,7 @@ def test_a_stale_reference_is_shown_under_a_notice_never_as_current(tmp_path):
     assert caption.startswith("(`paper` reference, stale: commit abc123.)")
     assert "stale" not in json.dumps([c for c in fresh["cells"]
                                       if SECTION_TAG in c["metadata"].get("tags", [])]).lower()
-    from dsmlib.book.site import site_chapter
+    from dsmlib.book.site.build import site_chapter
     fake_execution(tmp_path, "quick")
     gpu_ref = by_chapter["ols"][0]                      # the stale gpu reference of _refs
     assert not gpu_ref.fresh

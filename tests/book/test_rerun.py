@@ -1,5 +1,5 @@
 """A hand re-run of an executed chapter says what it is (issue 46, item 7;
-dsmlib.book.rerun): the cell under the title, which shows the runner's provenance, shows a hand
+dsmlib.book.execute.rerun): the cell under the title, which shows the runner's provenance, shows a hand
 run's own values, what differs from its profile and where its results go: the results/custom/
 of the book around the working directory, else of the book this dsmlib is installed from."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 import pytest
 
 from dsmlib.book.profiles import load_specs, resolve
-from dsmlib.book.rerun import UnknownParameter, announce_rerun, undeclared
-from dsmlib.book.results import SEAL, custom_results_path, run_values
+from dsmlib.book.execute.rerun import UnknownParameter, announce_rerun, undeclared
+from dsmlib.book.execute.results import SEAL, custom_results_path, run_values
 from helpers import ROOT
 
 SMOKE = resolve(load_specs(ROOT / "notebooks")["ols"], "smoke")

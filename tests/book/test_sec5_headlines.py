@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dsmlib.chapters.sec5_gains import ACCURACY_IDS, SOME_IDS
+from dsmlib.chapters.sec5_distillation.gains import ACCURACY_IDS, SOME_IDS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted(ROOT.glob("reference/*/sec5_distillation.json")) + sorted(

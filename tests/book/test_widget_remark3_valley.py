@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-from dsmlib.book.widgets.remark3_valley import valley_explorer
+from dsmlib.figures.widgets.remark3_valley import valley_explorer
 
 
 def test_valley_explorer_updates_and_refuses_unstable_eta():

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-from dsmlib.book.widgets.ols import ols_explorer
+from dsmlib.figures.widgets.ols import ols_explorer
 
 
 def test_explorer_updates_and_refuses_unstable_eta():
@@ -23,7 +23,7 @@ def test_explorer_updates_and_refuses_unstable_eta():
 
 
 def test_noise_explorer_updates():
-    from dsmlib.book.widgets.prop1_noise import noise_explorer
+    from dsmlib.figures.widgets.prop1_noise import noise_explorer
     box = noise_explorer(n_samples=500)
     first = box.status.value
     assert "tr Cov ξ*" in first
@@ -36,7 +36,7 @@ def test_noise_explorer_updates():
 def test_assemble_places_every_control_once_and_draws():
     import ipywidgets as W
 
-    from dsmlib.book.widgets.common import assemble
+    from dsmlib.figures.widgets.common import assemble
 
     calls = []
     a, b = W.IntSlider(value=1), W.IntSlider(value=2)
@@ -54,14 +54,14 @@ def _refuse_prop1(box, _):
 
 
 REFUSALS = {   # explorer, small settings, how to make it refuse, what its message says
-    "ols": ("dsmlib.book.widgets.ols:ols_explorer", dict(steps=3000),
+    "ols": ("dsmlib.figures.widgets.ols:ols_explorer", dict(steps=3000),
             lambda box, _: setattr(box.controls["eta"], "value", 0.1), "stability limit"),
-    "prop1_noise": ("dsmlib.book.widgets.prop1_noise:noise_explorer", dict(n_samples=300),
+    "prop1_noise": ("dsmlib.figures.widgets.prop1_noise:noise_explorer", dict(n_samples=300),
                     _refuse_prop1, "eta must be"),
-    "prop2_convergence": ("dsmlib.book.widgets.prop2_convergence:paths_explorer",
+    "prop2_convergence": ("dsmlib.figures.widgets.prop2_convergence:paths_explorer",
                           dict(n_paths=2),
                           lambda box, _: setattr(box.controls["seed"], "value", -1), "seed"),
-    "remark3_valley": ("dsmlib.book.widgets.remark3_valley:valley_explorer",
+    "remark3_valley": ("dsmlib.figures.widgets.remark3_valley:valley_explorer",
                        dict(steps=500, n_runs=2),
                        lambda box, _: (setattr(box.controls["start"], "value", 4.0),
                                        setattr(box.controls["eta"], "value", 0.2)),

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dsmlib.chapters import sec5_claims as sc
+from dsmlib.chapters.sec5_distillation import claims as sc
 from dsmlib.chapters import sec5_distillation as distill
-from dsmlib.chapters import sec5_gains as gains
-from dsmlib.chapters import sec5_grid as sg
-from dsmlib.chapters import sec5_readouts as ro
-from dsmlib.chapters import sec5_scope as scope
-from dsmlib.foundation.claims import case
+from dsmlib.chapters.sec5_distillation import gains as gains
+from dsmlib.chapters.sec5_distillation import grid as sg
+from dsmlib.chapters.sec5_distillation import readouts as ro
+from dsmlib.chapters.sec5_distillation import scope as scope
+from dsmlib.foundation.claims import case, some_case
 from dsmlib.foundation.power import units_to_decide
 from dsmlib.foundation.stats import crossed_mean
-from dsmlib.models.runs import RunRecord
+from dsmlib.models.sec5_distillation.runs import RunRecord
 
 PARAMS = dict(headroom_sigma2s=None, headroom_seeds=None, headroom_passes=1, curve_sizes=[], curve_seeds=[], n_train_eval=None,
               datasets=["digits"], depth=8, teacher_epochs=3, student_epochs=2,
@@ -507,14 +507,14 @@ def test_some_case_logic():
     """Confirmed if any case is, refuted only if all are; the headline is the deciding case."""
     def c(m, se):
         return case(paper=0, measured=m, se=se, band=(0, None), quantity="q")
-    claim = gains.some_case("x", "s", {"a": c(-1, 0.01), "b": c(1, 0.01), "c": c(2, 0.5)})
+    claim = some_case("x", "s", {"a": c(-1, 0.01), "b": c(1, 0.01), "c": c(2, 0.5)})
     assert claim.verdict == "confirmed" and claim.measured == 1 and "(deciding case: b)" in claim.quantity
     assert [d["verdict"] for d in claim.details] == ["refuted", "confirmed", "confirmed"]
-    claim = gains.some_case("x", "s", {"a": c(-1, 0.01), "b": c(-3, 0.01)})
+    claim = some_case("x", "s", {"a": c(-1, 0.01), "b": c(-3, 0.01)})
     assert claim.verdict == "refuted" and claim.measured == -1
-    assert gains.some_case("x", "s", {"a": c(-1, 0.01), "b": c(0, 1)}).verdict == "inconclusive"
+    assert some_case("x", "s", {"a": c(-1, 0.01), "b": c(0, 1)}).verdict == "inconclusive"
     with pytest.raises(ValueError, match="cases must not be empty"):
-        gains.some_case("x", "s", {})
+        some_case("x", "s", {})
 
 
 def test_late_log_gradnorm_averages_the_second_half_of_the_epochs():
@@ -720,7 +720,7 @@ def test_a_case_on_the_rules_edge_gets_one_verdict_everywhere():
     assert c.interval == pytest.approx([lo, hi])
     assert c.verdict == verdict(c.interval, (delta, None)) == "inconclusive"
     assert every_case("x.every", "s", {"a": c}).verdict == "inconclusive"
-    assert gains.some_case("x.some", "s", {"a": c}).verdict == "inconclusive"
+    assert some_case("x.some", "s", {"a": c}).verdict == "inconclusive"
     assert c.towards == "confirmed" and c.p_value > 0.01     # it points inside, undecided
     ok = case(paper=0.0, measured=(lo + hi) / 2 + 0.01, se=se, band=(delta, None))
     assert ok.verdict == every_case("x.every", "s", {"a": ok}).verdict == "confirmed"
@@ -944,7 +944,7 @@ def test_run_config_defaults_are_the_chapters_or_none():
     field the chapter also declares defaults to the chapter's value (n_train_eval aside: None,
     every training image, which the chapter narrows to a subsample)."""
     from dataclasses import MISSING, fields
-    from dsmlib.models.run_config import RunConfig
+    from dsmlib.models.sec5_distillation.run_config import RunConfig
     run = {f.name: f.default for f in fields(RunConfig)}
     chapter = distill.Parameters().as_dict()
     assert run["epochs"] is MISSING and run["n_gradnorm"] is MISSING
@@ -964,7 +964,7 @@ def test_the_finding_says_what_was_measured_and_each_verdict_from_the_claims():
     execution's claims: the network, the data, each setting with its seeds judged and its
     teachers' accuracy, the G verdict, and the selected student's gain over its teacher and
     over the noiseless student (verdict, points, interval, δ) in the settings judged."""
-    from dsmlib.chapters.sec5_summary import finding
+    from dsmlib.chapters.sec5_distillation.summary import finding
     for final, g_verdict, acc_verdicts in ((good, "confirmed", ("confirmed", "confirmed")),
                                            (noisy, "inconclusive", None)):
         res, by_id = claims_of(final)
@@ -1000,7 +1000,7 @@ def test_the_finding_says_what_was_measured_and_each_verdict_from_the_claims():
 def test_in_short_is_one_line_per_verdict_without_the_notes():
     """Issue 46, item 2: "In short" had a bullet per claim, each repeating the scope note; now
     one line per verdict, each claim in a few words, an accuracy claim with its points."""
-    from dsmlib.chapters.sec5_summary import SHORT, in_short
+    from dsmlib.chapters.sec5_distillation.summary import SHORT, in_short
     def mixed(c):                    # G claims confirmed, the accuracy gains refuted
         f = good(c)
         f["test_acc"] = 0.90 - 0.02 * (c.role == "student") + jitter(c, 0.004)

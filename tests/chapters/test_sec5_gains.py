@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dsmlib.chapters import sec5_gains as gains
-from dsmlib.chapters import sec5_readouts as ro
-from dsmlib.foundation.claims import case, every_case
+from dsmlib.chapters.sec5_distillation import gains as gains
+from dsmlib.chapters.sec5_distillation import readouts as ro
+from dsmlib.foundation.claims import can_decide, case, every_case, some_case
 from dsmlib.foundation.stats import crossed_mean
 
 from .test_sec5_distillation import FULL, HEAD, cases, claims_of, good, jitter
@@ -42,7 +42,7 @@ def test_a_tie_decides_nothing_and_plans_no_seeds():
     c, extras = gains.gain_case(table, 1.0, "gain", table.shape[1])
     assert c.caveat.startswith("a tie") and c.verdict == "inconclusive" and c.p_value == 1.0
     assert extras["se_seeds"] == 0.0
-    claim = every_case("x", "s", {"digits": c}, headline=gains.judged_headline)
+    claim = every_case("x", "s", {"digits": c})
     claim.details[0].update(extras, se=c.se)
     assert claim.verdict == "inconclusive"
     (row,) = ro.seeds_to_decide(_Res(4), [claim])
@@ -95,7 +95,7 @@ def test_some_student_is_headed_by_the_highest_lower_bound():
     claim about *some* student is headed by the narrow one, the best evidence for "some"."""
     wide = case(paper=0, measured=0.3, se=2.0, band=(1, None), quantity="wide")
     narrow = case(paper=0, measured=0.9, se=0.05, band=(1, None), quantity="narrow")
-    claim = gains.some_case("x", "s", {"wide": wide, "narrow": narrow})
+    claim = some_case("x", "s", {"wide": wide, "narrow": narrow})
     assert claim.verdict == "inconclusive"
     assert "(deciding case: narrow)" in claim.quantity and claim.interval == narrow.interval
     assert wide.interval[1] > narrow.interval[1] and narrow.interval[0] > wide.interval[0]
@@ -103,25 +103,28 @@ def test_some_student_is_headed_by_the_highest_lower_bound():
 
 def test_the_headline_is_never_a_case_that_cannot_decide():
     """An inconclusive claim with a tie (caveat), a zero-width and a whole-range case, and one
-    judged case: the judged case heads it (the default rule headed it by the caveat)."""
+    judged case: the judged case heads it (the old foundation rule headed it by the caveat)."""
     tie = case(paper=0, measured=0.0, se=0.0, band=(1, None), caveat="a tie", quantity="tie")
     whole = case(paper=0, measured=0.0, se=80.0, band=(1, None), bounds=(-100, 100),
                  quantity="whole")
     judged = case(paper=0, measured=0.8, se=0.2, band=(1, None), quantity="judged")
     assert whole.interval == [-100, 100]
     cases_ = {"tie": tie, "whole": whole, "judged": judged}
-    claim = every_case("x", "s", cases_, headline=gains.judged_headline)
+    claim = every_case("x", "s", cases_)
     assert claim.verdict == "inconclusive" and "(deciding case: judged)" in claim.quantity
-    assert not gains.can_decide(tie) and not gains.can_decide(whole)
-    assert "(deciding case: tie)" in every_case("x", "s", cases_).quantity   # the default
+    assert not can_decide(tie) and not can_decide(whole) and can_decide(judged)
 
 
-def test_inconclusive_claims_are_headed_by_the_case_nearest_a_decision():
+def test_inconclusive_every_case_claims_are_headed_by_the_case_that_keeps_them_so():
+    """The one rule (issue 62): among the cases that can decide, the undecided case reaching
+    furthest beyond its band heads an inconclusive claim over every case; for "some" case, the
+    one reaching least beyond it (the best evidence for "some")."""
     near = case(paper=0, measured=2.0, se=0.45, band=(1, None), quantity="near")
     far = case(paper=0, measured=1.1, se=0.5, band=(1, None), quantity="far")
-    claim = every_case("x", "s", {"far": far, "near": near}, headline=gains.judged_headline)
-    assert claim.verdict == "inconclusive" and "(deciding case: near)" in claim.quantity
-    assert near.p_value < far.p_value
+    claim = every_case("x", "s", {"far": far, "near": near})
+    assert claim.verdict == "inconclusive" and "(deciding case: far)" in claim.quantity
+    assert some_case("x", "s", {"far": far, "near": near}).quantity.endswith(
+        "(deciding case: near)")
 
 
 def _ceiling(c) -> dict:

@@ -8,15 +8,15 @@ import pytest
 from scipy import stats
 
 from dsmlib.chapters import sec5_distillation as distill
-from dsmlib.chapters import sec5_claims as sc
-from dsmlib.chapters import sec5_gains as gains
-from dsmlib.chapters import sec5_grid as sg
-from dsmlib.chapters import sec5_readouts as ro
+from dsmlib.chapters.sec5_distillation import claims as sc
+from dsmlib.chapters.sec5_distillation import gains as gains
+from dsmlib.chapters.sec5_distillation import grid as sg
+from dsmlib.chapters.sec5_distillation import readouts as ro
 from dsmlib.figures.sec5_distillation import (CONTROL_NAME, curve_figure, delta_table,
                                               divergence_table, error_table, figure1, figure2,
                                               gradnorm_epochs, noise_table, readings_table,
                                               seeds_table, settings_table, shrinkage_table)
-from dsmlib.models.runs import RunRecord
+from dsmlib.models.sec5_distillation.runs import RunRecord
 
 PARAMS = dict(headroom_size=None, headroom_sigma2s=None, headroom_seeds=None, headroom_passes=1, curve_sizes=[], curve_seeds=[], n_train_eval=None,
               datasets=["digits", "svhn"], depth=8, teacher_epochs=3, student_epochs=2,
@@ -251,7 +251,7 @@ def test_source_of_gain_speaks_only_of_gains_the_table_shows():
     undecided, is not "the gain over the teacher comes from distillation": the text names the
     student that beats the teacher, and says the noisy student's gain is not established
     (the gpu reference's case: only the Hinton student is above its teacher)."""
-    from dsmlib.chapters.sec5_summary import source_of_gain
+    from dsmlib.chapters.sec5_distillation.summary import source_of_gain
     only_hinton = source_of_gain(_source_rows(hinton="higher"))
     assert "Hinton student beats the teacher" in only_hinton
     assert "not established" in only_hinton and "gain over its teacher comes from" not in only_hinton

@@ -162,6 +162,9 @@ def test_every_case_headlines_the_case_nearest_to_changing_the_verdict():
     r2 = C.case(paper=1, measured=0.1, se=0.01, band=(0.8, 1.2))
     assert C.every_case("id", "st", {"r1": r1, "r2": r2, "ok": first}).measured == 0.1
     assert C.deciding_case({"r1": r1, "r2": r2})[0] == "r2"
-    # A caveat pins a case to inconclusive: it decides an inconclusive claim.
+    # A caveat pins a case to inconclusive, but never heads a claim while a case that can
+    # decide is there (issue 62: the one headline rule); alone, it does.
     cav = C.case(paper=1, measured=1.0, se=0.001, band=(0.8, 1.2), caveat="heavy tails")
-    assert C.every_case("id", "st", {"a": a, "cav": cav}).measured == cav.measured
+    claim = C.every_case("id", "st", {"a": a, "cav": cav})
+    assert claim.verdict == "inconclusive" and claim.measured == a.measured
+    assert C.every_case("id", "st", {"cav": cav}).measured == cav.measured

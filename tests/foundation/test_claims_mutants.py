@@ -29,7 +29,7 @@ def test_measure_forwards_every_field():
         "verdict": "inconclusive", "quantity": "ratio", "source": "book", "se": 0.1,
         "note": "A note. heavy tails", "details": [{"case": "x"}], "exact": 2.05,
         "scope": "setting", "condition": "if so", "kind": "identity", "p_value": 1.0,
-        "bounds": [0.0, 2.2], "unit": "points", "direction": ""}
+        "bounds": [0.0, 2.2], "unit": "points", "size": ""}
 
 
 def test_measure_defaults():
@@ -81,7 +81,8 @@ def test_every_case_details_note_and_headline():
         ("x.y", "All hold.", "reading", "cond")
     assert claim.verdict == "inconclusive"          # the caveat makes b inconclusive
     assert claim.note == "N. Untrustworthy intervals: (b) heavy tails"
-    assert claim.quantity == "(deciding case: b)"
+    # a caveat case never heads a claim while one that can decide is there (issue 62)
+    assert claim.quantity == "(deciding case: a)"
     iv = pytest.approx([1 - Z99 * 0.01, 1 + Z99 * 0.01])
     p = pytest.approx(2 * st.norm.sf(10.0))                 # 0.1 from the edges, se 0.01
     assert claim.details == [

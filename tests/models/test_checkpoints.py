@@ -1,5 +1,5 @@
 """Packed checkpoints: a member's packed state unpacks to exactly what the state-dict slicing
-of :mod:`dsmlib.models.lockstep` gives, and a checkpoint written before packing (plain state
+of :mod:`dsmlib.models.sec5_distillation.lockstep` gives, and a checkpoint written before packing (plain state
 dicts) still resumes a run to the numbers of an uninterrupted one."""
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import torch
 
 import dataclasses
 
-from dsmlib.models.checkpoints import PACKED, is_packed, pack_members, unpack
-from dsmlib.models.datasets import load_dataset
-from dsmlib.models.recipe import PAPER
-from dsmlib.models.device import device_policy
-from dsmlib.models.lockstep import member_optimizer_state, member_state
-from dsmlib.models.loop import train_group
+from dsmlib.models.sec5_distillation.checkpoints import PACKED, is_packed, pack_members, unpack
+from dsmlib.models.sec5_distillation.datasets import load_dataset
+from dsmlib.models.sec5_distillation.recipe import PAPER
+from dsmlib.models.sec5_distillation.device import device_policy
+from dsmlib.models.sec5_distillation.lockstep import member_optimizer_state, member_state
+from dsmlib.models.sec5_distillation.loop import train_group
 from dsmlib.models.networks import cifar_resnet
-from dsmlib.models.runs import CHECKPOINT, execute_run, load_checkpoint, run_dir
+from dsmlib.models.sec5_distillation.runs import CHECKPOINT, execute_run, load_checkpoint, run_dir
 from tiny_runs import tiny_teacher
 
 TIMING = ("train_s", "eval_s", "gradnorm_s")

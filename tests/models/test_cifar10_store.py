@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from dataset_fakes import CLASSES, binary_batch, write_npm_tarball
-from dsmlib.models import cifar10_npm as npm
-from dsmlib.models import cifar10_store as cs
-from dsmlib.models.dataset_files import DatasetFileError
-from dsmlib.models.datasets import balanced_split, load_dataset, official_arrays, train_images
+from dsmlib.models.sec5_distillation import cifar10_npm as npm
+from dsmlib.models.sec5_distillation import cifar10_store as cs
+from dsmlib.models.sec5_distillation.dataset_files import DatasetFileError
+from dsmlib.models.sec5_distillation.datasets import balanced_split, load_dataset, official_arrays, train_images
 from helpers import ROOT
 
 RECORDS = 20   # a fake batch's records: 100 training images (10 a class), 20 test images
@@ -221,7 +221,7 @@ def test_the_plain_split_is_unchanged_by_the_store(tarball, tmp_path):
 
 def test_download_true_fetches_the_store_only_when_it_is_missing(tarball, tmp_path,
                                                                  monkeypatch):
-    from dsmlib.models import datasets
+    from dsmlib.models.sec5_distillation import datasets
     path, _ = tarball
     calls = []
 

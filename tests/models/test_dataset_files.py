@@ -14,9 +14,9 @@ from scipy.io import savemat
 
 from dataset_fakes import py2_pickle, write_cifar, write_svhn
 from dsmlib.foundation.rng import as_generator, child_seed
-from dsmlib.models import dataset_files as df
-from dsmlib.models import datasets
-from dsmlib.models.datasets import load_dataset
+from dsmlib.models.sec5_distillation import dataset_files as df
+from dsmlib.models.sec5_distillation import datasets
+from dsmlib.models.sec5_distillation.datasets import load_dataset
 
 
 def read_quietly(name, data_dir, verify=True):

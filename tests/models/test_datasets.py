@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from dsmlib.models.data import DIGITS_SIZE
-from dsmlib.models.dataset_specs import SPECS
-from dsmlib.models.datasets import augment, load_dataset
+from dsmlib.models.sec5_distillation.dataset_specs import SPECS
+from dsmlib.models.sec5_distillation.datasets import augment, load_dataset
 
 
 def _rows(X: torch.Tensor) -> set[bytes]:
@@ -110,6 +110,6 @@ def test_augment_flips_half_and_crops_uniformly():
 
 
 def test_train_images_counts_the_split_load_dataset_makes():
-    from dsmlib.models.datasets import train_images
+    from dsmlib.models.sec5_distillation.datasets import train_images
     assert train_images("digits") == load_dataset("digits", device="cpu").X_train.shape[0] == 1150
     assert train_images("cifar10") == 40_000 and train_images("svhn") == 73_257 - 14_651

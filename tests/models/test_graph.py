@@ -1,5 +1,5 @@
 """The graph and compiled forms of the training step and the trainers kept for reuse
-(dsmlib.models.graph), checked as far as the CPU can:
+(dsmlib.models.sec5_distillation.graph), checked as far as the CPU can:
 
 - the step a graph captures synchronises with nothing and draws nothing, and the loop's own
   losses trace as one graph;
@@ -28,16 +28,16 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from dsmlib.models.dataset_specs import SPECS
-from dsmlib.models.datasets import DataSplit, load_dataset
-from dsmlib.models.recipe import PAPER
-from dsmlib.models.device import device_policy
-from dsmlib.models.graph import (WARMUP_STEPS, CapturedEpoch, CapturedGradNorm, CompiledLosses,
+from dsmlib.models.sec5_distillation.dataset_specs import SPECS
+from dsmlib.models.sec5_distillation.datasets import DataSplit, load_dataset
+from dsmlib.models.sec5_distillation.recipe import PAPER
+from dsmlib.models.sec5_distillation.device import device_policy
+from dsmlib.models.sec5_distillation.graph import (WARMUP_STEPS, CapturedEpoch, CapturedGradNorm, CompiledLosses,
                                  Shape, Trainers, load_optimizer_in_place)
-from dsmlib.models.lockstep import member_optimizer_state, member_state
-from dsmlib.models.loop import (Batch, GradNormMeter, Trainer, build_model, plan_epoch, plan_lanes,
+from dsmlib.models.sec5_distillation.lockstep import member_optimizer_state, member_state
+from dsmlib.models.sec5_distillation.loop import (Batch, GradNormMeter, Trainer, build_model, plan_epoch, plan_lanes,
                                 train_group)
-from dsmlib.models.run_config import student_of
+from dsmlib.models.sec5_distillation.run_config import student_of
 from helpers import deterministic_fp32
 from tiny_runs import tiny_teacher
 
@@ -436,7 +436,7 @@ def test_captured_gradient_norm_equals_eager_and_is_sync_free():
     running) and replays that read the probes from a static buffer -- the same estimates as
     the eager meter, every epoch, and nothing in the pass that a CUDA graph cannot hold."""
     from dsmlib.foundation.rng import as_torch_generator, child_seed
-    from dsmlib.models.loop import STREAM_GRADNORM
+    from dsmlib.models.sec5_distillation.loop import STREAM_GRADNORM
     from dsmlib.theory.gradient_norm import gradient_norm_probe_members
     data = _data(0)
     net = build_model(TEACHER, data, 3).eval()

@@ -1,4 +1,4 @@
-"""Group size by measurement (dsmlib.models.grouping): the choice from measured rates and
+"""Group size by measurement (dsmlib.models.sec5_distillation.grouping): the choice from measured rates and
 memory on exact inputs; the measurement's parts on a tiny run (its structure, not its timings:
 those are the machine's); the device policy's answer per device."""
 from __future__ import annotations
@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dsmlib.models.datasets import load_dataset
-from dsmlib.models.device import device_policy, group_members
-from dsmlib.models.grouping import (GAIN, choose_members, group_size, lanes_by_kind,
+from dsmlib.models.sec5_distillation.datasets import load_dataset
+from dsmlib.models.sec5_distillation.device import device_policy, group_members
+from dsmlib.models.sec5_distillation.grouping import (GAIN, choose_members, group_size, lanes_by_kind,
                                     member_bytes, seed_copies, trial_group)
-from dsmlib.models.lockstep import across_seeds_key, lanes_of
-from dsmlib.models.run_config import student_of
+from dsmlib.models.sec5_distillation.lockstep import across_seeds_key, lanes_of
+from dsmlib.models.sec5_distillation.run_config import student_of
 from tiny_runs import tiny_teacher
 
 

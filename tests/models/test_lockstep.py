@@ -35,15 +35,15 @@ import pytest
 import torch
 
 from dsmlib.foundation.rng import as_torch_generator
-from dsmlib.models.datasets import load_dataset
-from dsmlib.models.datasets import apply_augment, augment_draws
-from dsmlib.models.lockstep import (across_seeds_key, lanes_of, lockstep_key,
+from dsmlib.models.sec5_distillation.datasets import load_dataset
+from dsmlib.models.sec5_distillation.datasets import apply_augment, augment_draws
+from dsmlib.models.sec5_distillation.lockstep import (across_seeds_key, lanes_of, lockstep_key,
                                     member_optimizer_state, member_state,
                                     stack_optimizer_states, stack_states)
 from dsmlib.models.networks import cifar_resnet
-from dsmlib.models.run_config import RunConfig, student_of
-from dsmlib.models.runs import FINAL, lockstep_groups, run_dir, run_many, run_status
-from dsmlib.models.loop import build_model, plan_epoch, train, train_group
+from dsmlib.models.sec5_distillation.run_config import RunConfig, student_of
+from dsmlib.models.sec5_distillation.runs import FINAL, lockstep_groups, run_dir, run_many, run_status
+from dsmlib.models.sec5_distillation.loop import build_model, plan_epoch, train, train_group
 from dsmlib.theory.gradient_norm import gradient_norm_probe, gradient_norm_probe_members
 from dsmlib.theory.label_noise import GaussianNoise, SymmetricSwapNoise
 from tiny_runs import tiny_teacher
@@ -233,7 +233,7 @@ def test_epoch_plan_draws_what_a_per_step_loop_draws(device):
                       num_classes=4, kinds={"gaussian", "symmetric"})
     assert plan.steps == 6 and plan.batches.idx.shape == (6, 8)
     from dsmlib.foundation.rng import child_seed
-    from dsmlib.models.loop import STREAM_DATA, STREAM_NOISE
+    from dsmlib.models.sec5_distillation.loop import STREAM_DATA, STREAM_NOISE
     g = as_torch_generator(child_seed(7, STREAM_DATA, 3), device)
     assert torch.equal(torch.randperm(50, generator=g, device=device)[:48].view(6, 8), plan.batches.idx)
     gn = as_torch_generator(child_seed(7, STREAM_NOISE, 3), device)

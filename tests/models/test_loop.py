@@ -1,4 +1,4 @@
-"""Section 5's training loop (dsmlib.models.loop): one step on small exact inputs, computed
+"""Section 5's training loop (dsmlib.models.sec5_distillation.loop): one step on small exact inputs, computed
 here by hand (the losses of every noise kind, their scale, one backward pass, SGD's update), an
 epoch's sum of its steps' losses, the networks' shapes and parameter counts, the paper's
 schedule, the noise the students see, clear errors, and reproducibility."""
@@ -10,11 +10,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dsmlib.models.datasets import apply_augment, load_dataset
-from dsmlib.models.device import device_policy, execution
+from dsmlib.models.sec5_distillation.datasets import apply_augment, load_dataset
+from dsmlib.models.sec5_distillation.device import device_policy, execution
 from dsmlib.models.networks import count_parameters
-from dsmlib.models.run_config import RunConfig, student_of
-from dsmlib.models.loop import (STREAM_NOISE, Member, Trainer, build_model, lr_at, member_noise,
+from dsmlib.models.sec5_distillation.run_config import RunConfig, student_of
+from dsmlib.models.sec5_distillation.loop import (STREAM_NOISE, Member, Trainer, build_model, lr_at, member_noise,
                                 plan_epoch, plan_lanes, predict, train)
 from dsmlib.foundation.rng import as_torch_generator, child_seed
 from dsmlib.theory.label_noise import swap_expectation_matrix
@@ -231,7 +231,7 @@ def test_train_bad_input():
     with pytest.raises(ValueError, match="needs its trained teacher"):
         train(student_of(tiny(batch_size=16), "none", 0), d)
     with pytest.raises(ValueError, match=r"step='compiled' runs on a trainer kept for reuse: "
-                                         r"pass trainers=dsmlib.models.graph.Trainers\(\)"):
+                                         r"pass trainers=dsmlib.models.sec5_distillation.graph.Trainers\(\)"):
         train(tiny(batch_size=16), d, step="compiled")
 
 

@@ -10,12 +10,12 @@ import math
 import pytest
 import torch
 
-from dsmlib.models.datasets import load_dataset
-from dsmlib.models.lockstep import lockstep_key
-from dsmlib.models.loop import (Member, build_model, hinton_loss, logit_variance, member_losses,
+from dsmlib.models.sec5_distillation.datasets import load_dataset
+from dsmlib.models.sec5_distillation.lockstep import lockstep_key
+from dsmlib.models.sec5_distillation.loop import (Member, build_model, hinton_loss, logit_variance, member_losses,
                                 member_targets, noise_variance, plan_epoch, stream_seed, train,
                                 train_group)
-from dsmlib.models.run_config import RECIPE, RunConfig, student_of
+from dsmlib.models.sec5_distillation.run_config import RECIPE, RunConfig, student_of
 from dsmlib.theory.label_noise import SymmetricSwapNoise
 from tiny_runs import tiny_teacher
 

@@ -1,4 +1,4 @@
-"""A run's configuration (dsmlib.models.run_config): its key and round trip, clear errors for
+"""A run's configuration (dsmlib.models.sec5_distillation.run_config): its key and round trip, clear errors for
 bad fields and noise levels, a student that must match its teacher, integral floats stored as
 integers."""
 from __future__ import annotations
@@ -7,8 +7,8 @@ from dataclasses import fields
 
 import pytest
 
-from dsmlib.models.recipe import Recipe
-from dsmlib.models.run_config import IMPLIED, RunConfig, student_of
+from dsmlib.models.sec5_distillation.recipe import Recipe
+from dsmlib.models.sec5_distillation.run_config import IMPLIED, RunConfig, student_of
 from tiny_runs import tiny_teacher as tiny
 
 

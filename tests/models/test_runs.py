@@ -8,8 +8,8 @@ import json
 import pytest
 import torch
 
-from dsmlib.models.run_config import RunConfig, student_of
-from dsmlib.models.runs import (CHECKPOINT, CONFIG, DONE, FINAL, execute_run, load_record,
+from dsmlib.models.sec5_distillation.run_config import RunConfig, student_of
+from dsmlib.models.sec5_distillation.runs import (CHECKPOINT, CONFIG, DONE, FINAL, execute_run, load_record,
                                 run_dir, run_many, run_status)
 from tiny_runs import tiny_teacher
 

@@ -1,6 +1,6 @@
 """Fresh or stale (book layer): a committed reference is *fresh* when its content key (its
-*analysis key*) is the one the current code and profile give (:func:`dsmlib.book.provenance.code_key`,
-through the runner's :func:`dsmlib.book.runner.plan`, with the parameters a re-derivation ran
+*analysis key*) is the one the current code and profile give (:func:`dsmlib.book.execute.provenance.code_key`,
+through the runner's :func:`dsmlib.book.execute.runner.plan`, with the parameters a re-derivation ran
 with, if it was one), else *stale*; a stale one says why, in a reader's words: what changed
 since the commit it was executed at, among the things its content key covers (the notebook,
 its parameters and the ``dsmlib`` code its kernel imports), and whether that is code the run
@@ -20,9 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..provenance import kernel_code
-from ..results import same_parameters
-from ..runner import plan
+from ..execute.provenance import kernel_code
+from ..execute.results import same_parameters
+from ..execute.runner import plan
 from .records import (load_manifest, missing_records, profile_runs, rederive_command,
                       records_dir)
 from .stored import Reference, load_references

@@ -2,8 +2,8 @@
 reference, so that its analysis can be executed again on a CPU without training anything.
 
 A chapter with training runs (its ``Parameters.runs()``: Section 5's grid) keys every run by
-its :class:`~dsmlib.models.run_config.RunConfig`, whose key hashes every field, the training
-recipe (:data:`~dsmlib.models.run_config.RECIPE`) and the teacher's configuration included. A
+its :class:`~dsmlib.models.sec5_distillation.run_config.RunConfig`, whose key hashes every field, the training
+recipe (:data:`~dsmlib.models.sec5_distillation.run_config.RECIPE`) and the teacher's configuration included. A
 reference made where the runs trained commits, for each run the profile asks for, its record
 ``reference/<profile>/runs/<run key>/{config.json,done.json}`` (the configuration and the
 per-epoch metrics, per-image test results included; never weights or checkpoints: the analysis
@@ -21,7 +21,7 @@ Two keys then say what a stale reference needs (:mod:`dsmlib.book.references.fre
   other numbers (bumping it changes every key). The files of the models layer that changed
   since the runs were trained are named in the stale notice all the same
   (:func:`dsmlib.book.references.freshness.stale_reason`).
-- the *analysis key*: the reference's content key (:func:`dsmlib.book.provenance.code_key`),
+- the *analysis key*: the reference's content key (:func:`dsmlib.book.execute.provenance.code_key`),
   as for every execution. When only it changed and the records cover the training key, the
   reference is re-derived on a CPU: ``python -m dsmlib reference <chapter> --profile <profile>
   --rederive`` executes the chapter with :func:`rederive_overrides` (its ``runs_dir`` the
@@ -41,7 +41,7 @@ from ..profiles import resolve
 from .stored import REFERENCE_DIR
 
 if TYPE_CHECKING:   # the models layer imports torch: 2 s of every command's start (the site's)
-    from ...models.run_config import RunConfig
+    from ...models.sec5_distillation.run_config import RunConfig
 
 __all__ = ["RUNS", "RECORD_FILES", "records_dir", "manifest_path", "profile_runs",
            "training_key", "missing_records", "rederive_overrides", "rederive_command",
@@ -49,7 +49,7 @@ __all__ = ["RUNS", "RECORD_FILES", "records_dir", "manifest_path", "profile_runs
 
 RUNS = "runs"
 #: What a committed record holds: the configuration and the finished run's metrics
-#: (:data:`dsmlib.models.runs.CONFIG` and ``DONE``, the names :func:`~dsmlib.models.runs.load_record`
+#: (:data:`dsmlib.models.sec5_distillation.runs.CONFIG` and ``DONE``, the names :func:`~dsmlib.models.sec5_distillation.runs.load_record`
 #: reads; tests/book/test_rederive.py checks that they agree).
 RECORD_FILES = ("config.json", "done.json")
 
@@ -100,7 +100,7 @@ def complete_records(runs_dir: Path) -> int:
     included (records made before issue 62 left out the fields at their implied values); the
     keys stay as they are, and a record whose configuration does not hash to its directory's
     name is an error. Returns the records rewritten."""
-    from ...models.run_config import RunConfig
+    from ...models.sec5_distillation.run_config import RunConfig
     changed = 0
     for path in sorted(runs_dir.glob("*/config.json")):
         config = RunConfig.from_dict(json.loads(path.read_text()))
@@ -138,7 +138,7 @@ def store_run_records(root: Path, profile: str, name: str, configs: Sequence[Run
     and wall time (where and at which commit they were trained). Records that the chapter's
     previous manifest listed and these configurations do not are removed. Returns the
     manifest's path."""
-    from ...models.runs import DONE, run_dir
+    from ...models.sec5_distillation.runs import DONE, run_dir
     base = records_dir(root, profile)
     unfinished = [c.label() for c in configs if not (run_dir(c, runs_dir) / DONE).is_file()]
     if unfinished:

@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 
 from ..profiles import load_specs, select
-from ..provenance import dirty_files
-from ..runner import execute, plan
-from ..store import book_lock
+from ..execute.provenance import dirty_files
+from ..execute.runner import execute, plan
+from ..execute.store import book_lock
 from .records import (load_manifest, missing_records, profile_runs, records_dir,
                       rederive_overrides, store_run_records)
 from .stored import reference_meta, reference_paths, store_reference

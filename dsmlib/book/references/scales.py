@@ -14,7 +14,7 @@ import html
 from typing import Any, Sequence
 
 from ...figures.tables import BADGES, data_table, fmt_interval, fmt_number
-from ..results import same_parameters
+from ..execute.results import same_parameters
 from .stored import Reference
 
 __all__ = ["same_as_built", "reference_caption", "differing_claims", "difference_kinds",

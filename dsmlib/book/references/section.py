@@ -21,8 +21,8 @@ from typing import Any
 
 from ...figures.render import figure_html
 from ...figures.tables import reference_scale, with_scale
-from ..cells import cell_source, cell_tags
-from ..provenance_html import provenance_line
+from ..execute.cells import cell_source, cell_tags
+from ..site.provenance_html import provenance_line
 from .stored import PLOTLY_JSON, Reference
 
 __all__ = ["SECTION_TAG", "site_outputs", "reference_cells", "contrast_cell",

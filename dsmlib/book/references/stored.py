@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ...foundation.files import atomic_write_text
-from ..store import executed_path, results_mismatch, results_path
+from ..execute.store import executed_path, results_mismatch, results_path
 
 __all__ = ["REFERENCE_DIR", "MAX_BYTES", "PLOTLY_JSON", "Reference", "reference_paths",
            "reference_meta", "slim_notebook", "store_reference", "load_references",
@@ -33,7 +33,7 @@ REFERENCE_DIR = "reference"
 MAX_BYTES = 600_000
 PLOTLY_JSON = "application/vnd.plotly.v1+json"
 #: The tag of the runner's "custom run: results are in results/custom/" notice, which a
-#: re-derived reference drops (:func:`dsmlib.book.runner.notice_results`).
+#: re-derived reference drops (:func:`dsmlib.book.execute.runner.notice_results`).
 CUSTOM_NOTICE_TAG = "dsmlib-custom-run"
 
 
@@ -135,7 +135,7 @@ def store_reference(root: Path, profile: str, name: str, *, fixture: str = "",
     ``results/<profile>/``, which must match) to ``reference/<profile>/``, slimmed, each file
     by an atomic rename (results first, as the runner does). ``fixture``: mark it as a test
     fixture, with this description. ``run``: the execution is this planned custom run
-    (:func:`dsmlib.book.runner.plan`), a re-derivation from the run records trained as
+    (:func:`dsmlib.book.execute.runner.plan`), a re-derivation from the run records trained as
     ``trained`` says (their manifest's provenance: :mod:`dsmlib.book.references.records`);
     its overrides and that provenance are kept beside the analysis's. Returns the stored
     notebook's path."""
@@ -175,7 +175,7 @@ def load_references(root: Path, names: Iterable[str], current_key: Callable[[str
 
     ``current_key(profile, name, overrides)`` is the content key the current code gives with
     the parameters ``overrides`` that the reference was executed with ({} but for one
-    re-derived from run records) (the runner's :func:`dsmlib.book.runner.plan`;
+    re-derived from run records) (the runner's :func:`dsmlib.book.execute.runner.plan`;
     :func:`dsmlib.book.references.freshness.current_references`). A reference whose results do
     not belong to its notebook (another profile, other parameters or another key) is a
     ValueError naming both files: it would show numbers its page did not produce.

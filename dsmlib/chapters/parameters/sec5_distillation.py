@@ -3,15 +3,16 @@ and 2), and so the grid of its runs."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from ...foundation.checks import check_choice, check_int, check_positive, check_probability
 from ...foundation.parameters import ChapterParameters, param
-from ...models.dataset_specs import DATASETS, SPECS
-from ...models.recipe import PAPER, chapter_fields
-from ...models.run_config import CLUSTERS, RunConfig
-from ..sec5_grid import Setting, grid_runs
+from ...models.sec5_distillation.dataset_specs import DATASETS, SPECS
+from ...models.sec5_distillation.recipe import PAPER, chapter_fields
+from ...models.sec5_distillation.run_config import CLUSTERS, RunConfig
+from ..sec5_distillation.grid import Grid, Setting, build_grid
 
 __all__ = ["RecipeParameters", "Parameters", "EXECUTION"]
 
@@ -22,7 +23,7 @@ EXECUTION = ("runs_dir", "data_dir", "download", "train_missing", "cluster", "wo
 
 #: The recipe's parameters (SGD's learning rate and schedule, momentum, weight decay,
 #: augmentation, precision), from its one declaration, with the paper's values
-#: (:func:`dsmlib.models.recipe.chapter_fields`): a field added to the recipe is a parameter.
+#: (:func:`dsmlib.models.sec5_distillation.recipe.chapter_fields`): a field added to the recipe is a parameter.
 RecipeParameters = dataclasses.make_dataclass("RecipeParameters", chapter_fields(),
                                               bases=(ChapterParameters,), frozen=True)
 
@@ -30,7 +31,7 @@ RecipeParameters = dataclasses.make_dataclass("RecipeParameters", chapter_fields
 @dataclass(frozen=True)
 class Parameters(RecipeParameters):
     """The chapter's parameters (defaults: the ``quick`` profile), and so the grid of its runs:
-    per setting and seed one teacher and its students (:func:`grid_runs`). Students train
+    per setting and seed one teacher and its students (:attr:`grid`). Students train
     ``student_epochs`` (None: as long as their teacher, the paper's "same setting") with the
     teacher's other settings. The headroom setting (``headroom_size`` training images; 0 or
     None: the full data only) has its own passes, Gaussian levels and seeds (None: the full
@@ -139,7 +140,7 @@ class Parameters(RecipeParameters):
         self._check_headroom_split()
         check_int("workers", self.workers, minimum=1)
         check_choice("cluster", self.cluster, CLUSTERS)
-        grid_runs(self)   # builds every configuration, so bad values fail here
+        self.grid   # builds every configuration (once), so bad values fail here
 
     def _check_headroom_split(self) -> None:
         """``full_data`` false needs a headroom setting; ``headroom_val`` is a class-balanced
@@ -170,9 +171,15 @@ class Parameters(RecipeParameters):
         as the results file's ``extra`` records them."""
         return {k: v for k, v in self.as_dict().items() if k not in EXECUTION}
 
+    @functools.cached_property
+    def grid(self) -> Grid:
+        """The grid of runs, built once (:func:`~dsmlib.chapters.sec5_distillation.grid.build_grid`):
+        its construction checks every run's configuration."""
+        return build_grid(self)
+
     def runs(self) -> list[RunConfig]:
-        """Every run of the grid (:func:`grid_runs`): what ``python -m dsmlib grid`` launches."""
-        return grid_runs(self)
+        """Every run of the grid (:attr:`grid`): what ``python -m dsmlib grid`` launches."""
+        return self.grid.runs
 
     @property
     def settings(self) -> list[Setting]:

@@ -1,0 +1,62 @@
+"""``python -m dsmlib lab NAME``: one chapter, live, in JupyterLab (book layer).
+
+The MyST source ``notebooks/NAME.md`` is converted to ``_build/lab/NAME.ipynb`` with the
+profile's parameters (and any ``-p`` overrides) injected, the live widgets on, and the
+kernel set to work from the book root, as the runner's do, and JupyterLab opens it. The
+parameters are the runner's (:func:`dsmlib.book.profiles.resolve`). A live run is not one of
+the runner's profile runs, so its results go to ``results/custom/NAME-<hash>.json`` (the
+notebook prints the path) and never touch ``results/<profile>/``. Edits in the prepared notebook are not written back to
+``notebooks/NAME.md``.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..profiles import load_specs, resolve
+from ..execute.results import run_values
+
+__all__ = ["prepare_lab", "launch_lab"]
+
+
+def prepare_lab(root: Path, name: str, profile: str, overrides: dict[str, Any]) -> Path:
+    """Write ``_build/lab/<name>.ipynb``: the chapter parameterised for a live session."""
+    import nbformat
+    import papermill
+    from ..execute.runner import source_notebook
+    specs = load_specs(root / "notebooks")
+    if name not in specs:      # 'all' included: JupyterLab opens one chapter
+        raise ValueError(f"unknown notebook {name!r} for `lab`, which opens one chapter: "
+                         f"{', '.join(specs)}")
+    spec = specs[name]
+    values = run_values(resolve(spec, profile, overrides), profile)
+    out = root / "_build" / "lab" / f"{name}.ipynb"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    papermill.execute_notebook(str(source_notebook(spec, root)), str(out), prepare_only=True,
+                               kernel_name="python3",
+                               parameters={**values, "live_widgets": True})
+    nb = nbformat.read(out, as_version=4)
+    cd = nbformat.v4.new_code_cell(
+        f"import os\nos.chdir({str(root)!r})  # work from the book root, as the runner does")
+    cd.metadata["tags"] = ["dsmlib-lab"]
+    nb.cells.insert(0, cd)
+    nbformat.write(nb, out)
+    return out
+
+
+def launch_lab(root: Path, notebook: Path, *, port: int | None = None) -> int:
+    """Start JupyterLab on the book root with ``notebook`` open; return its exit status."""
+    try:
+        import jupyterlab  # noqa: F401
+    except ImportError:
+        raise RuntimeError("JupyterLab is not installed: run `make lab NB=<name>` (it installs "
+                           "requirements-lab.txt) or `pip install -r requirements-lab.txt`"
+                           ) from None
+    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
+           str(notebook.relative_to(root))]
+    if port:
+        cmd.append(f"--port={port}")
+    print("[dsmlib] " + " ".join(cmd), file=sys.stderr, flush=True)
+    return subprocess.run(cmd, cwd=root).returncode

@@ -1,0 +1,141 @@
+"""An executed chapter re-run by hand says so (book layer; it runs in the kernel).
+
+A person re-runs an executed chapter with plain papermill (``papermill ols.ipynb out.ipynb -p
+seed 1``) or in Jupyter. Its parameters cell carries the execution's values
+(:mod:`dsmlib.book.execute.parameters_cell`), and it stands first, so that the cell under the title,
+the provenance the runner showed, runs next: :func:`announce_rerun` replaces what it shows
+with the truth of this run (a *hand run*, its profile, every value it runs with, those that
+differ from the profile marked, and where its results will go: the book's
+``results/custom/``, whatever the working directory, never ``results/<profile>/``), and
+refuses, in one line, a name papermill injected that the chapter does not declare (papermill
+itself only warns, then runs the defaults).
+
+It reads the kernel's namespace, as the notebook's own ``Parameters.from_namespace`` does:
+at that cell it holds the parameters cell's names, papermill's and IPython's own, nothing else.
+"""
+from __future__ import annotations
+
+import html
+import json
+from typing import Any, Mapping
+
+from ..profiles import (CHAPTERS, PROFILES, RUNNER_PARAMETERS, NotebookSpec, hand_run_root,
+                       load_specs, parameters_class)
+from ..site.provenance_html import parameters_html
+from .results import SEAL, changed_values, custom_results_path, environment, run_values
+
+__all__ = ["HAND_RUN_MIME", "ParameterRefused", "UnknownParameter", "undeclared",
+           "announce_rerun", "rerun_html", "HandRun"]
+
+#: The output type under which the cell under a hand run's title records that run: its profile,
+#: values, what changed, where its results go, and ``key`` None (no runner's content key).
+HAND_RUN_MIME = "application/vnd.dsmlib.hand-run+json"
+
+
+class ParameterRefused(ValueError):
+    """A value papermill injected that the chapter refuses (``-p steps -5``): one line."""
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython prints this instead of a traceback: the error is one line in the notebook
+        # (and in papermill's report of the failed cell)
+        return [f"{type(self).__name__}: {self}"]
+
+
+class UnknownParameter(ParameterRefused):
+    """A parameter papermill injected that the notebook's parameters cell does not declare."""
+
+
+def _literal(value: Any) -> bool:
+    """Whether ``value`` is one papermill could have injected (a JSON-like literal)."""
+    try:
+        return json.loads(json.dumps(value)) == value or isinstance(value, tuple)
+    except (TypeError, ValueError):
+        return False
+
+
+def undeclared(namespace: Mapping[str, Any], declared: set[str],
+               hidden: set[str] = frozenset()) -> list[str]:
+    """The names in ``namespace`` holding a literal that are not ``declared`` (IPython's own,
+    ``hidden``, and ``_``-names aside): what papermill injected beyond the parameters cell."""
+    return sorted(n for n, v in namespace.items()
+                  if not n.startswith("_") and n not in declared and n not in hidden
+                  and n != SEAL and _literal(v))
+
+
+def _ipython_hidden() -> set[str]:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return set()
+    ip = get_ipython()
+    return set(getattr(ip, "user_ns_hidden", {}) or {}) if ip is not None else set()
+
+
+def rerun_html(values: dict[str, Any], set_by: dict[str, str], results: str,
+               changed: dict[str, Any] | None) -> str:
+    """What a hand run shows under the title (HTML)."""
+    profile = values["profile"]
+    what = (f"with {len(changed)} value{'s' if len(changed) != 1 else ''} changed from the "
+            f"profile's ({', '.join(f'<code>{html.escape(k)}</code>' for k in changed)})"
+            if changed else "with exactly the profile's values" if changed is not None
+            else "(what differs from the profile cannot be said here: no book's "
+                 "<code>notebooks/profiles.yml</code> was found)")
+    return (f"<div class='provenance hand-run'><strong>Hand run.</strong> Re-executed outside "
+            f"the book's runner (by papermill or in Jupyter), under the "
+            f"<code>{html.escape(profile)}</code> profile {what}: not the book's execution of "
+            f"this chapter. Its results go to <code>{html.escape(results)}</code>; "
+            f"<code>results/{html.escape(profile)}/</code> and the book's chapter are left as "
+            f"they were.\n{parameters_html(values, set_by)}</div>\n")
+
+
+class HandRun:
+    """What the cell under a hand run's title shows (HTML) and records (JSON under
+    :data:`HAND_RUN_MIME`: the notebook's metadata still holds the runner's provenance, which
+    papermill copies and no kernel can rewrite; :func:`dsmlib.book.execute.store.runner_metadata`)."""
+
+    def __init__(self, html_text: str, record: dict[str, Any]):
+        self.html, self.record = html_text, record
+
+    @property
+    def data(self) -> str:
+        return self.html
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
+        return {"text/html": self.html, HAND_RUN_MIME: self.record}
+
+
+def announce_rerun(notebook: str, namespace: Mapping[str, Any]):
+    """What the provenance cell of notebook ``notebook`` shows when a person re-runs it: that
+    it is a hand run, with the values it runs with (read from ``namespace``, the kernel's
+    ``globals()``), as an HTML display; a name papermill injected that its parameters cell
+    does not declare is refused. None under the runner's seal (the runner never executes this
+    cell)."""
+    if namespace.get(SEAL):
+        return None
+    root = hand_run_root()
+    try:
+        spec = load_specs(root / "notebooks").get(notebook)
+    except (OSError, ValueError):
+        spec = None
+    cls = parameters_class(spec or NotebookSpec(      # a book without it: the package's own
+        notebook, notebook, root, {p: {} for p in PROFILES}, module=f"{CHAPTERS}.{notebook}"))
+    declared = set(RUNNER_PARAMETERS) | set(cls.names())
+    unknown = undeclared(namespace, declared, _ipython_hidden())
+    if unknown:
+        raise UnknownParameter(
+            f"unknown parameter(s) {unknown}: this notebook's parameters are "
+            f"{', '.join(sorted(declared))} (papermill -p NAME VALUE)")
+    try:
+        mine = cls.from_namespace(namespace)
+    except (TypeError, ValueError) as err:
+        raise ParameterRefused(f"{err} (papermill -p NAME VALUE)") from None
+    profile = str(namespace.get("profile"))
+    values = run_values(mine, profile)
+    changed = changed_values(root, mine, profile)
+    set_by = {k: f"profile {profile}" for k in (spec.profiles.get(profile) or {} if spec else {})}
+    set_by |= {k: "this hand run" for k in changed or {}}
+    results = custom_results_path(root, notebook, values)
+    record = {"notebook": notebook, "hand_run": True, "key": None, "profile": profile,
+              "parameters": values, "changed": changed, "results": str(results),
+              "environment": environment()}
+    return HandRun(rerun_html(values, set_by, str(results), changed), record)

@@ -1,0 +1,139 @@
+"""The generated pages of a profile's site (book layer): the ledger, the errata, the
+introduction's summary and coverage statement, and the reproducibility table, from
+``results/<profile>/`` checked against ``book/chapters/<profile>/`` (the files the site
+serves beside them are :mod:`dsmlib.book.site.assets`)."""
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from ...figures.tables import data_table
+from ...foundation.files import atomic_write_text
+from .citation import citation_markdown, load_citation
+from .downloads import claim_rows, claims_csv, claims_json, downloads_markdown
+from ...chapters.sec5_distillation.gpu_cost import cost_rows, paper_cifar10_cost
+from ...figures.sec5_distillation import cost_markdown
+from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
+from ..execute.provenance import git_commit
+from .profile_table import grid_runs_sentence, profiles_html
+from ..profiles import chapters_with_runs, load_specs, resolve
+from .provenance_html import provenance_table
+from ..references.stored import Reference, references_by_chapter
+from ..execute.results import load_results
+from ..execute.store import executed_path, rerun_by_hand, results_mismatch, results_path, runner_metadata
+
+__all__ = ["checked_results", "chapter_links", "write_generated_pages", "references_markdown"]
+
+
+def checked_results(root: Path, profile: str, specs: dict) -> list[dict[str, Any]]:
+    """``results/<profile>/*.json`` for the book's notebooks, each checked against its
+    executed chapter (``book/chapters/<profile>/``): same profile, parameters and content key.
+    Anything else is a ValueError naming the file and the command that fixes it."""
+    docs = {d["notebook"]: d for d in load_results(root / "results", profile)}
+    for name in specs:
+        nb = executed_path(root, profile, name)
+        fix = f"run `python -m dsmlib execute {name} --profile {profile} --force`"
+        if not nb.exists():
+            raise ValueError(f"{nb.relative_to(root)} is missing: run `python -m dsmlib "
+                             f"execute --profile {profile}` first")
+        whole = json.loads(nb.read_text()).get("metadata", {})
+        if rerun_by_hand(whole):
+            raise ValueError(f"{nb.relative_to(root)} was re-executed by hand (plain papermill), "
+                             f"not by the book's runner: {fix}")
+        meta = runner_metadata(whole)
+        prov = meta.get("provenance") or {}
+        if prov.get("profile") != profile:
+            raise ValueError(f"{nb.relative_to(root)} was executed under profile "
+                             f"{prov.get('profile')!r}, not {profile!r}: {fix}")
+        res = results_path(root, profile, name)
+        if name not in docs:
+            raise ValueError(f"no results for notebook {name!r} under profile {profile!r} "
+                             f"({res.relative_to(root)} is missing): {fix}")
+        why = results_mismatch(res, meta.get("key", ""), prov.get("parameters", {}), profile)
+        if why:
+            raise ValueError(f"{res.relative_to(root)} does not match the executed chapter "
+                             f"{nb.relative_to(root)}: {why}; {fix}")
+    return [docs[n] for n in specs]
+
+
+def references_markdown(refs: list[Reference], paths: dict[str, str]) -> str:
+    """The reproducibility page's section on the committed reference executions ("" with
+    none, so that a book without references is unchanged)."""
+    if not refs:
+        return ""
+    lines = ["## Reference executions", "",
+             "Chapters executed once under another profile, where the hardware is, and "
+             "committed in `reference/<profile>/` with their provenance (`python -m dsmlib "
+             "reference --profile paper`). The ledger shows their verdicts beside this "
+             "build's. *Stale*: the code has changed since; shown with the commit it was "
+             "measured at, never as current.", "",
+             "```{raw} html"]
+    rows = []
+    for r in refs:
+        link = (f"<a href='{html.escape(paths[r.name])}.html'>{html.escape(r.name)}</a>"
+                if r.name in paths else html.escape(r.name))
+        state = "fresh" if r.fresh else "<strong>stale</strong>"
+        if r.fixture:
+            state += " (test fixture)"
+        rows.append([link, f"<code>{html.escape(r.profile)}</code>", html.escape(str(r.device)),
+                     f"{float(r.provenance.get('wall_s', 0)):.0f} s",
+                     f"<code>{html.escape(str(r.commit))}</code>", state])
+    lines += [data_table(["Chapter", "Profile", "Device", "Wall time", "Commit", "State"], rows,
+                         table_class="cases cards references-table"), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def chapter_links(specs: dict) -> dict[str, str]:
+    """Each chapter's ``{doc}`` target with its title (``Title <chapters/name>``), for the
+    ledger's and errata's headings: a bare ``{doc}`chapters/ols``` shows the title in the page,
+    but the page's "Contents" sidebar showed the path."""
+    return {n: f"{spec.title} <chapters/{n}>" for n, spec in specs.items()}
+
+
+def write_generated_pages(root: Path, profile: str,
+                          references: list[Reference] | None = None) -> None:
+    """The ledger (with every claim as JSON and CSV), the errata, and the introduction's
+    summary, coverage statement and citation (from ``results/<profile>``, checked against the
+    executed chapters, with the committed ``references`` beside them, and ``CITATION.cff``),
+    and the reproducibility page's tables (from the executed notebooks, the references and
+    the committed GPU benchmarks)."""
+    specs = load_specs(root / "notebooks")
+    docs = checked_results(root, profile, specs)
+    paths = {n: f"chapters/{n}" for n in specs}
+    titled = chapter_links(specs)
+    refs = list(references or [])
+    by_chapter = references_by_chapter(refs)
+    gen = root / "book" / "_generated"
+    runs = {n: json.loads(executed_path(root, profile, n).read_text())
+            .get("metadata", {}).get("dsmlib", {}).get("provenance") for n in specs}
+    rows = claim_rows(docs, {n: str((p or {}).get("commit", "unknown")) for n, p in runs.items()},
+                      profile, refs)
+    atomic_write_text(gen / "claims.json", claims_json(rows))
+    atomic_write_text(gen / "claims.csv", claims_csv(rows))
+    ledger = ledger_markdown(docs, chapter_paths=titled, profile=profile, references=by_chapter)
+    title, intro, rest = ledger.split("\n\n", 2)     # the downloads open the page
+    atomic_write_text(root / "book" / "ledger.md", "\n\n".join([
+        title, intro, downloads_markdown("_generated/claims.json", "_generated/claims.csv",
+                                         len(rows)), rest]))
+    atomic_write_text(root / "book" / "errata.md",
+                      errata_markdown(docs, chapter_paths=titled, profile=profile,
+                                      references=by_chapter))
+    atomic_write_text(gen / "summary.md", summary_markdown(docs, profile=profile,
+                                                           references=by_chapter))
+    atomic_write_text(gen / "coverage.md", coverage_markdown(docs, profile=profile))
+    atomic_write_text(gen / "provenance.md", provenance_table(runs, paths))
+    atomic_write_text(gen / "references.md", references_markdown(refs, paths))
+    atomic_write_text(gen / "profiles.md", profiles_html(specs, paths))
+    atomic_write_text(gen / "grid_runs.md", grid_runs_sentence(specs))
+    atomic_write_text(gen / "citation.md", citation_markdown(load_citation(root),
+                                                                 git_commit(root)))
+    with_runs = chapters_with_runs(specs)      # the chapter whose runs the GPU cost is of
+    seeds = ((specs[with_runs[0]].profiles.get("paper") or {}).get("seeds")
+             if len(with_runs) == 1 else None)
+    cost = cost_markdown(cost_rows(root), len(seeds) if seeds else None)
+    if len(with_runs) == 1 and "cifar10" in (specs[with_runs[0]].profiles.get("paper") or {}
+                                             ).get("datasets", []):
+        cost += "\n" + paper_cifar10_cost(root, resolve(specs[with_runs[0]], "paper")) + "\n"
+    atomic_write_text(gen / "gpu_cost.md", cost)

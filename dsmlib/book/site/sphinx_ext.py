@@ -1,0 +1,106 @@
+"""A small Sphinx extension for the book (book layer).
+
+Jupyter Book 1 always loads ``sphinx_thebe``, whose inline ``const THEBE_JS_URL`` script is
+added twice and throws ``Identifier 'THEBE_JS_URL' has already been declared`` on every page
+(a Sphinx 7 quirk), and whose default points at a CDN. The book launches no Thebe kernel, so
+this extension removes the thebe scripts from every page: no console error, nothing that
+could reach for a CDN.
+
+Figures and equations that reproduce the paper's carry the paper's numbers
+(:mod:`dsmlib.book.site.paper_numbers`).
+
+Under a profile that only tests the machinery (``smoke``; the runner passes the profile in
+``DSMLIB_PROFILE``), every page opens with a banner saying so.
+
+It writes myst-nb's stylesheet before the pages (so that every build of the same results links
+it the same way), and it also starts loading plotly.js early, without blocking the first paint, on the pages that
+have a figure (and only there): an ``async`` script in the head, which the figure loader
+(``dsm-plotly.js``) waits for.
+"""
+from __future__ import annotations
+
+import html
+import os
+from typing import Any
+
+from .ledger import machinery_notice
+from .paper_numbers import declared_numbers, renumber
+
+
+def _drop_thebe(app: Any, pagename: str, templatename: str, context: dict[str, Any],
+                doctree: Any) -> None:
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    keep = []
+    for js in scripts:
+        name = str(js)
+        body = getattr(js, "attributes", {}).get("body", "") if hasattr(js, "attributes") else ""
+        if "thebe" in name.lower() or "THEBE_JS_URL" in str(body):
+            continue
+        keep.append(js)
+    context["script_files"] = keep
+
+
+def _plotly_early(app: Any, pagename: str, templatename: str, context: dict[str, Any],
+                  doctree: Any) -> None:
+    if "dsm-plotly-data" not in context.get("body", ""):
+        return
+    src = context["pathto"]("_static/plotly.min.js", 1)
+    context["metatags"] = (context.get("metatags", "")
+                           + f'\n    <script async id="dsm-plotly-js" src="{src}"></script>')
+
+
+def _machinery_banner(app: Any, pagename: str, templatename: str, context: dict[str, Any],
+                      doctree: Any) -> None:
+    notice = machinery_notice(os.environ.get("DSMLIB_PROFILE", ""))
+    if notice and "body" in context:
+        context["body"] = ("<div class='admonition warning dsm-machinery-banner' role='note'>"
+                           f"<p class='admonition-title'>Machinery test build</p><p>"
+                           f"{html.escape(notice)}</p></div>\n" + context["body"])
+
+
+def _mystnb_css_first(app: Any) -> None:
+    """Write myst-nb's stylesheet before any page: myst-nb writes it when the build ends, so
+    the pages of a fresh build linked it without the ``?v=`` checksum that a rebuild's
+    rewritten pages had, and two builds of the same results differed in those bytes."""
+    from myst_nb.sphinx_ext import add_global_html_resources
+    if getattr(app.builder, "format", None) == "html":
+        os.makedirs(os.path.join(app.builder.outdir, "_static"), exist_ok=True)
+        add_global_html_resources(app, None)
+
+
+def _paper_numbers(app: Any, env: Any) -> list[str]:
+    """After Sphinx numbers the figures and equations (its toctree collector, on the same
+    event): the paper's numbers where a chapter declares them, "B" before the book's own
+    equation numbers (:mod:`dsmlib.book.site.paper_numbers`)."""
+    if env.config.numfig:
+        renumber(env.toc_fignumbers,
+                 declared_numbers({d: env.doc2path(d) for d in env.found_docs}))
+    return []
+
+
+def _source_link(app: Any, config: Any) -> None:
+    """The header's link to the book's source repository, from ``CITATION.cff``'s
+    ``repository-code`` (the one place that names it)."""
+    from pathlib import Path
+
+    from .citation import CITATION_FILE, load_citation
+    root = next((d for d in (Path(app.srcdir), Path(app.confdir))
+                 if (d / CITATION_FILE).exists()), None)
+    url = load_citation(root).get("repository-code") if root is not None else None
+    if not url:           # not published yet: no button rather than an address that is not
+        return
+    options = dict(config.html_theme_options or {})
+    options.update(repository_url=str(url), use_repository_button=True)
+    config.html_theme_options = options
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.connect("config-inited", _source_link)
+    app.connect("env-get-updated", _paper_numbers, priority=900)
+    app.connect("builder-inited", _mystnb_css_first)
+    app.connect("html-page-context", _machinery_banner, priority=900)
+    app.connect("html-page-context", _drop_thebe, priority=900)
+    app.connect("html-page-context", _plotly_early, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
