@@ -43,11 +43,14 @@ def missing_axis_titles(fig) -> list[str]:
     """Names of the axes of ``fig`` that are shown but have no title in the figure's layout.
 
     Walks every ``xaxis*`` / ``yaxis*`` entry of ``fig.layout`` and every axis a trace is drawn
-    on (``x``, ``x2``, ...); an axis counts as shown unless ``visible`` is False. The one
-    exception (issue 53): an x axis without a title under which, in the same column (the same
-    horizontal domain), a titled x axis lies: that title is shared by the axes above it (a
-    stacked figure titles only its bottom x axis). The browser's check
-    (tests/book/test_browser.py, ``FIGURES_JS``) applies the same rule to the drawn page.
+    on (``x``, ``x2``, ...); an axis counts as shown unless ``visible`` is False. Every axis
+    carries its own title (issue 63: Prop. 2's upper panels showed tick labels of their own
+    under no title, and at 390 px nothing tied them to the title at the figure's bottom). The
+    one exception is an axis that is not one of its own: an untitled x axis that shows no tick
+    labels (``showticklabels`` False) and ``matches`` a titled x axis lying under it in the
+    same column (the same horizontal domain), as ``make_subplots(shared_xaxes=True)`` builds
+    them: it has that axis's range, and its ticks and title are that axis's. The browser's
+    check (tests/book/test_browser.py, ``FIGURES_JS``) applies the same rule to the drawn page.
     """
     layout = fig.layout.to_plotly_json()
     names = {k for k in layout if k.startswith(("xaxis", "yaxis"))}
@@ -56,32 +59,39 @@ def missing_axis_titles(fig) -> list[str]:
             if attr in tr:                      # cartesian traces only
                 ref = tr[attr] or attr[0]       # "x", "x2", ...
                 names.add(attr + ref[1:])
+    return [name for name in sorted(names)
+            if layout.get(name, {}).get("visible") is not False and not _titled(layout, name)
+            and not (name.startswith("xaxis") and _shared_from_below(layout, name))]
 
-    def titled(name: str) -> bool:
-        axis = fig.layout[name]
-        return bool(axis.title and axis.title.text and str(axis.title.text).strip())
 
-    def place(name: str) -> tuple[tuple[float, float], tuple[float, float]]:
-        """An x axis's horizontal domain and its anchor's vertical domain."""
-        axis = fig.layout[name]
-        anchor = axis.anchor if axis.anchor not in (None, "free") else "y"
-        y = fig.layout["yaxis" + anchor[1:]]
-        return (tuple(round(v, 3) for v in (axis.domain or (0, 1))),
-                tuple(y.domain or (0, 1)) if y is not None else (0, 1))
+def _titled(layout: dict, name: str) -> bool:
+    """Whether the axis ``name`` of a figure's ``layout`` (a plain dict) has a title that is
+    not blank."""
+    title = layout.get(name, {}).get("title")
+    text = title.get("text") if isinstance(title, dict) else title
+    return bool(text and str(text).strip())
 
-    def shared_from_below(name: str) -> bool:
-        (cols, rows) = place(name)
-        return any(titled(other) and place(other)[0] == cols and place(other)[1][1] <= rows[0] + 1e-9
-                   for other in names if other.startswith("xaxis") and other != name)
 
-    missing = []
-    for name in sorted(names):
-        axis = fig.layout[name]
-        if axis.visible is False or titled(name):
-            continue
-        if not (name.startswith("xaxis") and shared_from_below(name)):
-            missing.append(name)
-    return missing
+def _place(layout: dict, name: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """An x axis's horizontal domain and its anchor's vertical domain."""
+    axis = layout.get(name, {})
+    anchor = axis.get("anchor") if axis.get("anchor") not in (None, "free") else "y"
+    y = layout.get("yaxis" + anchor[1:], {})
+    return (tuple(round(v, 3) for v in axis.get("domain", (0, 1))),
+            tuple(y.get("domain", (0, 1))))
+
+
+def _shared_from_below(layout: dict, name: str) -> bool:
+    """Whether the untitled x axis ``name`` is a shared one: no tick labels of its own, and
+    ``matches`` a titled x axis under it in its column."""
+    axis = layout.get(name, {})
+    if axis.get("showticklabels") is not False or not axis.get("matches"):
+        return False
+    other = "xaxis" + axis["matches"][1:]
+    if not _titled(layout, other):
+        return False
+    (cols, rows), (o_cols, o_rows) = _place(layout, name), _place(layout, other)
+    return o_cols == cols and o_rows[1] <= rows[0] + 1e-9
 
 
 def figure_functions() -> list[str]:

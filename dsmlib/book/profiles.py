@@ -25,7 +25,8 @@ import yaml
 
 from ..foundation.parameters import ChapterParameters
 
-__all__ = ["PROFILES", "ON_REQUEST", "GPU_CIFAR10", "CPU_CIFAR10", "DEFAULT_PROFILE", "RUNNER_PARAMETERS", "CHAPTERS", "NotebookSpec",
+__all__ = ["PROFILES", "ON_REQUEST", "GPU_CIFAR10", "CPU_CIFAR10", "DEFAULT_PROFILE",
+           "PROFILE_USES", "QUICK_GOAL_S", "GOAL_MACHINE", "RUNNER_PARAMETERS", "CHAPTERS", "NotebookSpec",
            "find_root", "hand_run_root", "load_specs", "check_profile", "select", "parse_value",
            "parameters_class", "resolve", "chapters_with_runs"]
 
@@ -41,6 +42,23 @@ PROFILES = ("smoke", "quick", "paper", "gpu", GPU_CIFAR10, CPU_CIFAR10)
 #: leave them out).
 ON_REQUEST = ("gpu", GPU_CIFAR10, CPU_CIFAR10)
 DEFAULT_PROFILE = "quick"
+#: What each profile is for, as the README and the reproducibility page list them.
+PROFILE_USES = {
+    "smoke": "seconds per notebook, used by the tests; no evidence about the paper",
+    "quick": "the default: every chapter on a CPU, the whole book in at most "
+             "{goal} on a 2-core Intel Xeon",
+    "paper": "the paper's settings where it gives them (Figures 1–3), elsewhere a larger run "
+             "of the same experiments; Section 5 needs GPUs and its data sets",
+    "gpu": "Section 5 on one GPU: ResNet-56 on digits at 32×32, no download (other chapters "
+           "run as quick)",
+    GPU_CIFAR10: "Section 5 on one GPU: ResNet-56 on 2,100 CIFAR-10 images without crops or "
+                 "flips (`make data` first)",
+    CPU_CIFAR10: "Section 5 on two CPU cores in the background: ResNet-8 on 1,200 CIFAR-10 "
+                 "images with the paper's crops and flips, 10 seeds (`make data` first)",
+}
+#: The ``quick`` profile's time goal for the whole book, on the machine the goals are set for.
+QUICK_GOAL_S = 600
+GOAL_MACHINE = "a 2-core Intel Xeon"
 #: Names every notebook's parameters cell declares beside its chapter's, set by the book
 #: (``--profile``; the live widgets are on in ``lab`` only), never by ``-p`` or a profile.
 RUNNER_PARAMETERS = ("profile", "live_widgets")

@@ -85,6 +85,16 @@ def constant_growth_text(sweeps: Sequence[Any]) -> Any:
                     f"(4 + 2σ²), which its constant tends to as η → 0, grows by {proof:.3g}.")
 
 
+def _eta_axes(fig: go.Figure, rows: int, title: str) -> None:
+    """The x axes of ``rows`` stacked panels: log step sizes on one shared range (every panel
+    ``matches`` the first, so one η sits at one place in every panel, however few steps a
+    model was run at), each with its own tick labels and ``title`` (issue 63: the upper panels'
+    ticks had no title, and on a phone the one at the bottom was a screen away)."""
+    for row in range(1, rows + 1):
+        fig.update_xaxes(type="log", exponentformat="power", title_text=title,
+                         matches=None if row == 1 else "x", row=row, col=1)
+
+
 def strong_error_figure(sweeps: Sequence[Any], *, alpha: float = 0.01) -> go.Figure:
     """One log-log panel per model (stacked, so the figure fits a phone): the constant
     ``max_k E||Theta(k eta) - theta_bar_k||^2 / eta^2`` against the step, with 99 % error bars,
@@ -110,11 +120,8 @@ def strong_error_figure(sweeps: Sequence[Any], *, alpha: float = 0.01) -> go.Fig
                 x=s.etas, y=s.exact_peak / s.etas ** 2, mode="lines", legendgroup=s.name,
                 line=dict(color=color, dash="dot", width=1.5), showlegend=False,
                 name=f"{noise}, {kind}: exact"), row=row, col=1)
-    for row in range(1, len(names) + 1):
-        fig.update_xaxes(type="log", row=row, col=1, exponentformat="power",
-                         title_text="step size η (control: h)" if row == len(names) else None)
-        fig.update_yaxes(type="log", row=row, col=1, exponentformat="power",
-                         title_text="max<sub>k</sub> MSE / η²")
+    _eta_axes(fig, len(names), "step size η (control: h)")
+    fig.update_yaxes(type="log", exponentformat="power", title_text="max<sub>k</sub> MSE / η²")
     fig.update_layout(height=360 * len(names) + 60 * len(sweeps),
                       legend=dict(orientation="v", y=-0.08, x=0, yanchor="top",
                                   font=dict(size=11), tracegroupgap=12,
@@ -164,10 +171,8 @@ def weak_figures(weaks: Sequence[Any], *, alpha: float = 0.01) -> go.Figure:
                       name=(f"{weaks[row - 1].name}, fit:<br>  "
                             f"{case_label(weaks[row - 1].case(), 'rate')}" if is_fit else tr.name))
             fig.add_trace(tr, row=row, col=1)
-        fig.update_xaxes(type="log", exponentformat="power", row=row, col=1,
-                         title_text="step size η" if row == len(weaks) else None)
-        fig.update_yaxes(type="log", exponentformat="power", row=row, col=1,
-                         title_text="energy coefficient H")
+    _eta_axes(fig, len(weaks), "step size η")
+    fig.update_yaxes(type="log", exponentformat="power", title_text="energy coefficient H")
     fig.update_layout(height=340 * len(weaks) + 200, margin=dict(l=60, r=10, t=40, b=20),
                       legend=dict(orientation="v", y=-0.08, x=0, yanchor="top",
                                   font=dict(size=11)))
@@ -180,7 +185,7 @@ def moments_figures(weaks: Sequence[Any]) -> go.Figure:
     titles = [t for w in weaks for t in (f"{w.name}: gap of the means",
                                          f"{w.name}: ratio of the covariance traces")]
     n = 2 * len(weaks)
-    fig = make_subplots(n, 1, vertical_spacing=0.35 / n, subplot_titles=titles)
+    fig = make_subplots(n, 1, vertical_spacing=0.45 / n, subplot_titles=titles)
     for k, w in enumerate(weaks):
         for j, tr in enumerate(moments_figure(w).data):
             row = 2 * k + j + 1
@@ -188,9 +193,8 @@ def moments_figures(weaks: Sequence[Any]) -> go.Figure:
             fig.add_hline(y=float(j), line=dict(color="#111111", dash="dash"), row=row, col=1)
             fig.update_yaxes(title_text="gap / √tr C" if j == 0 else "tr C_SGD / tr C_DSM",
                              row=row, col=1)
-            fig.update_xaxes(type="log", exponentformat="power", row=row, col=1,
-                             title_text="step size η" if row == n else None)
-    fig.update_layout(height=230 * n + 60, margin=dict(l=60, r=10, t=40, b=40))
+    _eta_axes(fig, n, "step size η")
+    fig.update_layout(height=260 * n + 60, margin=dict(l=60, r=10, t=40, b=40))
     return fig
 
 

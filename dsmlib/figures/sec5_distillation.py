@@ -472,11 +472,12 @@ def cost_markdown(rows: Sequence[dict[str, Any]], seeds: int | None) -> str:
         return ("No GPU session has measured the paper's grid yet (`benchmarks/gpu_check.sh` "
                 "does, and its outputs are committed under `benchmarks/gpu_runs/`).\n")
     best = min(rows, key=lambda r: r["gpu_hours_per_seed"])
-    total = (f", so the `paper` profile's {seeds} seeds take about "
+    total = (f", so the `paper` profile's {seeds} seeds of that grid take about "
              f"{best['gpu_hours_per_seed'] * seeds:.0f} GPU-hours" if seeds else "")
     lines = [f"At the rates measured on one {best['device']} ({best['date']}), the paper's "
-             "Figure 1 grid (SVHN, CIFAR-10 and CIFAR-100; a ResNet-56 teacher and "
-             f"{best.get('students_per_group', '?')} students each; 200 epochs) costs "
+             "Figure 1 grid as the bench counts it (SVHN, CIFAR-10 and CIFAR-100; a ResNet-56 "
+             f"teacher and {best.get('students_per_group', '?')} students each, fewer than the "
+             "`paper` profile's, whose CIFAR-10 part is costed below; 200 epochs) costs "
              f"**{best['gpu_hours_per_seed']:.2f} GPU-hours per seed** with the "
              f"`{best['step']}` step{total}; every run alone at the eager teacher's rate would "
              f"take {best['baseline_gpu_hours_per_seed']:.1f} GPU-hours per seed (the bench's "

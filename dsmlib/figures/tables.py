@@ -67,6 +67,17 @@ def _open(v: float | None) -> bool:
     return v is None or math.isinf(v)
 
 
+def paper_words(c: dict[str, Any]) -> str:
+    """What the paper says, as the Paper column shows it: its value, or, for a directional
+    claim (paper value 0 and a band that is a sign), "> 0" or "< 0"."""
+    lo, hi = c.get("band") or (None, None)
+    if c.get("paper") == 0 and hi is None and lo is not None and 0 <= lo < 1e-9:
+        return "&gt; 0"
+    if c.get("paper") == 0 and lo is None and hi is not None and -1e-9 < hi < 0:
+        return "&lt; 0"
+    return fmt_number(c.get("paper"))
+
+
 def band_words(band: list[float | None]) -> str:
     """What a claim is tested against, in words: "below 0" (a band ending a hair below zero:
     a sign), "at least 1", "between 0.9 and 1.1"."""
@@ -194,7 +205,7 @@ def claims_html(claims: Iterable[Any]) -> str:
             f"{way}</td>"
             f"<td class='c-claim'><code>{html.escape(c['id'])}</code>{tag}"
             f"<div class='stmt'>{math_html(c['statement'])}</div></td>"
-            f"<td class='c-paper'>{fmt_number(c['paper'])} "
+            f"<td class='c-paper'>{paper_words(c)} "
             f"<span class='band'>tested: {band_words(c['band'])}{unit}</span></td>"
             f"<td class='c-exact'>{fmt_number(c.get('exact'))}</td>"
             f"<td class='c-measured'>{fmt_number(c['measured'])} "

@@ -65,13 +65,13 @@ FIGURES_JS = """() => {
     const y = F['yaxis' + anchor.slice(1)];
     return [(L[k] && L[k].domain) || a.domain, y ? (L['yaxis' + anchor.slice(1)] || {}).domain || y.domain : [0, 1]];
   };
-  // the one exception: an x title shared by the axes above it in the same column
+  // the one exception: an x axis shared with a titled x axis under it in its column (it
+  // matches that axis and shows no tick labels of its own: issue 63)
   const sharedFromBelow = k => {
-    const [col, rows] = place(k);
-    return Object.keys(F).some(o => /^xaxis\\d*$/.test(o) && o !== k && title(L[o]) && (() => {
-      const [c, r] = place(o);
-      return Math.abs(c[0] - col[0]) < 0.002 && Math.abs(c[1] - col[1]) < 0.002 && r[1] <= rows[0] + 1e-6;
-    })());
+    const m = (L[k] && L[k].matches) || F[k].matches, o = m ? 'xaxis' + m.slice(1) : null;
+    if (!o || F[k].showticklabels !== false || !F[o] || !title(L[o])) return false;
+    const [col, rows] = place(k), [c, r] = place(o);
+    return Math.abs(c[0] - col[0]) < 0.002 && Math.abs(c[1] - col[1]) < 0.002 && r[1] <= rows[0] + 1e-6;
   };
   const untitled = [...used].filter(k => F[k] && F[k].visible !== false && !title(L[k])
                                          && !(k.startsWith('xaxis') && sharedFromBelow(k)));
@@ -623,9 +623,10 @@ def test_every_page_is_within_the_size_budget(smoke_book):
 @pytest.mark.parametrize("path", PAGES)
 def test_every_axis_a_trace_uses_has_its_own_title_at_1280_and_390(view, path):
     """At 1280 and 390 px (where a figure's columns stack) every axis a trace is drawn on has
-    a title in the layout its author set; the one exception is an x title shared by the axes
-    above it in the same column (FIGURES_JS; right after the load in the first test of this
-    module)."""
+    a title in the layout its author set; the one exception is an x axis shared with the
+    titled one under it in its column, which shows no tick labels of its own (FIGURES_JS;
+    right after the load in the first test of this module; issue 63: Prop. 2's upper panels
+    had tick labels and no title)."""
     for w in WIDTHS:
         untitled = [(k, f["untitled"]) for k, f in enumerate(view(path, w)["figures"])
                     if f["untitled"]]
@@ -633,21 +634,29 @@ def test_every_axis_a_trace_uses_has_its_own_title_at_1280_and_390(view, path):
 
 
 PLANTED_FIGURES_JS = """() => new Promise(done => {
-  const grid = document.createElement('div'), alone = document.createElement('div');
-  document.querySelector('main').append(grid, alone);
+  const [grid, stack, alone] = [0, 1, 2].map(() => document.createElement('div'));
+  document.querySelector('main').append(grid, stack, alone);
   // two columns of two rows: the left column titled as the chapters title theirs (its top x
-  // shares the bottom x's title); the right column's top y left untitled, and its bottom x
-  // untitled with only the top x titled above it
+  // shares the bottom x, its ticks and title); the right column's top y left untitled, and
+  // its bottom x untitled with only the top x titled above it
   const cell = (x, y) => ({x: [1, 2], y: [1, 2], xaxis: x, yaxis: y});
   Plotly.newPlot(grid, [cell('x', 'y'), cell('x2', 'y2'), cell('x3', 'y3'), cell('x4', 'y4')], {
     width: 360, height: 500,
-    xaxis: {domain: [0, 0.45], anchor: 'y'}, yaxis: {domain: [0.55, 1], anchor: 'x', title: {text: 'a'}},
+    xaxis: {domain: [0, 0.45], anchor: 'y', matches: 'x3', showticklabels: false},
+    yaxis: {domain: [0.55, 1], anchor: 'x', title: {text: 'a'}},
     xaxis2: {domain: [0.55, 1], anchor: 'y2', title: {text: 'above'}},
     yaxis2: {domain: [0.55, 1], anchor: 'x2'},
     xaxis3: {domain: [0, 0.45], anchor: 'y3', title: {text: 'shared'}},
     yaxis3: {domain: [0, 0.45], anchor: 'x3', title: {text: 'c'}},
     xaxis4: {domain: [0.55, 1], anchor: 'y4'},
     yaxis4: {domain: [0, 0.45], anchor: 'x4', title: {text: 'd'}}})
+  // Prop. 2's fault (issue 63): stacked panels, the upper one with tick labels of its own (and
+  // its own range) under no title, the one title at the bottom
+  .then(() => Plotly.newPlot(stack, [cell('x', 'y'), {x: [1, 8], y: [1, 2], xaxis: 'x2', yaxis: 'y2'}], {
+    width: 360, height: 400,
+    xaxis: {anchor: 'y'}, yaxis: {domain: [0.55, 1], anchor: 'x', title: {text: 'a'}},
+    xaxis2: {anchor: 'y2', title: {text: 'at the bottom'}},
+    yaxis2: {domain: [0, 0.45], anchor: 'x2', title: {text: 'b'}}}))
   .then(() => Plotly.newPlot(alone, [{x: [1, 2], y: [3, 4]}], {width: 300, height: 200}))
   .then(done);
 })"""
@@ -655,9 +664,10 @@ PLANTED_FIGURES_JS = """() => new Promise(done => {
 
 def test_the_axis_title_check_sees_a_planted_untitled_axis(browser, site):
     """FIGURES_JS on planted figures, at both widths: a figure with no titles at all (whose
-    _fullLayout carries plotly's placeholder titles), and a grid with one untitled y axis and
-    one bottom x axis with a title only above it, are found; the x title shared upwards in
-    its column is not."""
+    _fullLayout carries plotly's placeholder titles), a grid with one untitled y axis and one
+    bottom x axis with a title only above it, and stacked panels whose upper x axis shows tick
+    labels of its own under no title (issue 63), are found; the x axis shared with the titled
+    one under it in its column is not."""
     _, base = site
     for width in WIDTHS:
         page, _, _ = open_page(browser, base, "book/chapters/prop3_regularizer.html", width=width)
@@ -666,10 +676,11 @@ def test_the_axis_title_check_sees_a_planted_untitled_axis(browser, site):
         placeholder = page.evaluate("""() => { const gds = document.querySelectorAll('.js-plotly-plot');
             return gds[gds.length - 1]._fullLayout.xaxis.title.text; }""")
         page.close()
-        assert sorted(figs[-2]["untitled"]) == ["xaxis4", "yaxis2"], width
+        assert sorted(figs[-3]["untitled"]) == ["xaxis4", "yaxis2"], width
+        assert figs[-2]["untitled"] == ["xaxis"], width
         assert sorted(figs[-1]["untitled"]) == ["xaxis", "yaxis"], width
         assert "Click to enter" in placeholder          # what the old check counted as a title
-        assert all(f["untitled"] == [] for f in figs[:-2]), width
+        assert all(f["untitled"] == [] for f in figs[:-3]), width
 
 
 EQUATIONS_JS = r"""async () => {

@@ -62,7 +62,8 @@ def test_a_contrast_is_marked_where_the_difference_excludes_zero():
     assert pair["difference"]["measured"] == -1.46
     assert [c["setting"] for c in row["cells"]] == ["digits, 50 images", "digits, 100 images"]
     text = contrast_html(scales_of(built, [_ref(ref)], "quick"))
-    assert "≠" in text and "they differ in ResNet depth, learning rate η" in text
+    assert "Δ" in text and "≠" not in text     # ≠ means "verdict differs" in the ledger
+    assert "they differ in ResNet depth, learning rate η" in text
     assert "1 of 1 cases show one" in text
     assert "fig2.train_loss_to_zero" not in text       # only the claims named for contrast
 

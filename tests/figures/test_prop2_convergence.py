@@ -38,8 +38,9 @@ def test_strong_error_figure(runs):
     n_exact = sum(s.exact_peak is not None for s in sweeps)
     assert n_exact == 2 and len(fig.data) == len(sweeps) + n_exact
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
-    # Stacked panels, one x title (at the bottom), y titles on every panel: nothing overlaps.
-    assert fig.layout.xaxis.title.text is None and fig.layout.xaxis2.title.text
+    # Stacked panels on one range of η, each with its own x and y titles (issue 63).
+    assert fig.layout.xaxis.title.text == fig.layout.xaxis2.title.text
+    assert fig.layout.xaxis2.matches == "x" and fig.layout.xaxis2.showticklabels is not False
     assert fig.layout.yaxis.title.text and fig.layout.yaxis2.title.text
     assert fig.layout.xaxis.domain == fig.layout.xaxis2.domain
     assert fig.layout.legend.orientation == "v"
@@ -80,7 +81,23 @@ def test_weak_and_moments_figures(runs):
     assert both.layout.yaxis2.title.text and both.layout.xaxis2.title.text
     assert max(map(len, _legend_lines(both))) <= PHONE_CHARS
     mm = figs.moments_figures(weak)
-    assert len(mm.data) == 4 and mm.layout.xaxis4.title.text and mm.layout.xaxis.title.text is None
+    assert len(mm.data) == 4
+
+
+def test_stacked_panels_share_one_range_of_eta_and_title_each_axis(runs):
+    """Issue 63: in the stacked figures B5-B7 the upper panels showed tick labels of their
+    own under no title, and the models' panels spanned different ranges of η (the MLP's weak
+    comparison runs at fewer steps) under the one title at the bottom. Every panel's x axis
+    now has its own title and tick labels, on the first panel's range."""
+    sweeps, weak, _ = runs
+    for fig in (figs.strong_error_figure(sweeps), figs.weak_figures(weak),
+                figs.moments_figures(weak)):
+        axes = [k for k in fig.layout.to_plotly_json() if k.startswith("xaxis")]
+        assert len(axes) >= 2
+        for k in axes:
+            axis = fig.layout[k]
+            assert axis.title.text and axis.showticklabels is not False, k
+            assert axis.matches == (None if k == "xaxis" else "x"), k
 
 
 def test_constant_table_and_text(runs):

@@ -127,16 +127,11 @@ def _launch_by_seed(root: Path, args: argparse.Namespace, runs: Sequence[RunConf
                     runs_dir: Path, data_dir: Path) -> None:
     """``launch --by-seed [--commit]``: :func:`~dsmlib.chapters.sec5_distillation.seed_runs.train_by_seed`
     here, each finished seed's records committed with ``--commit``."""
-    from ...chapters.sec5_distillation.seed_runs import commit_paths, record_paths, train_by_seed
+    from ...chapters.sec5_distillation.seed_runs import commit_each_seed, train_by_seed
     prepare_data(sorted({c.dataset for c in runs}), data_dir, fetch=bool(args.download))
-
-    def commit(teacher: RunConfig, members: list[RunConfig], seconds: float | None) -> None:
-        how = "finished earlier" if seconds is None else f"trained here in {seconds:.0f} s"
-        message = (f"{args.profile}: the records of seed {teacher.seed} ({len(members)} runs, "
-                   f"{how})")
-        if commit_paths(root, record_paths(members, runs_dir), message):
-            print(f"[dsmlib] committed: {message}", file=sys.stderr, flush=True)
-    trained = train_by_seed(runs, runs_dir, on_seed=commit if args.commit else None,
+    trained = train_by_seed(runs, runs_dir,
+                            on_seed=commit_each_seed(root, runs_dir, args.profile)
+                            if args.commit else None,
                             threads=args.threads, data_dir=data_dir, device="auto",
                             deterministic=args.deterministic, step=args.step)
     print(f"[dsmlib] {trained} seed(s) trained for profile {args.profile}; runs in {runs_dir}",

@@ -173,14 +173,14 @@ def _pair_text(p: dict[str, Any], words: dict[str, str]) -> str:
              f"{fmt_number(diff['measured'])} [{fmt_number(diff['interval'][0])}, "
              f"{fmt_number(diff['interval'][1])}]")
     return (f"<span class='contrast{' differs' if p['differs'] else ''}"
-            f"{' stale' if p['stale'] else ''}'>{'≠ ' if p['differs'] else ''}"
+            f"{' stale' if p['stale'] else ''}'>{'Δ ' if p['differs'] else ''}"
             f"{html.escape(p['a'])} − {html.escape(p['b'])}: {value}</span>; "
             f"they differ in {conf}")
 
 
 def contrast_html(scales: Sequence[Scale]) -> str:
     """The across-scales table (HTML): per claim and case, each scale's value of the same case
-    with its setting, and the difference of each pair with both errors, marked (≠) where its
+    with its setting, and the difference of each pair with both errors, marked (Δ) where its
     99 % interval excludes 0, with the settings that differ; then the settings of every scale.
     "" with fewer than two scales or no case measured at two."""
     rows = contrast_rows(scales)
@@ -213,7 +213,7 @@ def contrast_html(scales: Sequence[Scale]) -> str:
     n = sum(bool(r["contrasts"]) for r in rows)
     return (f"<div class='contrasts'><p><strong>Across scales.</strong> The same case at every "
             "scale that measured it, side by side (compared only under the same name, in a "
-            "setting of the same kind). A contrast (≠) is marked where the 99 % interval of "
+            "setting of the same kind). A contrast (Δ) is marked where the 99 % interval of "
             "the difference of the two estimates, with both errors, excludes 0; "
             f"{n} of {len(rows)} cases show one. Every setting that differs between two scales "
             "is named: a contrast is not an effect of any one of them.</p>"

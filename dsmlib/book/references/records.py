@@ -45,7 +45,7 @@ if TYPE_CHECKING:   # the models layer imports torch: 2 s of every command's sta
 
 __all__ = ["RUNS", "RECORD_FILES", "records_dir", "manifest_path", "profile_runs",
            "training_key", "missing_records", "rederive_overrides", "rederive_command",
-           "store_run_records", "complete_records", "load_manifest"]
+           "store_run_records", "training_seconds", "complete_records", "load_manifest"]
 
 RUNS = "runs"
 #: What a committed record holds: the configuration and the finished run's metrics
@@ -92,6 +92,22 @@ def rederive_overrides(profile: str) -> dict[str, Any]:
 
 def rederive_command(name: str, profile: str) -> str:
     return f"python -m dsmlib reference {name} --profile {profile} --rederive"
+
+
+def training_seconds(configs: Sequence[RunConfig], runs_dir: Path) -> float:
+    """The seconds the runs of ``configs`` took, read from their records: every epoch's SGD
+    steps, measurements and G, once per group that trained together (a teacher; the students
+    of one teacher and stream, whose rows carry the group's times)."""
+    groups = {}
+    for c in configs:
+        key = c.key() if c.teacher is None else (c.teacher.key(), c.stream)
+        groups.setdefault(key, c)
+    total = 0.0
+    for c in groups.values():
+        path = runs_dir / c.key() / "done.json"
+        for row in json.loads(path.read_text())["history"]:
+            total += sum(float(row.get(k) or 0.0) for k in ("train_s", "eval_s", "gradnorm_s"))
+    return total
 
 
 def complete_records(runs_dir: Path) -> int:
@@ -157,7 +173,8 @@ def store_run_records(root: Path, profile: str, name: str, configs: Sequence[Run
         shutil.rmtree(base / key, ignore_errors=True)
     manifest = {"chapter": name, "profile": profile, "training_key": training_key(configs),
                 "runs": keys,
-                "trained": {k: provenance.get(k) for k in
-                            ("profile", "commit", "hardware", "versions", "wall_s")}}
+                "trained": {**{k: provenance.get(k) for k in
+                               ("profile", "commit", "hardware", "versions", "wall_s")},
+                            "records_s": training_seconds(configs, base)}}
     return atomic_write_text(manifest_path(root, profile, name),
                              json.dumps(manifest, indent=1) + "\n")

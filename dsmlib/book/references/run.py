@@ -26,7 +26,8 @@ from .records import (load_manifest, missing_records, profile_runs, records_dir,
                       rederive_overrides, store_run_records)
 from .stored import reference_meta, reference_paths, store_reference
 
-__all__ = ["needs_gpu", "make_references", "store_records", "rederive_references"]
+__all__ = ["needs_gpu", "make_references", "train_by_seed_first", "store_records",
+           "rederive_references"]
 
 #: Profiles whose GPU chapters are too large for a CPU.
 GPU_PROFILES = ("paper", "gpu", "gpu-cifar10")
@@ -101,6 +102,7 @@ def make_references(root: Path, names: list[str] | None = None, *, profile: str,
                   file=sys.stderr, flush=True)
             stored.append(nb_path)
             continue
+        train_by_seed_first(root, spec, profile)
         execute(root, [spec.name], profile=profile, timeout=timeout, progress=progress,
                 jobs=1, force=force)
         with book_lock(root, "reference"):
@@ -109,6 +111,25 @@ def make_references(root: Path, names: list[str] | None = None, *, profile: str,
         print(f"[dsmlib] {spec.name}: reference stored in {nb_path.relative_to(root)}",
               file=sys.stderr, flush=True)
     return stored
+
+
+def train_by_seed_first(root: Path, spec, profile: str) -> int:
+    """Where the chapter's parameters under ``profile`` say ``by_seed`` (a reference that
+    trains for hours on a CPU), train its missing runs here first, outside the kernel (no
+    cell's time limit), seed by seed, committing each seed's records as it finishes
+    (:mod:`dsmlib.chapters.sec5_distillation.seed_runs`); the page then finds every run done.
+    Returns the seeds trained (0 for any other chapter or profile)."""
+    params = plan(root, spec, profile, {}).parameters
+    if not (getattr(params, "by_seed", False) and getattr(params, "train_missing", False)):
+        return 0
+    from ...chapters.sec5_distillation.launch import prepare_data
+    from ...chapters.sec5_distillation.seed_runs import commit_each_seed, train_by_seed
+    runs_dir, data_dir = (p if p.is_absolute() else root / p
+                          for p in (Path(params.runs_dir), Path(params.data_dir)))
+    runs = params.runs()
+    prepare_data(sorted({c.dataset for c in runs}), data_dir)
+    return train_by_seed(runs, runs_dir, on_seed=commit_each_seed(root, runs_dir, profile),
+                         data_dir=data_dir, device="auto")
 
 
 def store_records(root: Path, spec, profile: str, notebook: Path) -> Path | None:

@@ -198,24 +198,34 @@ def scales_overview(docs: Sequence[dict[str, Any]], by_chapter: dict[str, list[R
 
 def erratum_at_scale(claim: dict[str, Any], refs: Sequence[Reference],
                      built: dict[str, Any] | None = None) -> str:
-    """One sentence (Markdown) on a claim of the errata at the paper's scale: its verdict in
-    the chapter's ``paper`` reference, or why there is none; "" with no references at all.
-    ``built``: the chapter's results in this build (to say when the reference repeats it)."""
-    paper = [r for r in refs if r.profile == PAPER_SCALE]
-    if not paper:
+    """Sentences (Markdown) on a claim of the errata at the other scales: its verdict in the
+    chapter's ``paper`` reference (or why there is none), then in each other reference that
+    measured it (``gpu``, ``cpu-cifar10``, ...); "" with no references at all. ``built``: the
+    chapter's results in this build (to say when the reference repeats it)."""
+    if not refs:
         return ""
-    r = paper[0]
-    theirs = r.claims().get(claim["id"])
-    if theirs is None:
-        return f"*At the paper's scale:* not measured by the `{PAPER_SCALE}` reference."
-    stale = "" if r.fresh else f" (**stale** reference, commit `{r.commit}`)"
-    stands = ("the erratum stands" if theirs["verdict"] == claim["verdict"] else
-              "the verdict differs from this build")
-    if built is not None and same_as_built(r, built):
-        stands += "; the reference ran with this build's parameters, so it is a repeat"
-    return (f"*At the paper's scale*{stale}: {BADGES[theirs['verdict']]}, measured "
-            f"{fmt_number(theirs['measured'])}, interval {fmt_interval(theirs['interval'])} "
-            f"({stands}).")
+    out = []
+    for r in sorted(refs, key=lambda r: (r.profile != PAPER_SCALE, r.profile)):
+        theirs = r.claims().get(claim["id"])
+        where = ("the paper's scale" if r.profile == PAPER_SCALE else
+                 f"the `{r.profile}` scale")
+        if theirs is None:
+            if r.profile == PAPER_SCALE:
+                out.append(f"*At the paper's scale:* not measured by the `{PAPER_SCALE}` "
+                           "reference.")
+            continue
+        stale = "" if r.fresh else f" (**stale** reference, commit `{r.commit}`)"
+        stands = ("the erratum stands" if theirs["verdict"] == claim["verdict"] else
+                  "the verdict differs from this build")
+        if built is not None and same_as_built(r, built):
+            stands += "; the reference ran with this build's parameters, so it is a repeat"
+        size = f", {theirs['size'].split(' (')[0]}" if theirs.get("size") else ""
+        out.append(f"*At {where}*{stale}: {BADGES[theirs['verdict']]}, measured "
+                   f"{fmt_number(theirs['measured'])}, interval "
+                   f"{fmt_interval(theirs['interval'])}{size} ({stands}).")
+    if not any(r.profile == PAPER_SCALE for r in refs) and not out:
+        return ""
+    return " ".join(out)
 
 
 def errata_at_scale_summary(bad: Sequence[tuple[str, dict[str, Any]]],
@@ -313,6 +323,12 @@ def summary_at_scale(docs: Sequence[dict[str, Any]],
                 f"chapter{'s' if len(pairs) != 1 else ''}"
                 + (f" ({len(stale)} of them stale: "
                    + ", ".join(f"`{d['notebook']}`" for d, _ in stale) + ")" if stale else ""))
+        repeats = [d["notebook"] for d, r in fresh if same_as_built(r, d)]
+        fresh = [(d, r) for d, r in fresh if not same_as_built(r, d)]
+        if repeats:
+            part += (f"; {', '.join(f'`{n}`' for n in repeats)} repeat"
+                     f"{'s' if len(repeats) == 1 else ''} this build's run (the same "
+                     "parameters), adding no new evidence")
         if fresh:
             measured = sum(c["id"] in r.claims() for d, r in fresh for c in d["claims"])
             kinds = dict.fromkeys(DIFFERENCE_KINDS, 0)
@@ -322,6 +338,7 @@ def summary_at_scale(docs: Sequence[dict[str, Any]],
             differ = sum(kinds.values())
             how = f" ({differences_text(kinds)})" if differ else ""
             part += (f"; the {'fresh one' if len(fresh) == 1 else f'{len(fresh)} fresh ones'} "
+                     f"{'that add evidence ' if repeats else ''}"
                      f"re-measure{'s' if len(fresh) == 1 else ''} {measured} of these claims, "
                      f"and {differ} of their verdicts {'differs' if differ == 1 else 'differ'} "
                      f"from this build's{how}")

@@ -26,7 +26,7 @@ from ..site.provenance_html import provenance_line
 from .stored import PLOTLY_JSON, Reference
 
 __all__ = ["SECTION_TAG", "site_outputs", "reference_cells", "contrast_cell",
-           "with_reference_sections"]
+           "first_screen_cell", "with_reference_sections"]
 
 SECTION_TAG = "dsmlib-reference"
 #: The heading before which reference sections go (else at the end of the page).
@@ -75,7 +75,8 @@ def _labelled(outputs: list[dict[str, Any]], ref: Reference) -> list[dict[str, A
     return out
 
 
-def _renamed(meta: dict[str, Any], profile: str, stale: str = "") -> dict[str, Any]:
+def _renamed(meta: dict[str, Any], profile: str, stale: str = "", heading: str = ""
+             ) -> dict[str, Any]:
     meta = copy.deepcopy(meta)
     fig = (meta.get("mystnb") or {}).get("figure")
     if fig:
@@ -85,9 +86,11 @@ def _renamed(meta: dict[str, Any], profile: str, stale: str = "") -> dict[str, A
             fig["caption"] = f"(`{profile}` reference{stale}.) {fig['caption']}"
     tags = [t for t in meta.get("tags", []) if t not in ("hide-input", "hide-output")]
     meta["tags"] = [*tags, "remove-input", "hide-output", SECTION_TAG]
+    what = (fig or {}).get("name") or heading or "{type}"
     meta.setdefault("mystnb", {}).update(
-        code_prompt_show=f"Show the {profile} reference's {'figure' if fig else '{type}'}",
-        code_prompt_hide="Hide it")
+        code_prompt_show=f"Show the {profile} reference's {what}", code_prompt_hide="Hide it")
+    # a reference's copy of a paper figure is not numbered as the paper's (the build's is)
+    (meta.get("dsmlib") or {}).pop("paper_figure", None)
     return meta
 
 
@@ -138,7 +141,7 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
         # The input is removed from the page; an empty one would drop the outputs too.
         cells.append({"cell_type": "code", "execution_count": None,
                       "id": f"dsmlib-ref-{p}-code-{i}",
-                      "metadata": _renamed(cell["metadata"], p, stale),
+                      "metadata": _renamed(cell["metadata"], p, stale, heading),
                       "outputs": _labelled(outputs, ref),
                       "source": f"# output of the {p} reference"})
     return cells
@@ -154,15 +157,34 @@ def contrast_cell(contrast: str) -> list[dict[str, Any]]:
                 f"ledger).\n\n```{{raw}} html\n{contrast}\n```\n", 0, "contrast")]
 
 
+def first_screen_cell(table: str) -> list[dict[str, Any]]:
+    """The page's opening across scales (``table``:
+    :func:`dsmlib.book.references.lead.first_screen_html`); none when it is empty."""
+    if not table:
+        return []
+    return [_md("**What each scale found.** Every claim of this page at every scale it "
+                "shows, the paper's own data first: its verdict, value and 99 % interval (a "
+                "directional accuracy claim with its size against δ), and the strongest "
+                "evidence across scales. The sections further down are each scale's in full; "
+                "the opening just below speaks for this build alone.\n\n"
+                f"```{{raw}} html\n{table}\n```\n", 0, "first-screen")]
+
+
 def with_reference_sections(nb: dict[str, Any],
                             shown: list[tuple[dict[str, Any], Reference]],
-                            lead: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """A copy of the page ``nb`` with ``lead`` (e.g. :func:`contrast_cell`), then a section
-    per ``(reference notebook, reference)``, before its reader guide (or at its end)."""
+                            lead: list[dict[str, Any]] | None = None,
+                            first: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A copy of the page ``nb`` with ``first`` (:func:`first_screen_cell`) after its title
+    cell, and ``lead`` (e.g. :func:`contrast_cell`), then a section per ``(reference notebook,
+    reference)``, before its reader guide (or at its end)."""
     nb = copy.deepcopy(nb)
-    if not shown and not lead:
+    if not shown and not lead and not first:
         return nb
     cells = nb["cells"]
+    if first:
+        title = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+                      and cell_source(c).lstrip().startswith("# ")), -1)
+        cells[title + 1:title + 1] = first
     at = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
                and any(line.startswith(BEFORE_HEADING) for line in cell_source(c).splitlines())),
               len(cells))

@@ -14,7 +14,8 @@ from .pages import write_generated_pages
 from ..profiles import check_profile, load_specs
 from ..references.freshness import current_references
 from ..references.contrast import contrast_html, scales_of
-from ..references.section import contrast_cell, with_reference_sections
+from ..references.lead import first_screen_html
+from ..references.section import contrast_cell, first_screen_cell, with_reference_sections
 from ..references.stored import Reference
 from ..execute.store import book_lock, executed_path, stage_site_copy
 
@@ -23,7 +24,7 @@ __all__ = ["SHOWN_PROFILES", "site_chapter", "build"]
 #: Reference profiles whose executions a GPU chapter's page shows in full (figures and
 #: verdicts; a stale one under a notice saying so); every reference's verdicts are in the
 #: ledger.
-SHOWN_PROFILES = ("gpu", "gpu-cifar10", "paper")
+SHOWN_PROFILES = ("cpu-cifar10", "gpu", "gpu-cifar10", "paper")
 
 
 def site_chapter(root: Path, spec, profile: str, refs: list[Reference]) -> str:
@@ -34,12 +35,14 @@ def site_chapter(root: Path, spec, profile: str, refs: list[Reference]) -> str:
     mine = [r for r in refs if r.name == spec.name]
     shown = [r for r in mine if spec.gpu and r.profile in SHOWN_PROFILES]
     built = root / "results" / profile / f"{spec.name}.json"
-    lead = (contrast_cell(contrast_html(scales_of(json.loads(built.read_text()), mine, profile)))
-            if mine and built.exists() else [])
-    if not shown and not lead:
+    scales = scales_of(json.loads(built.read_text()), mine, profile) if mine and \
+        built.exists() else []
+    lead = contrast_cell(contrast_html(scales)) if scales else []
+    first = first_screen_cell(first_screen_html(scales)) if scales else []
+    if not shown and not lead and not first:
         return text
     nb = with_reference_sections(json.loads(text), [(json.loads(r.notebook.read_text()), r)
-                                                    for r in shown], lead)
+                                                    for r in shown], lead, first)
     return json.dumps(nb, indent=1, ensure_ascii=False)
 
 

@@ -7,8 +7,8 @@ from typing import Any, Sequence
 
 from ...figures.tables import BADGES, claims_html, fmt_number
 from ...foundation.claims import CONFIDENCE, FAMILY_RULE, SCOPES, VERDICTS
-from ..references.scales import (corrections_at_scale, erratum_at_scale, errata_at_scale_summary,
-                                scales_html, scales_overview, summary_at_scale)
+from ..references.scales import (corrections_at_scale, differing_claims, errata_at_scale_summary,
+                                  erratum_at_scale, scales_html, scales_overview, summary_at_scale)
 from ..references.contrast import contrast_html, scales_of, tables_html
 from ..references.stored import Reference
 
@@ -110,6 +110,7 @@ def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
         + KIND_TEXT,
         "",
     ]
+    lines += [totals_line(docs, references), ""]
     overview = scales_overview(docs, references, profile)
     if overview:
         lines += [overview, ""]
@@ -127,6 +128,28 @@ def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
     if not docs:
         lines.append("No results found: run `make book`.")
     return "\n".join(lines) + "\n"
+
+
+def totals_line(docs: Sequence[dict[str, Any]],
+                references: dict[str, list[Reference]] | None = None) -> str:
+    """The ledger's totals: this build's claims by verdict, each reference profile's, and how
+    many verdicts differ across scales (the one meaning of ≠ on this page; a contrast between
+    two scales' estimates is marked Δ)."""
+    claims = [c for d in docs for c in d["claims"]]
+    counts = ", ".join(f"{sum(c['verdict'] == v for c in claims)} {v}" for v in VERDICTS)
+    parts = [f"**Totals.** This build: {plural(len(claims), 'claim')} ({counts})"]
+    refs = [r for rs in (references or {}).values() for r in rs]
+    for prof in sorted({r.profile for r in refs}):
+        mine = [r for r in refs if r.profile == prof]
+        theirs = [c for r in mine for c in r.claims().values()]
+        by = ", ".join(f"{sum(c['verdict'] == v for c in theirs)} {v}" for v in VERDICTS)
+        stale = sum(not r.fresh for r in mine)
+        differ = sum(len(differing_claims(d["claims"], [r])) for d in docs for r in mine
+                     if r.fresh and r.name == d["notebook"])
+        parts.append(f"`{prof}` references: {plural(len(theirs), 'claim')} ({by}), "
+                     f"{differ} with a verdict other than this build's (≠)"
+                     + (f", {stale} stale" if stale else ""))
+    return "; ".join(parts) + "."
 
 
 #: How the introduction chooses the findings a reader should take away (issue 53: "What it

@@ -18,7 +18,7 @@ from ...figures.sec5_distillation import cost_markdown
 from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
 from ..execute.provenance import git_commit
 from .profile_table import grid_runs_sentence, profiles_html
-from ..profiles import chapters_with_runs, load_specs, resolve
+from ..profiles import PROFILE_USES, QUICK_GOAL_S, chapters_with_runs, load_specs, resolve
 from .provenance_html import provenance_table
 from ..references.stored import Reference, references_by_chapter
 from ..execute.results import load_results
@@ -77,12 +77,29 @@ def references_markdown(refs: list[Reference], paths: dict[str, str]) -> str:
         state = "fresh" if r.fresh else "<strong>stale</strong>"
         if r.fixture:
             state += " (test fixture)"
+        trained = r.provenance.get("trained") or {}
+        wall = f"{float(r.provenance.get('wall_s', 0)):.0f} s"
+        if trained:
+            spent = trained.get("records_s")
+            where = (f"{float(trained['wall_s']):,.0f} s of wall time where it trained"
+                     if trained.get("wall_s") else "")
+            wall = (f"analysis {wall}; training {float(spent):,.0f} s of steps and "
+                    f"measurements, summed from its run records"
+                    + (f" ({where})" if where else "") if spent is not None else
+                    f"analysis {wall}; training: {where or 'not recorded'}")
         rows.append([link, f"<code>{html.escape(r.profile)}</code>", html.escape(str(r.device)),
-                     f"{float(r.provenance.get('wall_s', 0)):.0f} s",
-                     f"<code>{html.escape(str(r.commit))}</code>", state])
+                     wall, f"<code>{html.escape(str(r.commit))}</code>", state])
     lines += [data_table(["Chapter", "Profile", "Device", "Wall time", "Commit", "State"], rows,
                          table_class="cases cards references-table"), "```"]
     return "\n".join(lines) + "\n"
+
+
+def profile_list_markdown() -> str:
+    """The reproducibility page's list of profiles, from the book's own declaration
+    (:data:`dsmlib.book.profiles.PROFILE_USES`), every profile the book knows."""
+    goal = f"{QUICK_GOAL_S // 60} minutes"
+    return "\n".join(f"- `{name}`: {use.format(goal=goal)};" for name, use in
+                     PROFILE_USES.items()).rstrip(";") + ".\n"
 
 
 def chapter_links(specs: dict) -> dict[str, str]:
@@ -126,6 +143,7 @@ def write_generated_pages(root: Path, profile: str,
     atomic_write_text(gen / "provenance.md", provenance_table(runs, paths))
     atomic_write_text(gen / "references.md", references_markdown(refs, paths))
     atomic_write_text(gen / "profiles.md", profiles_html(specs, paths))
+    atomic_write_text(gen / "profile_list.md", profile_list_markdown())
     atomic_write_text(gen / "grid_runs.md", grid_runs_sentence(specs))
     atomic_write_text(gen / "citation.md", citation_markdown(load_citation(root),
                                                                  git_commit(root)))

@@ -13,14 +13,22 @@ The book's extension (:mod:`dsmlib.book.site.sphinx_ext`) then gives those the p
 them; the book's own figures read "Figure B1", "Figure B2", ... and its equations "(B1)",
 "(B2)", ... (``math_eqref_format`` ``({number})``), numbered in the book's order with the
 paper's left out: a number without a B is always the paper's.
+
+Sphinx writes a caption's number before its text ("Figure 1 " + text), so a caption never
+says its number itself (issue 63: "Figure 1 Figure 1 of the paper, measured"):
+:func:`caption_text` turns a text that opens with "Figure N of the paper" into "— the paper's
+figure, ..." (or "— the paper's Figure N, ..." under another number), and names any other
+place where a caption repeats its own number.
 """
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BOOK", "paper_numbers", "renumber", "declared_numbers"]
+__all__ = ["BOOK", "paper_numbers", "renumber", "declared_numbers", "caption_text",
+           "repeated_number"]
 
 #: How the book's own N-th figure or equation is numbered ("Figure B3", "(B3)"); one that
 #: reproduces the paper's carries the paper's number alone ("Figure 1", "(24)").
@@ -85,3 +93,27 @@ def declared_numbers(sources: dict[str, Path]) -> dict[str, dict[str, dict[str, 
         if Path(path).suffix == ".ipynb":
             out[docname] = paper_numbers(json.loads(Path(path).read_text()))
     return out
+
+
+#: A caption's text that opens by naming one of the paper's figures: "Figure 1 of the paper".
+PAPER_OPENING = re.compile(r"^\s*Figure\s+(?P<number>\w+)\s+of\s+the\s+paper\b")
+
+
+def caption_text(label: str, text: str) -> str:
+    """The text of a caption that Sphinx writes after its number ``label`` ("Figure 1",
+    "Figure B3"): an opening "Figure N of the paper" becomes "— the paper's figure" where
+    ``label`` is "Figure N" ("Figure 1 — the paper's figure, measured. ..."), else "— the
+    paper's Figure N"; any other text is returned as it is."""
+    match = PAPER_OPENING.match(text)
+    if match is None:
+        return text
+    number = match.group("number")
+    named = "figure" if label.split()[-1] == number else f"Figure {number}"
+    return f"— the paper's {named}" + text[match.end():]
+
+
+def repeated_number(label: str, text: str) -> bool:
+    """Whether a caption's ``text`` says its own number ``label`` ("Figure 1") again, which
+    Sphinx already writes before it."""
+    words = r"\s+".join(map(re.escape, label.split()))
+    return re.search(rf"(?<!\w){words}(?!\w|\.\d)", text) is not None

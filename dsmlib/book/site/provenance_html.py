@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from ...figures.tables import data_table
+from ..profiles import GOAL_MACHINE, QUICK_GOAL_S
 from ..execute.cells import cell_source, cell_tags
 
 __all__ = ["RERUN_SOURCE", "provenance_line", "provenance_text", "parameters_html", "decorate",
@@ -138,8 +139,11 @@ def provenance_table(runs: dict[str, dict[str, Any] | None], paths: dict[str, st
     table = data_table(["Chapter", "Profile", "Wall time", "Hardware", "Python, numpy, torch",
                         "Commit"], rows, table_class="cases cards provenance-table")
     walls = [float(p["wall_s"]) for p in runs.values() if p]
-    total = (f"\n\nTheir executions took {sum(walls):.0f} s in all (each chapter's wall time, "
-             "added; `make book` runs one chapter per two cores at once, so on more than 3 "
-             "cores it waits less, and on 2 or 3 cores about this long)."
+    cpus = sorted({p["hardware"]["cpu"] for p in runs.values() if p})
+    total = (f"\n\nTheir executions took {sum(walls):.0f} s in all on {', '.join(cpus)} (each "
+             "chapter's wall time, added; `make book` runs one chapter per two cores at once, "
+             "so on more than 3 cores it waits less, and on 2 or 3 cores about this long). "
+             f"The `quick` profile's goal, {QUICK_GOAL_S} s for the whole book, is set for "
+             f"{GOAL_MACHINE}; another CPU's time scales by its speed."
              if walls else "")
     return f"```{{raw}} html\n{table}\n```{total}\n"

