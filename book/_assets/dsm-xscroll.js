@@ -4,7 +4,8 @@
 // drag or swipe either one and the other follows. Boxes that stop overflowing (a wider
 // window) lose their bar. A display equation too wide for a phone scrolls in its own box too
 // (custom.css, dsm-fit-math.js) and gets the same bar: without it, an equation simply ended
-// mid-formula at the page's edge.
+// mid-formula at the page's edge. An equation's box that MathJax renders anew (its menu's
+// settings) is a new element: its bar is made anew for it, linked to the box that shows.
 (function () {
   "use strict";
   function wide(box) { return box.scrollWidth > box.clientWidth + 1 && box.offsetParent !== null; }
@@ -43,10 +44,14 @@
   function link(box) {
     var anchor = anchorOf(box), bar = anchor.previousElementSibling;
     if (bar && bar.classList.contains("dsm-xscroll")) {
-      size(bar.querySelector(".dsm-xscroll-track"), box);
-      return;
+      if (bar.dsmBox === box) {
+        size(bar.querySelector(".dsm-xscroll-track"), box);
+        return;
+      }
+      bar.remove();               // the bar of a box that is gone: it scrolled nothing
     }
     bar = document.createElement("div");
+    bar.dsmBox = box;
     bar.className = "dsm-xscroll";
     bar.setAttribute("aria-hidden", "true");
     bar.innerHTML = '<span class="dsm-xscroll-hint">\u2194 wider than the page: scroll sideways' +
@@ -78,10 +83,16 @@
   }
   var timer = null;
   function later() { window.clearTimeout(timer); timer = window.setTimeout(update, 150); }
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", update);
-  } else {
+  function start() {
     update();
+    // the column changing width with no window resize (a sidebar opening)
+    var art = document.querySelector("article");
+    if (art && window.ResizeObserver) { new ResizeObserver(later).observe(art); }
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
   }
   window.addEventListener("load", function () {
     update();

@@ -30,7 +30,7 @@ from ..foundation.stats import BlockMoments, batch_statistic, block_moments, thi
 from ..theory import least_squares as ols
 from ..theory.least_squares_sgd import sgd_time_averages, sgd_trajectories
 from ..theory.least_squares_tails import fourth_moment_limit
-from .parameters.ols import Parameters
+from .parameters.ols import N_BATCHES, Parameters
 
 __all__ = ["Parameters", "BETA_STAR", "COVARIANCES", "HEAVY_TAIL_MARGIN", "Panel", "PanelResult",
            "paper_panels", "run_panel", "run_figure3", "explorer_states", "THIRD_MOMENTS",
@@ -139,7 +139,8 @@ class PanelResult:
 
 
 def run_panel(panel: Panel, *, eta: float, batch_size: int, steps: int, n: int, data_seed: int,
-              sgd_seed, replace: bool, n_batches: int = 50, clean: bool = True) -> PanelResult:
+              sgd_seed, replace: bool, n_batches: int = N_BATCHES,
+              clean: bool = True) -> PanelResult:
     """Simulate one panel of Figure 3 (noisy and noiseless runs on shared minibatches; with
     ``clean=False`` the noiseless run is skipped and ``clean`` holds only the start)."""
     problem = ols.make_problem(n, panel.cov, BETA_STAR, panel.sigma2, seed=data_seed)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..foundation.claims import Case, Claim, case, every_case, joint_case, measure
 from ..foundation.stats import block_moments
+from .parameters.prop1_noise import N_BATCHES
 from .prop1_noise import PAPER_BATCHES, NoiseSamples
 
 __all__ = ["MEAN_BAND", "COV_BAND", "REAL_STEP_BAND", "PAPER_BATCHES", "prop1_claims"]
@@ -28,7 +29,6 @@ __all__ = ["MEAN_BAND", "COV_BAND", "REAL_STEP_BAND", "PAPER_BATCHES", "prop1_cl
 MEAN_BAND = 0.05          # each coordinate's |mean| within 5 % of its standard deviation
 COV_BAND = (0.95, 1 / 0.95)  # a covariance trace within 5 %
 REAL_STEP_BAND = (None, 1e-9)  # real steps and the per-sample form agree to rounding
-N_BATCHES = 50
 
 
 def _scheme(r: NoiseSamples) -> str:

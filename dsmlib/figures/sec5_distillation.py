@@ -35,7 +35,7 @@ from .tables import BADGES, data_table, fmt_number
 __all__ = ["KIND_COLORS", "CONTROL_NAME", "curve_figure", "figure1", "gradnorm_epochs",
            "figure2", "shrinkage_table", "noise_table", "settings_table", "delta_table",
            "error_table", "divergence_table", "readings_table", "seeds_table",
-           "distillation_table", "cost_markdown", "target_sources"]
+           "distillation_table", "target_sources"]
 
 KIND_COLORS = {Noise.GAUSSIAN: "#1f77b4", Noise.SYMMETRIC: "#d62728", Noise.NONE: "#2ca02c",
                "teacher": "#555555", CONTROL: "#ff9896", HINTON: "#9467bd"}
@@ -463,32 +463,6 @@ def distillation_table(rows: Sequence[dict[str, Any]]) -> Any:
     return HTML(f"{table}<p>Each row is judged alone at {CONFIDENCE:.0%}; "
                 f"{html.escape(family_level_text(k))} (Bonferroni). The rule is fixed before "
                 "measuring; δ is measured, and its error carried.</p>")
-
-
-def cost_markdown(rows: Sequence[dict[str, Any]], seeds: int | None) -> str:
-    """A sentence on the cheapest measured way to run the grid and a table of every row;
-    ``seeds``: how many the ``paper`` profile trains (None: not said)."""
-    if not rows:
-        return ("No GPU session has measured the paper's grid yet (`benchmarks/gpu_check.sh` "
-                "does, and its outputs are committed under `benchmarks/gpu_runs/`).\n")
-    best = min(rows, key=lambda r: r["gpu_hours_per_seed"])
-    total = (f", so the `paper` profile's {seeds} seeds of that grid take about "
-             f"{best['gpu_hours_per_seed'] * seeds:.0f} GPU-hours" if seeds else "")
-    lines = [f"At the rates measured on one {best['device']} ({best['date']}), the paper's "
-             "Figure 1 grid as the bench counts it (SVHN, CIFAR-10 and CIFAR-100; a ResNet-56 "
-             f"teacher and {best.get('students_per_group', '?')} students each, fewer than the "
-             "`paper` profile's, whose CIFAR-10 part is costed below; 200 epochs) costs "
-             f"**{best['gpu_hours_per_seed']:.2f} GPU-hours per seed** with the "
-             f"`{best['step']}` step{total}; every run alone at the eager teacher's rate would "
-             f"take {best['baseline_gpu_hours_per_seed']:.1f} GPU-hours per seed (the bench's "
-             f"note: {best.get('note', 'none')}).", ""]
-    table = data_table(
-        ["Measured", "Card", "Step", "GPU-hours per seed", "Every run alone", "Raw output"],
-        [[html.escape(r["date"]), html.escape(r["device"]), f"<code>{html.escape(r['step'])}</code>",
-          f"{r['gpu_hours_per_seed']:.2f}", f"{r['baseline_gpu_hours_per_seed']:.1f}",
-          f"<code>{html.escape(r['call'])}/bench.jsonl</code>"] for r in rows],
-        table_class="cases gpu-cost cards")
-    return "\n".join(lines + ["```{raw} html", table, "```"]) + "\n"
 
 
 def target_sources() -> Any:

@@ -13,6 +13,8 @@ derived from it:
   (what papermill injects over, and what a re-run carries);
 - the notebook receives them in one line, ``P = chapter.Parameters.from_namespace(globals())``,
   and hands its claims to the book with ``P`` (:func:`dsmlib.book.execute.results.write_results`).
+  A value it refuses there (plain papermill, Jupyter) is a :class:`ParameterError`, which
+  IPython, and so papermill's report of the cell, shows as one line, with no traceback.
 
 Construction checks: :meth:`ChapterParameters.check` checks every field's type against its
 annotation, and a chapter adds its ranges by overriding it (calling ``super().check()``
@@ -27,7 +29,7 @@ from typing import Any, ClassVar, Mapping
 
 from .checks import check_int, check_nonnegative, check_positive, check_probability, check_type
 
-__all__ = ["param", "ChapterParameters", "literal"]
+__all__ = ["param", "ParameterError", "ChapterParameters", "literal"]
 
 
 def param(default: Any, help: str = "") -> Any:
@@ -36,6 +38,15 @@ def param(default: Any, help: str = "") -> Any:
     if isinstance(default, list):
         default = tuple(default)
     return dataclasses.field(default=default, metadata={"help": help})
+
+
+class ParameterError(ValueError):
+    """A parameter value a chapter refuses, raised in a notebook's kernel: IPython shows
+    ``_render_traceback_`` instead of a traceback, so the notebook, and papermill's report of
+    the failed cell, show one line naming the parameter and what is allowed."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
 
 
 def _tuples(value: Any) -> Any:
@@ -64,15 +75,26 @@ class ChapterParameters:
         the chapter does not declare is a one-line error listing those it does."""
         unknown = sorted(set(values) - set(cls.names()))
         if unknown:
-            raise ValueError(f"unknown parameter(s) {unknown} for {cls.notebook or cls.__name__}"
-                             f"; valid parameters: {', '.join(cls.names())}")
+            raise ValueError(cls.unknown_message(unknown))
         return cls(**dict(values))
+
+    @classmethod
+    def unknown_message(cls, unknown: list[str]) -> str:
+        """The one line that refuses ``unknown`` names: it lists the chapter's own parameters,
+        the names ``-p`` accepts (the book's ``profile`` and ``live_widgets`` are not)."""
+        return (f"unknown parameter(s) {unknown} for {cls.notebook or cls.__name__}; valid "
+                f"parameters: {', '.join(cls.names())}")
 
     @classmethod
     def from_namespace(cls, namespace: Mapping[str, Any]):
         """The parameters a notebook runs with: each field's value from ``namespace`` (the
-        notebook's ``globals()``, where papermill injected them), else its default."""
-        return cls(**{n: namespace[n] for n in cls.names() if n in namespace})
+        notebook's ``globals()``, where papermill injected them), else its default. A value
+        the chapter refuses is a :class:`ParameterError` (one line in a notebook), raised
+        without the chain of checks that refused it."""
+        try:
+            return cls(**{n: namespace[n] for n in cls.names() if n in namespace})
+        except (TypeError, ValueError) as err:
+            raise ParameterError(str(err)) from None
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -92,10 +114,15 @@ class ChapterParameters:
                 if v is not None:
                     yield self.where(name), v
 
-    def counts(self, *names: str, minimum: int = 1) -> None:
-        """Each named integer (or each element of a list) is >= ``minimum``."""
+    def counts(self, *names: str, minimum: int = 1, maximum: int | None = None,
+               why: str = "") -> None:
+        """Each named integer (or each element of a list) is >= ``minimum`` (and <=
+        ``maximum``); ``why``, if given, says in the error why the range is what it is."""
         for where, v in self._each(names):
-            check_int(where, v, minimum=minimum)
+            try:
+                check_int(where, v, minimum=minimum, maximum=maximum)
+            except ValueError as err:
+                raise ValueError(f"{err} ({why})" if why else str(err)) from None
 
     def positive(self, *names: str) -> None:
         """Each named number (or each element of a list) is finite and > 0."""

@@ -34,23 +34,50 @@ def _explorers(page) -> list:
                              " + (gd.layout.updatemenus || []).length > 0", gd)]
 
 
+#: Whether an explorer shows another state than ``before`` (VISIBLE_JS) with its slider at
+#: ``active`` (none: anywhere), the drop-down's second update (dsm-plotly.js puts the slider
+#: back where it was) included.
+SETTLED_JS = """([gd, before, active]) => JSON.stringify(gd._fullData.map(t => t.visible === true))
+  !== before && (active === null || gd.layout.sliders[0].active === active)"""
+
+
+def _until_settled(page, gd, before: str, active: int | None) -> None:
+    """Wait until the explorer ``gd`` shows another state than ``before`` with its slider at
+    ``active`` (:data:`SETTLED_JS`): the event itself, not a fixed wait. After 10 s the
+    caller's assertions say what did not happen."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    try:
+        page.wait_for_function(SETTLED_JS, arg=[gd, before, active], timeout=10_000)
+    except PlaywrightTimeout:
+        pass
+
+
 def _drag_slider_to_the_end(page, gd) -> None:
     rail = gd.query_selector(".slider-rail-rect").bounding_box()
     grip = gd.query_selector(".slider-grip-rect").bounding_box()
+    before = page.evaluate(VISIBLE_JS, gd)
+    last = page.evaluate("gd => gd.layout.sliders[0].steps.length - 1", gd)
     page.mouse.move(grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2)
     page.mouse.down()
     for frac in (0.3, 0.6, 0.99):
         page.mouse.move(rail["x"] + rail["width"] * frac, grip["y"] + grip["height"] / 2)
     page.mouse.up()
-    page.wait_for_timeout(500)
+    _until_settled(page, gd, before, last)
 
 
 def _pick_menu_entry(page, gd, k: int = 1) -> None:
+    """Open the explorer's (first) drop-down and pick its entry ``k``; wait until the figure
+    shows the entry's state, with the slider where it was when the figure composes its
+    controls (``layout.meta.dsm_grid``)."""
+    before = page.evaluate(VISIBLE_JS, gd)
+    active = page.evaluate("gd => gd.layout.meta && gd.layout.meta.dsm_grid"
+                           " && (gd.layout.sliders || []).length"
+                           " ? gd.layout.sliders[0].active : null", gd)
     gd.query_selector(".updatemenu-header-group").click()
-    page.wait_for_timeout(300)
+    gd.wait_for_selector(".updatemenu-dropdown-button", state="visible", timeout=10_000)
     buttons = gd.query_selector_all(".updatemenu-dropdown-button")
-    buttons[min(k, len(buttons) - 1)].click()
-    page.wait_for_timeout(800)
+    buttons[min(k, len(buttons) - 1)].click()      # waits until the button stands still
+    _until_settled(page, gd, before, active)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

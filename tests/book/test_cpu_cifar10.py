@@ -168,3 +168,28 @@ def test_a_grid_trained_seed_by_seed_commits_each_seed_and_resumes(tmp_path):
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "0 seed(s) trained" in again.stderr
     assert _git(root, "log", "--format=%s").splitlines() == log
+
+
+@pytest.mark.slow
+def test_the_committed_reference_is_rederived_to_the_last_digit(tmp_path):
+    """``reference --rederive`` of the committed ``cpu-cifar10`` reference, on a CPU, from its
+    committed run records alone (no data set, nothing trained), gives every claim to the last
+    digit; and its records hold every run of the profile, finite, with the paper's crops."""
+    committed = ROOT / "reference" / CPU_CIFAR10 / "sec5_distillation.json"
+    runs = _params().runs()
+    records = ROOT / "reference" / CPU_CIFAR10 / "runs"
+    assert committed.exists() and all((records / c.key() / DONE).is_file() for c in runs)
+    for c in runs:
+        rec = json.loads((records / c.key() / DONE).read_text())
+        assert rec["config"]["augment"] and all(
+            math.isfinite(v) for row in rec["history"] for k, v in row.items()
+            if isinstance(v, float))
+    root = copy_book(tmp_path / "book")
+    proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), "reference",
+                           "sec5_distillation", "--profile", CPU_CIFAR10, "--rederive",
+                           "--force", "--allow-dirty", "--no-progress"],
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    mine = json.loads((root / "reference" / CPU_CIFAR10 / "sec5_distillation.json").read_text())
+    theirs = json.loads(committed.read_text())
+    assert mine["claims"] == theirs["claims"]

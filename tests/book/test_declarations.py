@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsmlib.book.execute import runner
-from dsmlib.chapters.sec5_distillation.launch import grid_chapter
+from dsmlib.book.commands.grid import grid_chapter
 from dsmlib.book.execute.parameters_cell import declare_in_cell
 from dsmlib.book.profiles import (PROFILES, RUNNER_PARAMETERS, chapters_with_runs, load_specs,
                                   parameters_class, resolve)

@@ -14,7 +14,8 @@ import pytest
 
 from dataset_fakes import write_cifar, write_npm_tarball, write_svhn
 from dsmlib.book.commands.cli import main
-from dsmlib.chapters.sec5_distillation.launch import launch, prepare_data, profile_grid, status
+from dsmlib.book.commands.grid import profile_grid
+from dsmlib.chapters.sec5_distillation.launch import launch, prepare_data, status
 from dsmlib.chapters import sec5_distillation as distill
 from dsmlib.chapters.sec5_distillation.grid import grid_runs
 from dsmlib.chapters.sec5_distillation.scope import scope_note
@@ -70,7 +71,7 @@ def test_synthetic_cifar10_grid_launch_kill_resume_collect_and_claims(tmp_path, 
     assert main(["--root", str(ROOT), "grid", "collect", "--profile", "smoke",
                  *cli_args(over)]) == 0
     collected = json.loads((runs_dir / "collected-smoke.json").read_text())["runs"]
-    assert [r["config"] for r in collected] == [c.to_dict() for c in runs]
+    assert [r["config"] for r in collected] == [json.loads(json.dumps(c.to_dict())) for c in runs]
     for ref, got in zip(reference, collected):                # resumed exactly
         assert got["done"] and strip(got["history"]) == strip(ref.history), ref.config.label()
 
@@ -168,7 +169,7 @@ def documented_grid_commands() -> list[tuple[str, str]]:
 
 
 def test_documented_grid_commands_parse_and_downloading_trains_nothing(monkeypatch):
-    from dsmlib.chapters.sec5_distillation import launch as grid
+    from dsmlib.book.commands import grid
     seen = []
     monkeypatch.setattr(grid, "grid_command", lambda root, args: seen.append(args) or 0)
     commands = documented_grid_commands()

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,29 @@ def _free_port() -> int:
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def _wait_until_serving(proc: subprocess.Popen, port: int, log: Path,
+                        seconds: float = 120) -> None:
+    """Wait until the JupyterLab server ``proc`` answers its API on ``port``: the event
+    itself, polled; a server that exits or never answers fails the fixture with its log (it
+    went on silently after 60 s before)."""
+    import urllib.error
+    import urllib.request
+    deadline = time.monotonic() + seconds
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"JupyterLab exited ({proc.returncode}): {log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=5):
+                return
+        except urllib.error.HTTPError:
+            return                      # it answered (whatever it thinks of the request)
+        except OSError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"JupyterLab did not answer in {seconds:g} s: "
+                            f"{log.read_text()[-3000:]}")
+            time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +71,7 @@ def lab(tmp_path_factory):
          "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
         stdout=log, stderr=subprocess.STDOUT)
     try:
-        for _ in range(120):
-            try:
-                socket.create_connection(("127.0.0.1", port), 1).close()
-                break
-            except OSError:
-                time.sleep(0.5)
+        _wait_until_serving(proc, port, tmp / "lab.log")
         yield f"http://127.0.0.1:{port}/lab/tree/{prepared.relative_to(tmp).as_posix()}"
     finally:
         proc.terminate()
@@ -61,7 +80,8 @@ def lab(tmp_path_factory):
 
 
 def test_live_explorer_slider_changes_the_figure(lab, tmp_path):
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect, sync_playwright
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_launcher(CHROMIUM, tmp_path),
                                     headless=True, args=[
@@ -90,7 +110,10 @@ def test_live_explorer_slider_changes_the_figure(lab, tmp_path):
                 dialog.first.locator(".jp-mod-accept").first.click(timeout=10_000)
             else:
                 page.keyboard.press("Escape")
-            page.wait_for_timeout(500)
+            try:                                        # closed: the event, not a fixed wait
+                dialog.first.wait_for(state="hidden", timeout=10_000)
+            except PlaywrightTimeout:
+                pass                                    # another dialog: the caller answers it
             return True
 
         for _ in range(5):                              # a click before the app settles is lost
@@ -111,9 +134,12 @@ def test_live_explorer_slider_changes_the_figure(lab, tmp_path):
             "document.querySelector('.jupyter-widgets.widget-vbox .js-plotly-plot') || "
             "![...document.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('[*]'))",
             timeout=600_000)
-        if not page.locator(".jupyter-widgets.widget-vbox .js-plotly-plot").count():
-            page.wait_for_timeout(2000)   # a figure drawn just after its cell's prompt settled
-        if not page.locator(".jupyter-widgets.widget-vbox .js-plotly-plot").count():
+        figure = page.locator(".jupyter-widgets.widget-vbox .js-plotly-plot")
+        try:                            # a figure drawn just after its cell's prompt settled
+            figure.first.wait_for(state="attached", timeout=30_000)
+        except PlaywrightTimeout:
+            pass
+        if not figure.count():
             err = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
             shown = err.last.inner_text()[-2000:] if err.count() else "(no error output)"
             pytest.fail(f"the live chapter's run ended without the explorer's figure: {shown}")
@@ -131,7 +157,11 @@ def test_live_explorer_slider_changes_the_figure(lab, tmp_path):
         page.wait_for_function(
             "([el, old]) => el.innerText !== old", arg=[status.element_handle(), text_before],
             timeout=120_000)
-        page.wait_for_timeout(1500)
+        # the figure redrawn for the new σ² (its panel titles say it), not a fixed wait
+        page.wait_for_function(
+            "w => [...w.querySelectorAll('.js-plotly-plot')].some(gd => gd.layout"
+            " && (gd.layout.annotations || []).some(a => (a.text || '').includes('σ² = 1')))",
+            arg=widget.element_handle(), timeout=120_000)
         plot = widget.locator(".js-plotly-plot").first
         x_after = plot.evaluate("gd => JSON.stringify(gd.data[0].x)")
         assert status.inner_text() != text_before
@@ -144,7 +174,7 @@ def test_live_explorer_slider_changes_the_figure(lab, tmp_path):
         eta.press("End")
         page.wait_for_function("el => el.innerText.includes('beyond the mean-square stability')",
                                arg=status.element_handle(), timeout=120_000)
-        page.wait_for_timeout(1000)
-        assert widget.locator(".js-plotly-plot").count() == 0, "a refused η left a figure"
+        # the figure goes (within 30 s, the event itself; one that stays fails here)
+        expect(widget.locator(".js-plotly-plot")).to_have_count(0, timeout=30_000)
         assert errors == [], errors
         browser.close()

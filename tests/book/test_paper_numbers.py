@@ -44,9 +44,9 @@ def test_renumbering_gives_the_papers_numbers_and_b_to_the_books():
 def test_a_caption_opening_with_the_papers_figure_reads_on_from_its_number():
     """Sphinx writes "Figure 1 " before the text: the text goes on from there."""
     assert (caption_text("Figure 1", "Figure 1 of the paper, measured. Top: G")
-            == "— the paper's figure, measured. Top: G")
+            == "— the paper’s figure, measured. Top: G")
     assert (caption_text("Figure B4", "Figure 2 of the paper at our scale")
-            == "— the paper's Figure 2 at our scale")
+            == "— the paper’s Figure 2 at our scale")
     assert caption_text("Figure 3", "(the paper's, reproduced): clouds") == \
         "(the paper's, reproduced): clouds"
     assert caption_text("Figure 1", "Figures 1 of the paper") == "Figures 1 of the paper"
@@ -101,8 +101,8 @@ def test_a_built_caption_says_its_number_once(tmp_path):
                                                None)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _captions((tmp_path / "_build" / "index.html").read_text()) == {
-        "fig-a": "Figure 1 — the paper's figure, measured: G.",
-        "fig-b": "Figure B1 — the paper's Figure 1, at other settings."}
+        "fig-a": "Figure 1 — the paper’s figure, measured: G.",
+        "fig-b": "Figure B1 — the paper’s Figure 1, at other settings."}
     bad = tmp_path / "bad"
     bad.mkdir()
     proc = _caption_book(bad, {"fig-c": ("A cloud; Figure 1 shows it again.", 1)})

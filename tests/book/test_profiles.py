@@ -27,10 +27,10 @@ def demo_spec(**smoke) -> profiles.NotebookSpec:
 
 def test_resolve_is_defaults_then_profile_then_overrides_checked_once():
     from dsmlib.chapters.ols import Parameters
-    spec = demo_spec(steps=10, seed=4)
+    spec = demo_spec(steps=1000, seed=4)
     got = profiles.resolve(spec, "smoke", {"seed": 3})
     assert isinstance(got, Parameters)
-    assert (got.steps, got.seed, got.eta) == (10, 3, Parameters().eta)   # -p over the profile
+    assert (got.steps, got.seed, got.eta) == (1000, 3, Parameters().eta)   # -p over the profile
     assert profiles.resolve(spec, "quick") == Parameters()                # the declaration
     with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['stpes'\]") as err:
         profiles.resolve(spec, "smoke", {"stpes": 1})
@@ -106,15 +106,15 @@ def test_section5_students_train_as_long_as_their_teachers_in_every_profile():
     """Issue 35: no profile shortens the students (student_epochs stays None, the teacher's
     length), and every profile's grid builds with its settings: a headroom setting below the
     full one wherever one is asked for, none under paper (its data sets leave room), and the
-    data-limited setting alone under gpu-cifar10 (issue 51)."""
-    from dsmlib.chapters.sec5_distillation.launch import profile_grid
+    data-limited setting alone under gpu-cifar10 and cpu-cifar10 (issues 51 and 61)."""
+    from dsmlib.book.commands.grid import profile_grid
     for profile in profiles.PROFILES:
         grid, _ = profile_grid(ROOT, profile)
         assert grid.student_epochs is None, profile
         assert grid.epochs_of_students == grid.teacher_epochs, profile
         if profile == "paper":
             assert [s.headroom for s in grid.settings] == [False] * 3
-        elif profile == profiles.GPU_CIFAR10:
+        elif profile in (profiles.GPU_CIFAR10, profiles.CPU_CIFAR10):
             assert [(s.headroom, s.dataset) for s in grid.settings] == [(True, "cifar10")]
         else:
             assert [s.headroom for s in grid.settings] == [False, True], profile
@@ -135,7 +135,7 @@ def test_section5_training_hyperparameters_are_chapter_parameters_that_reach_eve
     """Every hyperparameter that shapes training is declared once, as a chapter parameter, and
     every run of the grid takes it from there: the learning rate and its schedule, momentum,
     weight decay, batch, epochs and precision."""
-    from dsmlib.chapters.sec5_distillation.launch import profile_grid
+    from dsmlib.book.commands.grid import profile_grid
     over = dict(lr=0.05, lr_drops=[0.25, 0.5], lr_drop_factor=0.2, momentum=0.8,
                 weight_decay=5e-4, precision="fp32", batch_size=48, teacher_epochs=3)
     grid, _ = profile_grid(ROOT, "smoke", over)

@@ -55,8 +55,8 @@ TINY = textwrap.dedent("""\
 
     ```{code-cell} ipython3
     import signal
-    if Path("STUBBORN").exists():        # a cell that ignores Ctrl-C until it ends
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if Path("STUBBORN").exists():        # a cell that swallows Ctrl-C (and says so) until it ends
+        signal.signal(signal.SIGINT, lambda *_: Path("SWALLOWED").touch())
     Path("SLEEPING").touch()             # the interrupt can land inside this cell now
     while Path("SLEEP").exists():
         time.sleep(0.1)
@@ -180,8 +180,10 @@ def test_a_hand_run_refuses_an_undeclared_parameter_in_one_line(tiny_smoke, tmp_
     [err] = [o for c in nb["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
     assert err["ename"] == "UnknownParameter"
     assert err["traceback"] == [f"UnknownParameter: {err['evalue']}"]        # one line
-    assert err["evalue"] == ("unknown parameter(s) ['y']: this notebook's parameters are "
-                             "live_widgets, profile, x (papermill -p NAME VALUE)")
+    # it lists the chapter's own parameters only: the book's profile and live_widgets are
+    # no knob of a hand run, and `execute -p` refuses them (issue 63, item 8)
+    assert err["evalue"] == ("unknown parameter(s) ['y'] for tiny; valid parameters: x "
+                             "(papermill -p NAME VALUE)")
     assert proc.stderr.rstrip().splitlines()[-1] == f"UnknownParameter: {err['evalue']}"
     assert not (tiny / "results" / "custom").exists()
 
@@ -198,6 +200,28 @@ def test_a_hand_run_refuses_a_bad_value_in_one_line(tiny_smoke, tmp_path):
     assert err["traceback"] == [f"ParameterRefused: {err['evalue']}"]          # one line
     assert proc.stderr.rstrip().splitlines()[-1] == f"ParameterRefused: {err['evalue']}"
     assert not (tiny / "results" / "custom").exists()
+
+
+def test_plain_papermill_on_a_source_refuses_a_bad_value_in_one_line(executed_tiny, tmp_path):
+    """A notebook without the runner's provenance cell (the source papermill executes) gets its
+    parameters from ``Parameters.from_namespace(globals())``, whose refusal papermill reported
+    as a 30-line traceback through the checks (issue 63, item 8): the cell's error is its one
+    line, and it is the last line papermill prints, right under "Exception encountered at"."""
+    root, _ = executed_tiny
+    source = root / "_build" / "sources" / "tiny.ipynb"
+    proc = subprocess.run([sys.executable, "-m", "papermill", str(source),
+                           str(tmp_path / "out.ipynb"), "-p", "x", "abc"], cwd=root,
+                          capture_output=True, text=True, timeout=600, env=book_env(root))
+    assert proc.returncode != 0
+    nb = json.loads((tmp_path / "out.ipynb").read_text())
+    [err] = [o for c in nb["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert err["ename"] == "ParameterError"
+    assert err["evalue"] == "parameter 'x' of tiny must be a number, got 'abc'"
+    assert err["traceback"] == [f"ParameterError: {err['evalue']}"]              # one line
+    last = proc.stderr.rstrip().splitlines()[-2:]
+    assert last[0].startswith('Exception encountered at "In [') and \
+        last[1] == f"ParameterError: {err['evalue']}", proc.stderr
+    assert not (root / "results" / "custom").exists()                # it stopped before any
 
 
 def test_a_hand_run_written_over_the_chapter_is_no_execution_of_the_book(tiny_smoke):
@@ -436,6 +460,15 @@ def _wait_for(lines: list[str], text: str, seconds: float = 60) -> None:
         time.sleep(0.1)
 
 
+def _wait_for_file(path: Path, seconds: float = 60) -> None:
+    """Wait until ``path`` exists (what a cell of the tiny book writes when something has
+    happened to it): the event itself, where a fixed wait guessed how long it takes."""
+    deadline = time.time() + seconds
+    while not path.exists():
+        assert time.time() < deadline, f"no {path.name} after {seconds:g} s"
+        time.sleep(0.1)
+
+
 def test_ctrl_c_says_it_waits_stops_the_cell_and_names_the_partial_notebook(tiny_smoke):
     """Issue 33: the first Ctrl-C said nothing and the run went on until the cell ended (the
     kernel runs in a session of its own, where a terminal's Ctrl-C never arrives). Now a line
@@ -468,8 +501,8 @@ def test_a_second_ctrl_c_aborts_a_notebook_that_does_not_stop(tiny):
     try:
         p.send_signal(signal.SIGINT)
         _wait_for(lines, "Ctrl-C again to abort")
-        time.sleep(2)
-        assert p.poll() is None, "".join(lines)        # the cell swallowed the interrupt
+        _wait_for_file(tiny / "SWALLOWED")              # the interrupt reached the cell
+        assert p.poll() is None, "".join(lines)        # the cell swallowed it: still running
         p.send_signal(signal.SIGINT)
         assert p.wait(120) == 130, "".join(lines)
     finally:

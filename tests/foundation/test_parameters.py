@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from dsmlib.foundation.checks import check_type
-from dsmlib.foundation.parameters import ChapterParameters, param
+from dsmlib.foundation.parameters import ChapterParameters, ParameterError, param
 
 
 @dataclass(frozen=True)
@@ -100,3 +100,44 @@ def test_cell_lines_read_back_as_the_values():
         n: int = param(3, "n = 3 draws")
     with pytest.raises(ValueError, match="help of parameter 'n' must not hold '='"):
         Bad().cell_lines()
+
+
+def test_a_value_refused_in_a_notebook_is_one_line_without_a_traceback():
+    """``from_namespace`` is where a notebook receives its parameters (plain papermill,
+    Jupyter): a refused value is a ParameterError, a ValueError that IPython, and so papermill's
+    report of the cell, shows as its one line, with no chain of the checks that refused it."""
+    with pytest.raises(ParameterError) as err:
+        Demo.from_namespace({"steps": -5})
+    assert isinstance(err.value, ValueError)
+    assert str(err.value) == "parameter 'steps' of demo must be >= 1, got -5"
+    assert err.value._render_traceback_() == [f"ParameterError: {err.value}"]
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+    with pytest.raises(ParameterError, match="'eta' of demo must be a number, got 'x'"):
+        Demo.from_namespace({"eta": "x"})
+
+
+def test_unknown_names_list_only_the_parameters_p_accepts():
+    """The book's own names (``profile``, ``live_widgets``), which ``execute -p`` refuses, are
+    never offered as valid parameters: the message lists the chapter's fields only."""
+    message = Demo.unknown_message(["stepz"])
+    assert message == ("unknown parameter(s) ['stepz'] for demo; valid parameters: eta, steps, "
+                       "seeds, limit, reference, device, replace")
+    assert "profile" not in message and "live_widgets" not in message
+
+
+def test_counts_take_a_maximum_and_say_why_in_the_same_line():
+    """A range with a reason reads as one line: the bound, the value, then why."""
+    @dataclass(frozen=True)
+    class Bounded(ChapterParameters):
+        notebook = "bounded"
+        b: int = param(4, "batch size")
+
+        def check(self) -> None:
+            super().check()
+            self.counts("b", maximum=7, why="below N = 8")
+    assert Bounded(b=7).b == 7
+    with pytest.raises(ValueError) as err:
+        Bounded.from_dict({"b": 8})
+    assert str(err.value) == "parameter 'b' of bounded must be <= 7, got 8 (below N = 8)"
+    with pytest.raises(ValueError, match=r"^parameter 'b' of bounded must be >= 1, got 0 \("):
+        Bounded.from_dict({"b": 0})

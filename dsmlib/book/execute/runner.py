@@ -23,20 +23,31 @@ from pathlib import Path
 from typing import Any
 
 from ...foundation.files import atomic_write_text
-from ...foundation.parameters import ChapterParameters
+from ...foundation.parameters import ChapterParameters, ParameterError
 from .kernel import KernelWatch, QuietKernelManager, kernel_threads, quiet_seal
 from .parameters_cell import carry_parameters, declare_in_cell
 from ..profiles import DEFAULT_PROFILE, load_specs, resolve, select
 from .provenance import code_key, provenance
+from .rerun import ParameterRefused, UnknownParameter
 from ..site.provenance_html import decorate
 from .results import SEAL, run_values, same_parameters
 from .store import (book_lock, clear_stage, custom_paths, executed_path, failed_path, is_fresh,
                     keep_failed, publish, results_mismatch, results_path, stage_dir)
 
-__all__ = ["NotebookFailed", "NotebookRefused", "RunInterrupted", "source_notebook",
-           "parsed_source", "Run", "plan", "default_jobs", "execute", "run_notebook"]
+__all__ = ["NotebookFailed", "NotebookRefused", "RunInterrupted", "REFUSALS", "MEMORY_ERRORS",
+           "source_notebook", "parsed_source", "Run", "plan", "default_jobs", "execute",
+           "out_of_memory", "memory_message", "run_notebook"]
 
 CELL_TIMEOUT_S = 1800
+#: The errors of a cell that are one line (status 2): the library's for a value it does not
+#: accept, and the book's for a parameter the notebook refuses (plain ``ValueError``s and
+#: :class:`~dsmlib.foundation.parameters.ParameterError` with its hand-run kinds).
+REFUSALS = ("ValueError", ParameterError.__name__, ParameterRefused.__name__,
+            UnknownParameter.__name__)
+#: The errors of a cell that ran out of memory: Python's, numpy's (``_ArrayMemoryError``)
+#: and torch's (``torch.OutOfMemoryError``); torch's CPU allocator raises a ``RuntimeError``
+#: that says "can't allocate memory".
+MEMORY_ERRORS = ("MemoryError", "_ArrayMemoryError", "OutOfMemoryError")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -212,6 +223,26 @@ def execute(root: Path, names: list[str] | None = None, *, profile: str = "quick
                 pool.shutdown(wait=False, cancel_futures=True)
 
 
+def out_of_memory(ename: str, evalue: str) -> bool:
+    """Whether a cell's error (its class name and message) says it ran out of memory."""
+    return ename in MEMORY_ERRORS or (ename == "RuntimeError"
+                                      and "can't allocate memory" in evalue)
+
+
+def memory_message(run: Run, cell: int | None, ename: str, evalue: str) -> str:
+    """One line for a notebook that ran out of memory in ``cell``: the error's first line,
+    and the values this run set (from the command line, else the profile's), the sizes to
+    lower."""
+    mine = [k for k, how in run.set_by.items() if how == "command line"] or \
+        [k for k, how in run.set_by.items() if how.startswith("profile ")]
+    values = ", ".join(f"{k}={run.values[k]!r}" for k in mine if k in run.values)
+    lower = (f"lower the sizes among the values this run sets ({values})" if values else
+             "this machine cannot hold the chapter's default sizes")
+    first = (evalue.strip().splitlines() or [""])[0]
+    return (f"notebook {run.spec.name!r} ran out of memory in cell {cell} ({ename}: {first}): "
+            f"{lower}")
+
+
 def _unchanged(run: Run, where: Path) -> str:
     """What a failed run left as it was (a custom run's chapter may never have existed)."""
     return (f"{where} and its results are unchanged" if run.out.exists() else
@@ -229,8 +260,9 @@ def run_notebook(root: Path, run: Run, timeout: int, progress: bool,
     move it and its results into place; on failure keep the partial notebook in
     ``book/chapters/failed/`` and raise :class:`NotebookFailed` with the failing cell's
     source and traceback (:class:`NotebookRefused`, one line, for a ``ValueError``; a cell
-    past ``timeout`` or a dead kernel, one line too). Nothing in place is touched unless the
-    run succeeded, and nothing once ``stop`` is set (the reader interrupted the run)."""
+    that ran out of memory, a cell past ``timeout`` or a dead kernel, one line too). Nothing
+    in place is touched unless the run succeeded, and nothing once ``stop`` is set (the reader
+    interrupted the run)."""
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
@@ -254,11 +286,15 @@ def run_notebook(root: Path, run: Run, timeout: int, progress: bool,
         except PapermillExecutionError as err:
             failed = keep_failed(partial, root, name)
             unchanged = _unchanged(run, where)
-            if err.ename in ("ValueError", "ParameterRefused", "UnknownParameter"):
+            if err.ename in REFUSALS:
                 raise NotebookRefused(
                     f"notebook {name!r} stopped in cell {err.exec_count}: {err.ename}: "
                     f"{err.evalue} (traceback in {_shown(failed, root)}; "
                     f"{unchanged})") from None
+            if out_of_memory(err.ename, err.evalue):
+                raise NotebookFailed(
+                    f"{memory_message(run, err.exec_count, err.ename, err.evalue)} (traceback "
+                    f"in {_shown(failed, root)}; {unchanged})") from None
             tb = _ANSI.sub("", "\n".join(err.traceback or []))
             raise NotebookFailed(
                 f"notebook {name!r} failed in cell {err.exec_count} "

@@ -117,19 +117,19 @@ def train_by_seed_first(root: Path, spec, profile: str) -> int:
     """Where the chapter's parameters under ``profile`` say ``by_seed`` (a reference that
     trains for hours on a CPU), train its missing runs here first, outside the kernel (no
     cell's time limit), seed by seed, committing each seed's records as it finishes
-    (:mod:`dsmlib.chapters.sec5_distillation.seed_runs`); the page then finds every run done.
+    (the chapter's ``Parameters.machinery()``); the page then finds every run done.
     Returns the seeds trained (0 for any other chapter or profile)."""
     params = plan(root, spec, profile, {}).parameters
     if not (getattr(params, "by_seed", False) and getattr(params, "train_missing", False)):
         return 0
-    from ...chapters.sec5_distillation.launch import prepare_data
-    from ...chapters.sec5_distillation.seed_runs import commit_each_seed, train_by_seed
+    tools = params.machinery()
     runs_dir, data_dir = (p if p.is_absolute() else root / p
                           for p in (Path(params.runs_dir), Path(params.data_dir)))
     runs = params.runs()
-    prepare_data(sorted({c.dataset for c in runs}), data_dir)
-    return train_by_seed(runs, runs_dir, on_seed=commit_each_seed(root, runs_dir, profile),
-                         data_dir=data_dir, device="auto")
+    tools.launch.prepare_data(sorted({c.dataset for c in runs}), data_dir)
+    return tools.seed_runs.train_by_seed(
+        runs, runs_dir, on_seed=tools.seed_runs.commit_each_seed(root, runs_dir, profile),
+        data_dir=data_dir, device="auto")
 
 
 def store_records(root: Path, spec, profile: str, notebook: Path) -> Path | None:

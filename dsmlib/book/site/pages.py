@@ -7,14 +7,12 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ...figures.tables import data_table
 from ...foundation.files import atomic_write_text
 from .citation import citation_markdown, load_citation
 from .downloads import claim_rows, claims_csv, claims_json, downloads_markdown
-from ...chapters.sec5_distillation.gpu_cost import cost_rows, paper_cifar10_cost
-from ...figures.sec5_distillation import cost_markdown
 from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
 from ..execute.provenance import git_commit
 from .profile_table import grid_runs_sentence, profiles_html
@@ -24,7 +22,8 @@ from ..references.stored import Reference, references_by_chapter
 from ..execute.results import load_results
 from ..execute.store import executed_path, rerun_by_hand, results_mismatch, results_path, runner_metadata
 
-__all__ = ["checked_results", "chapter_links", "write_generated_pages", "references_markdown"]
+__all__ = ["checked_results", "chapter_links", "write_generated_pages", "references_markdown",
+           "cost_markdown", "profile_list_markdown"]
 
 
 def checked_results(root: Path, profile: str, specs: dict) -> list[dict[str, Any]]:
@@ -94,6 +93,32 @@ def references_markdown(refs: list[Reference], paths: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cost_markdown(rows: Sequence[dict[str, Any]], seeds: int | None) -> str:
+    """A sentence on the cheapest measured way to run the grid and a table of every row;
+    ``seeds``: how many the ``paper`` profile trains (None: not said)."""
+    if not rows:
+        return ("No GPU session has measured the paper's grid yet (`benchmarks/gpu_check.sh` "
+                "does, and its outputs are committed under `benchmarks/gpu_runs/`).\n")
+    best = min(rows, key=lambda r: r["gpu_hours_per_seed"])
+    total = (f", so the `paper` profile's {seeds} seeds of that grid take about "
+             f"{best['gpu_hours_per_seed'] * seeds:.0f} GPU-hours" if seeds else "")
+    lines = [f"At the rates measured on one {best['device']} ({best['date']}), the paper's "
+             "Figure 1 grid as the bench counts it (SVHN, CIFAR-10 and CIFAR-100; a ResNet-56 "
+             f"teacher and {best.get('students_per_group', '?')} students each, fewer than the "
+             "`paper` profile's, whose CIFAR-10 part is costed below; 200 epochs) costs "
+             f"**{best['gpu_hours_per_seed']:.2f} GPU-hours per seed** with the "
+             f"`{best['step']}` step{total}; every run alone at the eager teacher's rate would "
+             f"take {best['baseline_gpu_hours_per_seed']:.1f} GPU-hours per seed (the bench's "
+             f"note: {best.get('note', 'none')}).", ""]
+    table = data_table(
+        ["Measured", "Card", "Step", "GPU-hours per seed", "Every run alone", "Raw output"],
+        [[html.escape(r["date"]), html.escape(r["device"]), f"<code>{html.escape(r['step'])}</code>",
+          f"{r['gpu_hours_per_seed']:.2f}", f"{r['baseline_gpu_hours_per_seed']:.1f}",
+          f"<code>{html.escape(r['call'])}/bench.jsonl</code>"] for r in rows],
+        table_class="cases gpu-cost cards")
+    return "\n".join(lines + ["```{raw} html", table, "```"]) + "\n"
+
+
 def profile_list_markdown() -> str:
     """The reproducibility page's list of profiles, from the book's own declaration
     (:data:`dsmlib.book.profiles.PROFILE_USES`), every profile the book knows."""
@@ -150,8 +175,10 @@ def write_generated_pages(root: Path, profile: str,
     with_runs = chapters_with_runs(specs)      # the chapter whose runs the GPU cost is of
     seeds = ((specs[with_runs[0]].profiles.get("paper") or {}).get("seeds")
              if len(with_runs) == 1 else None)
-    cost = cost_markdown(cost_rows(root), len(seeds) if seeds else None)
-    if len(with_runs) == 1 and "cifar10" in (specs[with_runs[0]].profiles.get("paper") or {}
-                                             ).get("datasets", []):
-        cost += "\n" + paper_cifar10_cost(root, resolve(specs[with_runs[0]], "paper")) + "\n"
+    paper = resolve(specs[with_runs[0]], "paper") if len(with_runs) == 1 else None
+    tools = paper.machinery() if paper is not None else None
+    cost = cost_markdown(tools.gpu_cost.cost_rows(root) if tools else [],
+                         len(seeds) if seeds else None)
+    if tools and "cifar10" in paper.datasets:
+        cost += "\n" + tools.gpu_cost.paper_cifar10_cost(root, paper) + "\n"
     atomic_write_text(gen / "gpu_cost.md", cost)

@@ -101,15 +101,16 @@ PAPER_OPENING = re.compile(r"^\s*Figure\s+(?P<number>\w+)\s+of\s+the\s+paper\b")
 
 def caption_text(label: str, text: str) -> str:
     """The text of a caption that Sphinx writes after its number ``label`` ("Figure 1",
-    "Figure B3"): an opening "Figure N of the paper" becomes "— the paper's figure" where
-    ``label`` is "Figure N" ("Figure 1 — the paper's figure, measured. ..."), else "— the
-    paper's Figure N"; any other text is returned as it is."""
+    "Figure B3"): an opening "Figure N of the paper" becomes "— the paper’s figure" where
+    ``label`` is "Figure N" ("Figure 1 — the paper’s figure, measured. ..."), else "— the
+    paper’s Figure N" (the apostrophe as Sphinx's smartquotes write the rest); any other text
+    is returned as it is."""
     match = PAPER_OPENING.match(text)
     if match is None:
         return text
     number = match.group("number")
     named = "figure" if label.split()[-1] == number else f"Figure {number}"
-    return f"— the paper's {named}" + text[match.end():]
+    return f"— the paper\u2019s {named}" + text[match.end():]     # as smartquotes write it
 
 
 def repeated_number(label: str, text: str) -> bool:

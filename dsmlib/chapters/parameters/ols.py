@@ -5,7 +5,11 @@ from dataclasses import dataclass
 
 from ...foundation.parameters import ChapterParameters, param
 
-__all__ = ["Parameters"]
+__all__ = ["Parameters", "N_BATCHES"]
+
+#: Blocks of the batch-means standard errors of every cloud (:func:`dsmlib.chapters.ols.run_panel`):
+#: a run of ``steps`` keeps at least two steps per block after its burn-in.
+N_BATCHES = 50
 
 
 @dataclass(frozen=True)
@@ -33,8 +37,12 @@ class Parameters(ChapterParameters):
     def check(self) -> None:
         super().check()
         self.positive("eta", "sweep_etas")
-        self.counts("batch_size", "steps", "n", "explorer_steps", "sweep_batch_sizes",
-                    "sweep_steps", "centre_steps")
+        self.counts("batch_size", "sweep_batch_sizes", "centre_steps")
+        self.counts("n", minimum=2, why="data points of the two-parameter model, whose inputs "
+                                        "must span the plane")
+        self.counts("steps", "sweep_steps", "explorer_steps", minimum=2 * N_BATCHES + 1,
+                    why=f"a burn-in of at least one step, then two steps in each of the "
+                        f"{N_BATCHES} blocks of the standard errors")
         self.counts("centre_draws", minimum=2)
         self.counts("seed", minimum=0)
         self.nonempty("sweep_etas", "sweep_batch_sizes")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...foundation.parameters import ChapterParameters, param
+from ...models.data import DIGITS_SIZE
 
 __all__ = ["Parameters"]
 
@@ -27,9 +28,15 @@ class Parameters(ChapterParameters):
     seed: int = param(0, "seed of every draw (children per model)")
 
     def check(self) -> None:
+        """Types, then the ranges every run of the chapter needs (a value no run accepts fails
+        here, before any kernel starts)."""
         super().check()
         self.positive("sigma2s", "etas", "scales")
-        self.counts("batch_sizes", "n_mlp", "n_cnn", "n_real_steps")
+        self.counts("batch_sizes")
+        self.counts("n_mlp", minimum=2, why="inputs of the tanh MLP")
+        self.counts("n_cnn", minimum=2, maximum=DIGITS_SIZE,
+                    why=f"images of scikit-learn's digits, which holds {DIGITS_SIZE:,}")
+        self.counts("n_real_steps", minimum=2, why="the real steps' standard error")
         self.counts("n_samples", "n_draws", minimum=2)
         self.counts("seed", minimum=0)
         self.nonempty("sigma2s", "batch_sizes", "etas", "scales")

@@ -72,8 +72,9 @@ class Parameters(ChapterParameters):
         self.nonnegative("explorer_sigma2s")
         self.counts("record_every", "n_scalar", "batch_size", "steps", "n_diag", "d_diag",
                     "diag_batch_size", "diag_steps", "sweep_batch_sizes", "sweep_steps",
-                    "barrier_n", "barrier_batch_sizes", "barrier_steps", "explorer_batch_sizes",
+                    "barrier_batch_sizes", "barrier_steps", "explorer_batch_sizes",
                     "explorer_steps", "explorer_seeds")
+        self.counts("barrier_n", minimum=2, why="samples of the barrier model")
         self.counts("n_runs", "sweep_runs", "n_draws", "barrier_runs", minimum=2)
         self.counts("seed", "diag_seed", "barrier_seed", minimum=0)
         self.nonempty("sweep_etas", "sweep_sigma2s", "sweep_batch_sizes", "scales",
@@ -85,3 +86,17 @@ class Parameters(ChapterParameters):
             if eta <= 0 or sigma2 <= 0 or b < 1:
                 raise ValueError(f"{self.where(name)} must be (η > 0, σ² > 0, B >= 1), got "
                                  f"{list(getattr(self, name))}")
+        self._check_sweeps()
+
+    def _check_sweeps(self) -> None:
+        """The drift speed's law is a slope along each one-factor sweep around
+        ``sweep_reference``, whose points are the sweep's values and, at most, the
+        reference's: each sweep needs a value other than the reference's."""
+        for k, (name, symbol) in enumerate((("sweep_etas", "η"), ("sweep_sigma2s", "σ²"),
+                                            ("sweep_batch_sizes", "B"))):
+            values = getattr(self, name)
+            if len(set(values) | {self.sweep_reference[k]}) < 2:
+                raise ValueError(f"{self.where(name)} must hold a value other than "
+                                 f"sweep_reference's {symbol} ({self.sweep_reference[k]:g}): "
+                                 f"the drift speed's law is a slope over at least two values, "
+                                 f"got {list(values)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from ...foundation.checks import check_choice, check_int, check_positive, check_probability
@@ -179,6 +180,15 @@ class Parameters(RecipeParameters):
         """The grid of runs, built once (:func:`~dsmlib.chapters.sec5_distillation.grid.build_grid`):
         its construction checks every run's configuration."""
         return build_grid(self)
+
+    @staticmethod
+    def machinery() -> Any:
+        """The chapter's machinery for its runs, for the book's commands (which name no
+        chapter): its wing's modules ``launch`` (check the data, launch, watch, collect),
+        ``seed_runs`` (train seed by seed, committing each seed's records) and ``gpu_cost``
+        (what the paper's grid costs), imported on first use (they import torch)."""
+        from ..sec5_distillation import gpu_cost, launch, seed_runs
+        return SimpleNamespace(launch=launch, seed_runs=seed_runs, gpu_cost=gpu_cost)
 
     def runs(self) -> list[RunConfig]:
         """Every run of the grid (:attr:`grid`): what ``python -m dsmlib grid`` launches."""
