@@ -83,23 +83,28 @@
   }
   var timer = null;
   function later() { window.clearTimeout(timer); timer = window.setTimeout(update, 150); }
+  // the column changing width with no window resize (a sidebar opening); its height changes
+  // nothing here
+  function watchColumn(art) {
+    var width = null;
+    new ResizeObserver(function (entries) {
+      var w = Math.round(entries[0].contentRect.width);
+      if (width !== null && w !== width) { later(); }
+      width = w;
+    }).observe(art);
+  }
   function start() {
     update();
-    // the column changing width with no window resize (a sidebar opening)
     var art = document.querySelector("article");
-    if (art && window.ResizeObserver) { new ResizeObserver(later).observe(art); }
+    if (art && window.ResizeObserver) { watchColumn(art); }
   }
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", start);
   } else {
     start();
   }
-  window.addEventListener("load", function () {
-    update();
-    if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-      MathJax.startup.promise.then(later);     // typeset formulas change the tables' widths
-    }
-  });
+  // (typeset formulas change the tables' widths: the fitting after MathJax's tells us below)
+  window.addEventListener("load", update);
   window.addEventListener("resize", later);
   document.addEventListener("toggle", later, true);   // a table in a folded section opens
   document.addEventListener("dsm-math-fitted", update);  // equations scaled or left to scroll
