@@ -1052,6 +1052,14 @@ def test_noise_lines_say_which_way_the_logit_scales_differ():
     assert ro.noise_lines(res)[2] == (
         "digits: the headroom teachers' logit scale is 0.25 times the full data's, so the same "
         "noise in the teachers' units takes a σ² 0.25 times the full data's; the headroom "
-        "grid's σ² are the full grid's times 0.25.")
+        "grid's σ² are the full grid's times 0.25, a factor fixed in the chapter's parameters "
+        "before the runs (a teacher of fewer images was expected to have smaller logits), not "
+        "measured; measured, the headroom setting's noise is 1.00 times the full data's in its "
+        "teachers' units.")
+    # issue 63, item 3: the reason is stated, and where the scales differ, its consequence
+    res, _ = claims_of(lambda c: scaled(c) | {"logit_var": 28.0 if c.train_limit is None
+                                              else 3.5}, headroom_sigma2s=[0.25, 1.0])
+    assert ro.noise_lines(res)[2].endswith("2.00 times the full data's in its teachers' "
+                                           "units (stronger).")
     res, _ = claims_of(scaled, headroom_sigma2s=[0.5, 1.0])       # not one factor: not said
     assert ro.noise_lines(res)[2].endswith("times the full data's.")

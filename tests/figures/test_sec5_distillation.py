@@ -220,9 +220,10 @@ def test_curve_bars_and_axis_stay_inside_the_possible_accuracies():
 
 
 def test_distillation_table_separates_distillation_from_noise():
-    """Issue 50, item 6: per judged setting, the noiseless students' gains over the teacher
-    (distillation alone) and the selected noisy student's over the teacher and over each
-    noiseless student (the noise), each with its interval, verdict against δ and direction."""
+    """Issue 50, item 6 (issue 60: verdicts by direction): per judged setting, the noiseless
+    students' gains over the teacher (distillation alone) and the selected noisy student's over
+    the teacher and over each noiseless student (the noise), each with its interval, its
+    verdict (its direction) and its size against δ."""
     from dsmlib.figures.sec5_distillation import distillation_table
     res = results(headroom_size=100)
     rows = sc.distillation_rows(res)
@@ -231,7 +232,7 @@ def test_distillation_table_separates_distillation_from_noise():
     assert {r["measures"] for r in rows} == {"distillation", "noise", "both"}
     text = distillation_table(rows).data
     assert "distillation-vs-noise" in text and text.count("<tr class='v-") == len(rows)
-    assert all(r["direction"] in text for r in rows)
+    assert all(r["size"] in text for r in rows)
     assert "nothing to separate" in distillation_table([]).data
     data = sc.distillation_table_data(rows)
     assert len(data["rows"]) == len(rows) and len(data["columns"]) == len(data["rows"][0])
@@ -239,10 +240,12 @@ def test_distillation_table_separates_distillation_from_noise():
 
 def _source_rows(**ways):
     """Rows of one setting's distillation-against-noise table with the given directions
-    (``higher``, ``lower`` or ``cannot tell``; default ``cannot tell``)."""
+    (``higher``, ``lower`` or ``cannot tell``; default ``cannot tell``), as verdicts (issue
+    60: a directional row's verdict is its direction)."""
     keys = ("noiseless", "hinton", "both", "over_noiseless", "over_hinton")
+    verdict = {"higher": "confirmed", "lower": "refuted", "cannot tell": "inconclusive"}
     return [dict(setting="s", comparison=name, measures=measures,
-                 direction=ways.get(k, "cannot tell"))
+                 verdict=verdict[ways.get(k, "cannot tell")])
             for k, (name, measures) in zip(keys, sc.COMPARISONS)]
 
 
@@ -268,7 +271,8 @@ def test_the_distillation_table_states_its_family_level():
     and in its title in the results."""
     from dsmlib.figures.sec5_distillation import distillation_table
     assert sc.family_level_text() == f"the {len(sc.COMPARISONS)} of a setting together at ≥ 95%"
-    rows = [dict(r, measured=0.5, interval=[-1.0, 2.0], verdict="inconclusive", delta=1.0)
+    rows = [dict(r, measured=0.5, interval=[-1.0, 2.0], verdict="inconclusive", delta=1.0,
+                 size="size not decided")
             for r in _source_rows()]
     assert "together at ≥ 95%" in distillation_table(rows).data
     assert sc.family_level_text() in sc.distillation_table_data(

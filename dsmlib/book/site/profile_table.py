@@ -49,10 +49,13 @@ def profiles_html(specs: dict[str, NotebookSpec], paths: dict[str, str]) -> str:
         values = {p: resolve(spec, p).as_dict() for p in profs}
         helps = {f.name: f.metadata.get("help", "")
                  for f in dataclasses.fields(parameters_class(spec))}
-        rows = [[f"<code>{html.escape(k)}</code>", help_html(helps[k])]
+        # the meaning under the name, not a column of its own: a chapter with six profiles
+        # (Section 5) fits the 1,280 px page
+        rows = [[f"<code>{html.escape(k)}</code><br><span class='meaning'>"
+                 f"{help_html(helps[k])}</span>"]
                 + [f"<code>{html.escape(literal(values[p][k]))}</code>" for p in profs]
                 for k in keys]
-        head = ["Parameter", "Meaning"] + [f"<code>{p}</code>" for p in profs]
+        head = ["Parameter and its meaning"] + [f"<code>{p}</code>" for p in profs]
         table = data_table(head, rows, table_class="cases cards profile-table")
         blocks.append(f"<details class='profile-table'><summary><a href='{paths[name]}.html'>"
                       f"{html.escape(spec.title)}</a>: {len(keys)} parameter"

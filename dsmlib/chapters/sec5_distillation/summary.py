@@ -117,7 +117,9 @@ def source_of_gain(rows: Sequence[dict[str, Any]]) -> str:
     if distilled:
         return (longer + f"distillation itself raises test accuracy (the "
                 f"{' and the '.join(distilled)} beat{'s' if len(distilled) == 1 else ''} "
-                f"{base}){noise}")
+                f"{base}){noise}"
+                + ("; the selected noisy student's own gain over its teacher is not established"
+                   if any(r["measures"] == "both" for r in rows) else ""))
     if where("noise", "refuted"):
         return longer + "the noise costs test accuracy, and distillation gains nothing measurable"
     return longer + ("neither distillation nor the noise changes test accuracy measurably at "
