@@ -255,16 +255,21 @@ def test_a_gpu_chapter_page_shows_its_fresh_reference_in_a_section_of_its_own(tm
                               for i in range(at, guide))
     added = out["cells"][at:guide]
     assert "Test CPU" in added[0]["source"] and "commit <code>abc123</code>" in added[0]["source"]
-    code = [c for c in added if c["cell_type"] == "code"]
-    assert [c["source"] for c in code] == ["# output of the paper reference"] * 2
-    assert all({"remove-input", "hide-output"} <= set(c["metadata"]["tags"]) for c in code)
-    scope, fig = code
-    assert [o.get("text") for o in scope["outputs"]] == ["scope note\n"]   # no glue, no stderr
-    figure = fig["metadata"]["mystnb"]["figure"]
-    assert figure["name"] == "fig-ols-one-paper-reference"
-    assert figure["caption"].startswith("(`paper` reference.)")
-    assert 'class="dsm-plotly-data"' in fig["outputs"][0]["data"]["text/html"]
-    assert "### Results (`paper` reference)" in srcs[at:guide]      # a heading, in the contents
+    # issue 63, item 7: the reference's outputs behind one toggle, not one per output, and
+    # its figures unnumbered (the page has one Figure 1, the build's)
+    (code,) = [c for c in added if c["cell_type"] == "code"]
+    assert code["source"] == "# outputs of the paper reference"
+    assert {"remove-input", "hide-output"} <= set(code["metadata"]["tags"])
+    assert code["metadata"]["mystnb"]["code_prompt_show"] == ("Show the paper reference's "
+                                                             "figures and tables (2)")
+    assert "figure" not in code["metadata"].get("mystnb", {})
+    outs = code["outputs"]
+    texts = [o.get("text") or o.get("data", {}).get("text/html", "") for o in outs]
+    assert "scope note\n" in texts                                   # no glue, no stderr
+    assert any("Results (<code>paper</code> reference)" in t for t in texts)   # the heading
+    caption = next(t for t in texts if "ref-caption" in t)
+    assert "(`paper` reference.)" in caption
+    assert any('class="dsm-plotly-data"' in t for t in texts)
     assert not any("after the guide" in json.dumps(c) for c in added)
     assert with_reference_sections(page, []) == page
 
@@ -309,10 +314,10 @@ def test_a_stale_reference_is_shown_under_a_notice_never_as_current(tmp_path):
     assert head.startswith("## The `paper` reference execution (stale)")
     assert "<strong>Stale.</strong> Executed at commit <code>abc123</code>" in head
     assert "python -m dsmlib reference ols --profile paper" in head
-    [caption] = [c["metadata"]["mystnb"]["figure"]["caption"] for c in stale["cells"]
-                 if "figure" in c["metadata"].get("mystnb", {})
-                 and SECTION_TAG in c["metadata"]["tags"]]
-    assert caption.startswith("(`paper` reference, stale: commit abc123.)")
+    [caption] = [o["data"]["text/html"] for c in stale["cells"]
+                 if SECTION_TAG in c["metadata"].get("tags", []) and c["cell_type"] == "code"
+                 for o in c["outputs"] if "ref-caption" in o.get("data", {}).get("text/html", "")]
+    assert "(`paper` reference, stale: commit abc123.)" in caption
     assert "stale" not in json.dumps([c for c in fresh["cells"]
                                       if SECTION_TAG in c["metadata"].get("tags", [])]).lower()
     from dsmlib.book.site.build import site_chapter

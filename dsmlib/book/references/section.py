@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import html
+import re
 from typing import Any
 
 from ...figures.render import figure_html
@@ -75,25 +76,6 @@ def _labelled(outputs: list[dict[str, Any]], ref: Reference) -> list[dict[str, A
     return out
 
 
-def _renamed(meta: dict[str, Any], profile: str, stale: str = "", heading: str = ""
-             ) -> dict[str, Any]:
-    meta = copy.deepcopy(meta)
-    fig = (meta.get("mystnb") or {}).get("figure")
-    if fig:
-        if fig.get("name"):
-            fig["name"] = f"{fig['name']}-{profile}-reference"
-        if fig.get("caption"):
-            fig["caption"] = f"(`{profile}` reference{stale}.) {fig['caption']}"
-    tags = [t for t in meta.get("tags", []) if t not in ("hide-input", "hide-output")]
-    meta["tags"] = [*tags, "remove-input", "hide-output", SECTION_TAG]
-    what = (fig or {}).get("name") or heading or "{type}"
-    meta.setdefault("mystnb", {}).update(
-        code_prompt_show=f"Show the {profile} reference's {what}", code_prompt_hide="Hide it")
-    # a reference's copy of a paper figure is not numbered as the paper's (the build's is)
-    (meta.get("dsmlib") or {}).pop("paper_figure", None)
-    return meta
-
-
 def _md(text: str, i: int, profile: str) -> dict[str, Any]:
     return {"cell_type": "markdown", "id": f"dsmlib-ref-{profile}-{i}",
             "metadata": {"tags": [SECTION_TAG]}, "source": text}
@@ -101,7 +83,9 @@ def _md(text: str, i: int, profile: str) -> dict[str, Any]:
 
 def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, Any]]:
     """The section showing ``ref`` (whose executed notebook is ``ref_nb``): a heading, the
-    provenance line, then every output cell before the reader guide."""
+    provenance line, then every output before the reader guide, in one cell behind one toggle
+    (its headings and figure captions as HTML among them: a reference's figures are not
+    numbered, so the page has one Figure 1, the build's)."""
     p = ref.profile
     fixture = (f"\n\n<div class='fixture-notice'><strong>Test fixture.</strong> "
                f"{html.escape(ref.fixture)}</div>" if ref.fixture else "")
@@ -120,7 +104,8 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
                  f"{p}`). The claims ledger shows its verdicts beside this build's.{fixture}"
                  f"{notice}\n\n"
                  f"<div class='provenance'>{provenance_line(ref.provenance)}</div>\n", 0, p)]
-    heading, labelled = "", ""
+    shown: list[dict[str, Any]] = []
+    heading, labelled, count = "", "", 0
     for i, cell in enumerate(ref_nb.get("cells", []), start=1):
         tags = set(cell_tags(cell))
         if cell["cell_type"] == "markdown":
@@ -136,15 +121,30 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
         if not outputs:
             continue
         if heading and heading != labelled:
-            cells.append(_md(f"### {heading} (`{p}` reference)", i, p))
+            shown.append(_html_output(f"<h4 class='ref-heading'>{html.escape(heading)} "
+                                      f"(<code>{html.escape(p)}</code> reference)</h4>"))
             labelled = heading
-        # The input is removed from the page; an empty one would drop the outputs too.
+        caption = ((cell["metadata"].get("mystnb") or {}).get("figure") or {}).get("caption")
+        if caption:
+            shown.append(_html_output(f"<p class='ref-caption'>(`{html.escape(p)}` reference"
+                                      f"{html.escape(stale)}.) {html.escape(caption.strip())}"
+                                      "</p>"))
+        shown += _labelled(outputs, ref)
+        count += 1
+    if shown:   # one toggle for the whole reference: its outputs in one cell, input removed
         cells.append({"cell_type": "code", "execution_count": None,
-                      "id": f"dsmlib-ref-{p}-code-{i}",
-                      "metadata": _renamed(cell["metadata"], p, stale, heading),
-                      "outputs": _labelled(outputs, ref),
-                      "source": f"# output of the {p} reference"})
+                      "id": f"dsmlib-ref-{p}-outputs",
+                      "metadata": {"tags": ["remove-input", "hide-output", SECTION_TAG],
+                                   "mystnb": {"code_prompt_show": f"Show the {p} reference's "
+                                              f"figures and tables ({count})",
+                                              "code_prompt_hide": "Hide them"}},
+                      "outputs": shown, "source": f"# outputs of the {p} reference"})
     return cells
+
+
+def _html_output(text: str) -> dict[str, Any]:
+    return {"output_type": "display_data", "metadata": {},
+            "data": {"text/html": text, "text/plain": re.sub(r"<[^>]+>", "", text)}}
 
 
 def contrast_cell(contrast: str) -> list[dict[str, Any]]:
