@@ -160,14 +160,23 @@ def _unit(c: dict[str, Any]) -> str:
 
 
 def _cases_html(details: list[dict[str, Any]], unit: str = "") -> str:
+    """The cases of a claim: one unit in the headers where every case has the claim's,
+    else each value with its own (a claim of accuracy cases in points and G cases in ln
+    ratios: issue 63, item 5)."""
     rows = [r for r in details if "verdict" in r and "interval" in r]
     if not rows:
         return ""
+    units = {r.get("unit", unit.strip()) for r in rows}
+    shared = units.pop() if len(units) == 1 else None
+    head = f", {shared}" if shared else ""
+
+    def own(r: dict[str, Any]) -> str:
+        return "" if shared is not None or not r.get("unit") else f" {html.escape(r['unit'])}"
     return data_table(
-        ["Case", "Verdict", "Exact", f"Measured [{LEVEL}]{unit and ', ' + unit.strip()}",
-         f"Band{unit and ', ' + unit.strip()}"],
+        ["Case", "Verdict", "Exact", f"Measured [{LEVEL}]{head}", f"Band{head}"],
         [[math_html(str(r["case"])), _case_verdict(r), fmt_number(r.get("exact")),
-          f"{fmt_number(r['measured'])} {fmt_interval(r['interval'])}", fmt_band(r["band"])]
+          f"{fmt_number(r['measured'])}{own(r)} {fmt_interval(r['interval'])}",
+          fmt_band(r["band"]) + own(r)]
          for r in rows],
         row_classes=[f"v-{r['verdict']}" for r in rows], table_class="cases case-verdicts cards",
         scale=BUILD)

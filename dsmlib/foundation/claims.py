@@ -281,9 +281,15 @@ def deciding_case(cases: dict[str, Case | Claim], verdicts: Sequence[str] | None
     items = list(cases.items())
     verdicts = holm_verdicts([c for _, c in items]) if verdicts is None else list(verdicts)
     overall = some_verdict(verdicts) if some else combine_all(verdicts)
-    rows = [(k, c, v) for (k, c), v in zip(items, verdicts) if can_decide(c)] or \
-        [(k, c, v) for (k, c), v in zip(items, verdicts)]
-    matching = [(k, c) for k, c, v in rows if v == overall] or [(k, c) for k, c, _ in rows]
+    rows = list(zip(items, verdicts))
+    same = [kc for kc, v in rows if v == overall]
+    decides = [kc for kc, _ in rows if can_decide(kc[1])]
+    # a decided claim is headed by a case with its verdict (one that can decide, if any); an
+    # undecided one by a case that can decide, undecided if any, never by a caveat while one
+    # that can decide is there
+    matching = ([kc for kc in same if can_decide(kc[1])]
+                or (same if overall != "inconclusive" else decides) or same or decides
+                or [kc for kc, _ in rows])
     if some:
         if overall == "confirmed":
             return max(matching, key=lambda kc: verdict_margin(kc[1]))
@@ -338,6 +344,8 @@ def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note:
             row["caveat"] = c.caveat
         if getattr(c, "bounds", None) is not None:
             row["bounds"] = c.bounds
+        if getattr(c, "unit", ""):
+            row["unit"] = c.unit
         details.append(row)
     caveats = sorted({f"({k}) {c.caveat}" for k, c in cases.items() if getattr(c, "caveat", "")})
     if caveats:
@@ -373,6 +381,7 @@ def some_case(id: str, statement: str, cases: dict[str, Case], *, note: str = ""
                 "band": c.band, "verdict": c.verdict, "se": c.se,
                 **({"caveat": c.caveat} if c.caveat else {}),
                 **({"bounds": c.bounds} if c.bounds is not None else {}),
+                **({"unit": c.unit} if c.unit else {}),
                 **(extras or {}).get(k, {})}
                for k, c in cases.items()]
     head = Case(**{**head.__dict__, "verdict": overall,

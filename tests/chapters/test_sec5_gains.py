@@ -274,3 +274,19 @@ def test_the_size_interval_covers_at_its_level():
         lo, hi = x["size_interval"]
         hits += lo <= 0.3 <= hi
     assert abs(hits / runs - 0.99) < 0.006
+
+
+def test_a_tie_has_no_size_and_holm_undecided_cases_keep_only_an_either_way_size():
+    """A tie decides nothing, so its size is not decided either, however δ scatters; a case
+    its own interval decides but Holm's rule leaves undecided reports "by less than δ" only
+    where the effect is below δ either way, else "size not decided" (never "by at least δ"
+    beside an undecided verdict)."""
+    table = _table([3, 3, 3, 3])
+    teacher_error = np.random.default_rng(2).random(table.shape) < 0.4
+    _, x = gains.gain_case(table, 0.1 * teacher_error, "gain", table.shape[1])
+    assert x["size"] == "size not decided"
+    row = {"verdict": "inconclusive", "size": "by at least δ", "size_either_way": False}
+    assert gains.size_in_claim(row) == "size not decided"
+    assert gains.size_in_claim({**row, "size": "by less than δ", "size_either_way": True}) \
+        == "by less than δ"
+    assert gains.size_in_claim({**row, "verdict": "confirmed"}) == "by at least δ"

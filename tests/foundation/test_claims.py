@@ -168,3 +168,14 @@ def test_every_case_headlines_the_case_nearest_to_changing_the_verdict():
     claim = C.every_case("id", "st", {"a": a, "cav": cav})
     assert claim.verdict == "inconclusive" and claim.measured == a.measured
     assert C.every_case("id", "st", {"cav": cav}).measured == cav.measured
+
+
+def test_a_decided_claim_is_headed_by_a_case_with_its_verdict():
+    """Issue 62's one rule, on its edge: a refuted claim whose only refuted case has a
+    zero-width interval (it cannot decide a headline of its own) is still headed by that case,
+    never by a confirmed one; each case's unit is kept in its row."""
+    bad = C.case(paper=1, measured=0.1, se=0.0, band=(0.8, 1.2), unit="ln ratio")
+    ok = C.case(paper=1, measured=1.0, se=0.01, band=(0.8, 1.2), unit="ln ratio")
+    claim = C.every_case("x", "s", {"ok": ok, "bad": bad})
+    assert claim.verdict == "refuted" and "(deciding case: bad)" in claim.quantity
+    assert all(d["unit"] == "ln ratio" for d in claim.details)

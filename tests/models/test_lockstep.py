@@ -57,7 +57,7 @@ def members(k: int, device, dtype=torch.float64, shortcut="A"):
 
 
 @pytest.mark.parametrize("shortcut", ["A", "B"])
-def test_grouped_network_is_its_members(device, shortcut):
+def test_grouped_network_is_its_members(device, shortcut, member_path):
     nets = members(3, device, shortcut=shortcut)
     group = cifar_resnet(8, 5, in_channels=2, members=3, device=device, dtype=torch.float64,
                          shortcut=shortcut).eval()
@@ -70,6 +70,17 @@ def test_grouped_network_is_its_members(device, shortcut):
         torch.testing.assert_close(out[:, k], m(x), rtol=1e-10, atol=1e-10)
         back = member_state(group.state_dict(), k, 3)
         assert all(torch.equal(back[n], t) for n, t in m.state_dict().items())
+
+
+@pytest.fixture(params=["apart", "grouped"])
+def member_path(request, monkeypatch):
+    """How a group's members run on the CPU: apart (each its own plain network, the CPU's
+    default) or grouped (one grouped convolution for all, what a GPU runs), so that both
+    paths are checked against the members on the CPU."""
+    from dsmlib.models.networks import CifarResNet
+    if request.param == "grouped":
+        monkeypatch.setattr(CifarResNet, "split_members", staticmethod(lambda x: False))
+    return request.param
 
 
 @pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
@@ -97,12 +108,19 @@ def relu_inputs(monkeypatch):
 
 def relu_margin_and_gap(group_inputs, member_inputs, k: int, members: int) -> tuple[float, float]:
     """Member ``k``'s ReLU inputs against its slice of the group's, each call's relative to its
-    largest entry: the smallest distance to 0 (the margin) and the largest gap between the two."""
+    largest entry: the smallest distance to 0 (the margin) and the largest gap between the two.
+    A group whose members ran apart made each member's calls in turn (member 0's, then 1's):
+    member ``k``'s are the ``k``-th run of them, whole."""
     margin, gap = math.inf, 0.0
-    assert len(group_inputs) == len(member_inputs) > 0
+    n = len(member_inputs)
+    apart = len(group_inputs) == members * n
+    if apart:
+        group_inputs = group_inputs[k * n:(k + 1) * n]
+    assert len(group_inputs) == n > 0
     for a, b in zip(group_inputs, member_inputs):
-        c = a.shape[1] // members
-        a, scale = a[:, k * c:(k + 1) * c], b.abs().max()
+        c = a.shape[1] // (1 if apart else members)
+        a = a if apart else a[:, k * c:(k + 1) * c]
+        scale = b.abs().max()
         margin = min(margin, float(b.abs().min() / scale))
         gap = max(gap, float((a - b).abs().max() / scale))
     return margin, gap
@@ -167,7 +185,8 @@ def _one_step_equals_members(group, nets, x_group, x_member, y, dtype, relu_inpu
 
 @pytest.mark.kernels
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
-def test_one_training_step_of_the_grouped_network_is_its_members(dtype, threads, relu_inputs):
+def test_one_training_step_of_the_grouped_network_is_its_members(dtype, threads, relu_inputs,
+                                                                member_path):
     """Train mode (batch statistics), a squared loss per member against targets of its own,
     one step of SGD with momentum and weight decay: the grouped network's outputs, gradients
     and state after the step (weights, batch-norm statistics, momentum) are its members', to
@@ -191,7 +210,8 @@ LANES_STEP_SEED = 57
 
 @pytest.mark.kernels
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
-def test_one_training_step_grouped_across_seeds_is_its_members(dtype, threads, relu_inputs):
+def test_one_training_step_grouped_across_seeds_is_its_members(dtype, threads, relu_inputs,
+                                                              member_path):
     """Members of three seeds, each reading its own lane's images ``(b, lanes, C, H, W)``
     (members 0 and 2 one lane, member 1 another: the lane index, not the member's, picks the
     images): one step equals each member's own step on its lane's images, to

@@ -12,7 +12,7 @@ data-limited one): the swap's "vs noiseless student" faces "vs noiseless student
 faces σ² = 0.25, never another scale's headline.
 
 A **contrast** is marked from the difference of the two estimates with both errors: where the
-99 % interval of ``a − b`` (normal, ``sqrt(se_a² + se_b²)``) excludes 0 (one interval leaving out
+99 % interval of ``a − b`` (the two cases' 99 % half-widths in quadrature) excludes 0 (one interval leaving out
 the other's estimate fires about two times in three with no real difference, at SEs of 0.1 and
 0.6). Every setting that differs between the two is named: a contrast between scales is not an
 effect of any one of them. A stale reference is compared too, labelled stale.
@@ -83,14 +83,18 @@ def setting_kind(setting: str) -> str:
 
 
 def difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | None:
-    """``a − b`` of two measured cases with both standard errors, its 99 % interval, and
-    whether it excludes 0; None where either case has no standard error."""
+    """``a − b`` of two measured cases with both errors, its 99 % interval, and whether it
+    excludes 0; None where either case has no standard error. The interval's half-width is
+    the two cases' own 99 % half-widths added in quadrature, so a case of few seeds (a
+    Student-t quantile of 9.9 at 2 degrees of freedom) keeps its width; with normal errors
+    this is exactly ``Z_CONTRAST * sqrt(se_a² + se_b²)``."""
     if a.get("se") is None or b.get("se") is None:
         return None
     d = float(a["measured"]) - float(b["measured"])
-    se = math.hypot(float(a["se"]), float(b["se"]))
-    lo, hi = d - Z_CONTRAST * se, d + Z_CONTRAST * se
-    return {"measured": d, "se": se, "interval": [lo, hi], "differs": lo > 0 or hi < 0}
+    half = math.hypot(*((float(c["interval"][1]) - float(c["interval"][0])) / 2 for c in (a, b)))
+    lo, hi = d - half, d + half
+    return {"measured": d, "se": math.hypot(float(a["se"]), float(b["se"])),
+            "interval": [lo, hi], "differs": lo > 0 or hi < 0}
 
 
 def _found(scales: Sequence[Scale], cid: str) -> dict[tuple[str, str], list[Any]]:
@@ -147,7 +151,8 @@ def contrast_rows(scales: Sequence[Scale]) -> list[dict[str, Any]]:
 def _value(d: dict[str, Any] | None, claim: dict[str, Any] | None) -> str:
     if d is None:
         return "<span class='absent'>not measured</span>"
-    unit = f" {html.escape(claim['unit'])}" if claim and claim.get("unit") else ""
+    u = d.get("unit", (claim or {}).get("unit", ""))      # the case's own unit first
+    unit = f" {html.escape(u)}" if u else ""
     size = f"<br><span class='size'>{html.escape(d['size'])}</span>" if d.get("size") else ""
     return (f"<span class='badge {d['verdict']}'>{BADGES[d['verdict']]}</span> "
             f"{fmt_number(d['measured'])} <span class='iv'>[{fmt_number(d['interval'][0])}, "

@@ -38,10 +38,11 @@ def scale_words(sc: Scale) -> str:
 
 
 def ordered_scales(scales: Sequence[Scale]) -> list[Scale]:
-    """The paper's data first (a scale on none of digits), then the others, each group in the
-    order given (this build before the references)."""
-    paper = [sc for sc in scales if sc.extra and all(s.get("dataset") != "digits"
-                                                     for s in _settings(sc))]
+    """The paper's data first (a scale whose settings are all on a data set other than
+    digits), then the others, each group in the order given (this build before the
+    references)."""
+    paper = [sc for sc in scales if _settings(sc) and all(s.get("dataset") != "digits"
+                                                          for s in _settings(sc))]
     return paper + [sc for sc in scales if sc not in paper]
 
 
@@ -57,7 +58,8 @@ def strongest(cid: str, scales: Sequence[Scale]) -> str:
     if len(ways) > 1:
         return ("the scales disagree: " + "; ".join(
             f"{BADGES[c['verdict']]} at {html.escape(scale_words(sc))}" for sc, c in decided))
-    sc, c = min(decided, key=lambda sc_c: sc_c[1].get("p_value") or 1.0)
+    sc, c = min(decided, key=lambda sc_c: 1.0 if sc_c[1].get("p_value") is None
+                else sc_c[1]["p_value"])
     return f"{BADGES[c['verdict']]} at {html.escape(scale_words(sc))}"
 
 
@@ -81,7 +83,8 @@ def first_screen_html(scales: Sequence[Scale]) -> str:
         return ""
     order = ordered_scales(scales)
     short = scales[0].extra.get("short") or {}
-    ids = [c["id"] for c in scales[0].doc.get("claims", [])]
+    ids = list(dict.fromkeys(c["id"] for sc in [scales[0], *order]    # every scale's claims
+                             for c in sc.doc.get("claims", [])))
     head = ["Claim"] + [html.escape(scale_words(sc)) + ("" if sc.fresh else " (stale)")
                         for sc in order] + ["Strongest evidence"]
     rows = [[f"{html.escape(short.get(cid, cid))}<br><code>{html.escape(cid)}</code>"]

@@ -96,17 +96,16 @@ def rederive_command(name: str, profile: str) -> str:
 
 def training_seconds(configs: Sequence[RunConfig], runs_dir: Path) -> float:
     """The seconds the runs of ``configs`` took, read from their records: every epoch's SGD
-    steps, measurements and G, once per group that trained together (a teacher; the students
-    of one teacher and stream, whose rows carry the group's times)."""
-    groups = {}
-    for c in configs:
-        key = c.key() if c.teacher is None else (c.teacher.key(), c.stream)
-        groups.setdefault(key, c)
+    steps, measurements and G. Each row carries its group's time and the group's size
+    (``lockstep``: the runs that trained together), so each run adds its share and every group
+    is counted once, however the runs were grouped."""
     total = 0.0
-    for c in groups.values():
+    for c in {c.key(): c for c in configs}.values():
         path = runs_dir / c.key() / "done.json"
         for row in json.loads(path.read_text())["history"]:
-            total += sum(float(row.get(k) or 0.0) for k in ("train_s", "eval_s", "gradnorm_s"))
+            share = max(1, int(row.get("lockstep") or 1))
+            total += sum(float(row.get(k) or 0.0)
+                         for k in ("train_s", "eval_s", "gradnorm_s")) / share
     return total
 
 

@@ -54,7 +54,7 @@ from .results import Cell, DistillResults, setting_of
 
 __all__ = ["STRICT", "POINTS", "UNIT", "LOG_RATIO", "DELTA_FRACTION", "GATE_IMAGES", "MIN_SEEDS",
            "FIT_ACCURACY", "ABOVE_ZERO", "ACCURACY_RULE", "SIZES", "delta_scores",
-           "size_against_delta", "baseline", "GATE_RULE", "ACCURACY_IDS", "SOME_IDS",
+           "size_against_delta", "size_in_claim", "baseline", "GATE_RULE", "ACCURACY_IDS", "SOME_IDS",
            "DIRECTIONS", "smallest_gain", "teachers_fit", "missed_images", "accuracy_gate",
            "judged_settings", "not_judged", "test_images", "scores", "difference",
            "degenerate", "population", "seed_case", "accuracy_case", "gain_case",
@@ -281,19 +281,34 @@ def size_against_delta(values: np.ndarray, deltas: np.ndarray, n_test: int, *,
     up, _ = accuracy_case(v - d, ABOVE_ZERO, "gain − δ", n_test, level=level, bounds=None)
     down, _ = accuracy_case(-v - d, ABOVE_ZERO, "loss − δ", n_test, level=level, bounds=None)
     gain, _ = accuracy_case(v, ABOVE_ZERO, "gain", n_test, level=level)
+    either = {"size_either_way": bool(up.interval[1] < 0 and down.interval[1] < 0
+                                      and not (up.caveat or down.caveat or gain.caveat))}
+    if gain.caveat:       # the gain itself decides nothing (a tie): nor does its size
+        return {"size": SIZES[2], "size_measured": up.measured, "size_interval": up.interval,
+                "size_of": "gain − δ", **either}
     way = direction(gain)
     if way == DIRECTIONS[0]:
         judged = up
     elif way == DIRECTIONS[1]:
         judged = down
     else:
-        both = up.interval[1] < 0 and down.interval[1] < 0 and not (up.caveat or down.caveat)
-        return {"size": SIZES[1] if both else SIZES[2], "size_measured": up.measured,
-                "size_interval": up.interval, "size_of": "gain − δ"}
+        return {"size": SIZES[1] if either["size_either_way"] else SIZES[2],
+                "size_measured": up.measured, "size_interval": up.interval,
+                "size_of": "gain − δ", **either}
     size = (SIZES[2] if judged.caveat else SIZES[0] if judged.interval[0] > 0 else
             SIZES[1] if judged.interval[1] < 0 else SIZES[2])
     return {"size": size, "size_measured": judged.measured, "size_interval": judged.interval,
-            "size_of": judged.quantity}
+            "size_of": judged.quantity, **either}
+
+
+def size_in_claim(row: dict[str, Any]) -> str:
+    """A case's size as its claim reports it: its own (:func:`size_against_delta`) where the
+    family-wise rule decided the case's direction; where that rule left it undecided, only
+    "by less than δ" either way (both ``gain − δ`` and ``loss − δ`` below 0) is a size, else
+    "size not decided"."""
+    if row.get("verdict") != "inconclusive" or row.get("size") == SIZES[2]:
+        return row.get("size", SIZES[2])
+    return SIZES[1] if row.get("size_either_way") else SIZES[2]
 
 
 def gain_case(values: np.ndarray, deltas: np.ndarray, quantity: str, n_test: int, *,

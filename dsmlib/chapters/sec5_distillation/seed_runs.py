@@ -71,9 +71,26 @@ def commit_paths(root: Path, paths: Sequence[Path], message: str, *, attempts: i
         else:
             err = add.stderr
         if "index.lock" not in err or attempt == attempts - 1:
-            raise RuntimeError(f"git could not commit the records: {err.strip().splitlines()[-1]}")
+            lines = err.strip().splitlines()
+            raise RuntimeError(f"git could not commit the records: "
+                               f"{lines[-1] if lines else 'git gave no reason'}")
         time.sleep(3)
     return False
+
+
+def _check_retrained(teacher: RunConfig, runs_dir: Path, before: str) -> None:
+    """A teacher trained again (its weights were not there) must give the record it had:
+    students finished from the first weights are otherwise distilled from another teacher.
+    Warns, naming the run, where the two histories' metrics differ."""
+    import json
+    old = json.loads(before)["history"]
+    new = json.loads((run_dir(teacher, runs_dir) / DONE).read_text())["history"]
+    keys = ("train_loss", "val_acc", "test_acc", "gradnorm")
+    if [[r.get(k) for k in keys] for r in old] != [[r.get(k) for k in keys] for r in new]:
+        print(f"[dsmlib] warning: {teacher.label()} trained again gives another record than "
+              "before (other kernels or threads?): its students finished earlier were distilled "
+              "from the first weights; delete their records to train them again",
+              file=sys.stderr, flush=True)
 
 
 def _teacher_line(teacher: RunConfig, runs_dir: Path) -> str:
@@ -110,10 +127,14 @@ def train_by_seed(runs: Sequence[RunConfig], runs_dir: str | Path, *,
             t0 = time.perf_counter()
             print(f"[dsmlib] seed {teacher.seed} ({k + 1} of {len(groups)}): "
                   f"{teacher.label()} and {len(students)} students", file=sys.stderr, flush=True)
+            before = None
             if needs_teacher_again(teacher, students, runs_dir):
+                before = (run_dir(teacher, runs_dir) / DONE).read_text()
                 for f in (DONE, METRICS):
                     (run_dir(teacher, runs_dir) / f).unlink(missing_ok=True)
             execute_run(teacher, runs_dir, progress=progress, **options)
+            if before is not None:
+                _check_retrained(teacher, runs_dir, before)
             if students:
                 execute_group(students, runs_dir, progress=progress, **options)
             seconds = time.perf_counter() - t0
@@ -132,6 +153,11 @@ def commit_each_seed(root: Path, runs_dir: Path, profile: str
     def commit(teacher: RunConfig, members: list[RunConfig], seconds: float | None) -> None:
         how = "finished earlier" if seconds is None else f"trained here in {seconds:.0f} s"
         message = f"{profile}: the records of seed {teacher.seed} ({len(members)} runs, {how})"
-        if commit_paths(root, record_paths(members, runs_dir), message):
-            print(f"[dsmlib] committed: {message}", file=sys.stderr, flush=True)
+        try:
+            if commit_paths(root, record_paths(members, runs_dir), message):
+                print(f"[dsmlib] committed: {message}", file=sys.stderr, flush=True)
+        except RuntimeError as err:        # training goes on; the records stay on disk
+            print(f"[dsmlib] warning: seed {teacher.seed}'s records are not committed ({err});"
+                  " commit them by hand, or launch again once git can", file=sys.stderr,
+                  flush=True)
     return commit
