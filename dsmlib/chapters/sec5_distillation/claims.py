@@ -217,8 +217,9 @@ def accuracy_claims(res: DistillResults, note: str = "", delta_scale: float = 1.
     """Figure 1's accuracy rows: the validation-selected noisy student against the teacher and
     against the noiseless students (the book's squared-error one and Hinton's), "some models
     improved over the teacher", and validation selection against the best choice in hindsight;
-    each judged by the one accuracy rule against the setting's smallest useful gain
-    (:func:`smallest_gain`, times ``delta_scale``), in the settings past the gate
+    each judged by the one accuracy rule (its direction; its size against the setting's
+    smallest useful gain, :func:`smallest_gain` times ``delta_scale``), in the settings past
+    the gate
     (:func:`judged_settings`) alone. With no setting past the gate there is no accuracy claim:
     the page says why (:func:`dsmlib.chapters.sec5_distillation.gains.not_judged`)."""
     judged = judged_settings(res)
