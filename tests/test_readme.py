@@ -18,7 +18,7 @@ from dsmlib.book.references.stored import load_references
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
-LINE = re.compile(r"^- `reference/(\w+)/`: (.+), on (.+)$", re.M)
+LINE = re.compile(r"^- `reference/([\w-]+)/`: (.+), on (.+)$", re.M)
 
 
 def listed() -> dict[str, tuple[set[str], set[str]]]:
