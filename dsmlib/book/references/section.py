@@ -164,8 +164,8 @@ def first_screen_cell(table: str) -> list[dict[str, Any]]:
         return []
     return [_md("**What each scale found.** Every claim of this page at every scale it "
                 "shows, the paper's own data first: its verdict, value and 99 % interval (a "
-                "directional accuracy claim with its size against δ), and the strongest "
-                "evidence across scales. The sections further down are each scale's in full; "
+                "directional accuracy claim with its size against δ); ★ marks the strongest "
+                "evidence across scales, the decided verdict with the smallest p-value. The sections further down are each scale's in full; "
                 "the opening just below speaks for this build alone.\n\n"
                 f"```{{raw}} html\n{table}\n```\n", 0, "first-screen")]
 
