@@ -337,9 +337,10 @@ def summary_at_scale(docs: Sequence[dict[str, Any]],
                     kinds[kind] += n
             differ = sum(kinds.values())
             how = f" ({differences_text(kinds)})" if differ else ""
-            part += (f"; the {'fresh one' if len(fresh) == 1 else f'{len(fresh)} fresh ones'} "
-                     f"{'that add evidence ' if repeats else ''}"
-                     f"re-measure{'s' if len(fresh) == 1 else ''} {measured} of these claims, "
+            one = len(fresh) == 1
+            adds = f"that add{'s' if one else ''} evidence " if repeats else ""
+            part += (f"; the {'fresh one' if one else f'{len(fresh)} fresh ones'} {adds}"
+                     f"re-measure{'s' if one else ''} {measured} of these claims, "
                      f"and {differ} of their verdicts {'differs' if differ == 1 else 'differ'} "
                      f"from this build's{how}")
         old = sum(len(differing_claims(d["claims"], [r], stale=True)) for d, r in stale)
