@@ -554,3 +554,23 @@ def test_every_module_left_out_of_the_content_key_exists():
     in_kernel = {"book/__init__.py", "book/execute/__init__.py", "book/execute/results.py"}
     machinery = {p.relative_to(pkg).as_posix() for p in (pkg / "book").rglob("*.py")}
     assert machinery - set(OUTSIDE_KERNEL) == in_kernel
+
+
+def test_every_chapters_content_key_covers_its_own_code():
+    """By default the closure is taken under the ``dsmlib`` package itself: every chapter's key
+    covers its chapter module and the foundation it stands on. (Taken from the depth of the
+    module that computes it, a move of that module into ``book/execute/`` once left every key
+    covering ``book/__init__.py`` alone, so that no code change made anything stale.)"""
+    import dsmlib
+    from dsmlib.book.execute.provenance import kernel_code, package_dir
+    from dsmlib.book.profiles import load_specs
+    pkg = Path(dsmlib.__file__).resolve().parent
+    assert package_dir() == pkg
+    root = pkg.parent
+    for name, spec in load_specs(root / "notebooks").items():
+        code = {p.relative_to(pkg).as_posix() for p in kernel_code(spec.source)}
+        own = {f"chapters/{name}.py", f"chapters/{name}/__init__.py"}
+        assert code & own, name
+        assert {"foundation/claims.py", f"figures/{name}.py"} <= code, name
+        assert code_key(root, spec.source, {}, "quick") == code_key(root, spec.source, {}, "quick",
+                                                                    pkg_dir=pkg)

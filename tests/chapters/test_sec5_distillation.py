@@ -359,7 +359,9 @@ def test_claims_confirmed_and_pinned_when_the_paper_holds():
     assert row["size"] == (gains.SIZES[0] if lo > 0 else gains.SIZES[1] if hi < 0 else
                            gains.SIZES[2])
     assert c.unit == "points" and c.size.startswith(row["size"])
-    assert "lies above 0" in c.statement and "δ" in c.quantity
+    # the statement names the rule in a few words; the note states it whole
+    assert "by its direction" in c.statement and "δ" in c.quantity
+    assert c.note.endswith(gains.ACCURACY_RULE) and "lies above 0" not in c.statement
     # steps are judged by Holm's rule over all steps of a claim (here one per setting), each
     # with its own 99 % interval
     step = claims["fig1.gradnorm_falls_with_sigma2"]

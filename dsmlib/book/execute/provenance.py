@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PACKAGES", "OUTSIDE_KERNEL", "code_key", "kernel_code", "hardware", "gpu_name",
-           "dirty_files", "git_commit", "versions", "provenance"]
+__all__ = ["PACKAGES", "OUTSIDE_KERNEL", "package_dir", "code_key", "kernel_code", "hardware",
+           "gpu_name", "dirty_files", "git_commit", "versions", "provenance"]
 
 PACKAGES = ("numpy", "scipy", "numba", "torch", "plotly", "papermill", "jupyter-book")
 
@@ -52,6 +52,14 @@ OUTSIDE_KERNEL = ("__main__.py", "book/profiles.py",
                                                   "provenance_html", "sphinx_ext")))
 
 
+def package_dir() -> Path:
+    """The folder of the installed ``dsmlib`` package, found by importing it, not from this
+    module's own depth in it (which a move of this module would silently change)."""
+    import importlib
+    from .closure import PACKAGE
+    return Path(importlib.import_module(PACKAGE).__file__).resolve().parent
+
+
 def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,
              pkg_dir: Path | None = None) -> str:
     """Content hash of a notebook's source, parameters, profile and the ``dsmlib`` code its
@@ -60,7 +68,7 @@ def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,
     package is installed), less :data:`OUTSIDE_KERNEL`. Not of the machine, and not of code
     that only other chapters use, so that a change to one chapter's code leaves the others'
     executions and references current."""
-    pkg_dir = pkg_dir or Path(__file__).resolve().parents[1]
+    pkg_dir = pkg_dir or package_dir()
     pkg = kernel_code(source, pkg_dir)
     return _sha(source.read_bytes(), json.dumps(params, sort_keys=True, default=str).encode(),
                 profile.encode(), *(p.relative_to(pkg_dir).as_posix().encode() + p.read_bytes()
@@ -71,7 +79,7 @@ def kernel_code(source: Path, pkg_dir: Path | None = None) -> list[Path]:
     """The ``dsmlib`` files a notebook's kernel can run (its import closure, less
     :data:`OUTSIDE_KERNEL`): the code its content key covers."""
     from .closure import import_closure
-    pkg_dir = pkg_dir or Path(__file__).resolve().parents[1]
+    pkg_dir = pkg_dir or package_dir()
     return [p for p in import_closure(source, pkg_dir)
             if p.relative_to(pkg_dir).as_posix() not in OUTSIDE_KERNEL]
 

@@ -71,7 +71,10 @@ _CONTROL_TEXT = {Noise.GAUSSIAN: "the noiseless student (E[ỹ] = y)",
 _SWAP_NOTE = (" Prop. 3's strength (2η/L)σ²/b·G(θ) assumes noise whose covariance does not "
               "depend on the logits; the swap's does (it mixes the entries of y), so its "
               "regulariser is a y-weighted G, and only the sign is tested.")
-_GAIN_RULE = (" δ = {frac:g} of the teacher's test error in the setting. " + ACCURACY_RULE)
+#: What an accuracy claim's statement says of its rule; the rule itself (:data:`ACCURACY_RULE`)
+#: is stated once on the page, above the claims, and in each such claim's note.
+_GAIN_RULE = (" Judged by its direction at 99 %, with its size against δ = {frac:g} of the "
+              "teacher's test error in the setting.")
 
 
 def _every_case(id: str, statement: str, cases: dict[str, Case],
@@ -200,6 +203,11 @@ def _rule(text: str) -> str:
     return text + _GAIN_RULE.format(frac=DELTA_FRACTION)
 
 
+def _ruled(note: str) -> str:
+    """An accuracy claim's note, closed by the rule it is judged by, in full."""
+    return f"{note} {ACCURACY_RULE}".strip()
+
+
 def _baseline_note(res: DistillResults, settings: Sequence[str]) -> str:
     """Where "the teacher" is the continued teacher (teachers that do not fit), a sentence
     saying so; "" elsewhere."""
@@ -237,7 +245,7 @@ def accuracy_claims(res: DistillResults, note: str = "", delta_scale: float = 1.
     claims.append(_every_case(
         "fig1.noisy_beats_teacher", _rule("The noisy student selected by validation accuracy has "
                                           "a higher test accuracy than the teacher (Figure 1)."),
-        cases, extras, scope="setting", note=(note + sel_note + _baseline_note(res, judged)).strip(),
+        cases, extras, scope="setting", note=_ruled(note + sel_note + _baseline_note(res, judged)),
         condition="Needs a student that generalises better than its teacher trained as long "
                   "(the teacher where it fits its training images, else the continued "
                   "teacher)."))
@@ -258,7 +266,7 @@ def accuracy_claims(res: DistillResults, note: str = "", delta_scale: float = 1.
                                             "has a higher test accuracy than the noiseless "
                                             "student, the book's (squared error on the logits) "
                                             "and the paper's (Hinton et al.) (Figure 1)."),
-        cases, extras, scope="setting", note=(note + sel_note).strip(),
+        cases, extras, scope="setting", note=_ruled(note + sel_note),
         condition="Needs a noise level whose student generalises better than the noiseless "
                   "ones, and the validation set to find it."))
     gains = {f"{s}: {c.name}": (difference(scores(c), scores(baseline(res, s))),
@@ -276,10 +284,10 @@ def accuracy_claims(res: DistillResults, note: str = "", delta_scale: float = 1.
                                                  "on the teacher's test accuracy (Section 5.4, "
                                                  "result (2))."), cases, extras=extras,
         scope="setting",
-        note=(note + " Every noisy student (kind, level) is a candidate; their intervals form a "
-              "joint box, so one confirmed gain is not luck among many. Headed by the student "
-              "with the highest lower bound, the best evidence for 'some'."
-              + _baseline_note(res, judged)).strip(),
+        note=_ruled(note + " Every noisy student (kind, level) is a candidate; their intervals "
+                    "form a joint box, so one confirmed gain is not luck among many. Headed by "
+                    "the student with the highest lower bound, the best evidence for 'some'."
+                    + _baseline_note(res, judged)),
         condition="Needs a student that generalises better than its teacher trained as long."))
     cases, extras = {}, {}
     for s in judged:
@@ -368,15 +376,16 @@ def figure2_claims(res: DistillResults, note: str = "", delta_scale: float = 1.0
             "fig2.swap_flatter_and_better", "The minima found with symmetric noise are flatter, "
             "with better generalisation, than those of the noiseless students (the book's and "
             "Hinton's) and the Gaussian-noise students (each at its validation-optimal level; "
-            f"Figure 2). The accuracy cases: δ = {DELTA_FRACTION:g} of the teacher's test error. "
-            + ACCURACY_RULE, flat, extras, scope="reading",
-            note=(note + " Read as: a lower G(θ), which is L/2 times the trace of the "
-                  "Gauss-Newton part of the per-logit quadratic loss's Hessian (all of it at zero "
-                  "residual), and a higher test accuracy. The runs record no other curvature, and "
-                  "validation losses are against each kind's own E[ỹ], so not comparable. The "
-                  "levels are picked on the mean validation accuracy of these seeds. The swap's "
-                  "lower G includes its target's shrinkage (see fig1.noise_lowers_gradnorm_p)."
-                  ).strip(),
+            "Figure 2). The accuracy cases are judged by their direction at 99 %, with their size "
+            f"against δ = {DELTA_FRACTION:g} of the teacher's test error.", flat, extras,
+            scope="reading",
+            note=_ruled(note + " Read as: a lower G(θ), which is L/2 times the trace of the "
+                        "Gauss-Newton part of the per-logit quadratic loss's Hessian (all of it at "
+                        "zero residual), and a higher test accuracy. The runs record no other "
+                        "curvature, and validation losses are against each kind's own E[ỹ], so "
+                        "not comparable. The levels are picked on the mean validation accuracy of "
+                        "these seeds. The swap's lower G includes its target's shrinkage (see "
+                        "fig1.noise_lowers_gradnorm_p)."),
             condition="Needs the swap's G advantage and accuracy gain both resolved by the seeds."))
     return claims
 
