@@ -266,6 +266,24 @@ def test_source_of_gain_speaks_only_of_gains_the_table_shows():
     assert source_of_gain(_source_rows()).startswith("neither")
 
 
+def test_the_finding_gives_the_decided_rows_and_counts_the_rest():
+    """The finding's sentence on a setting's decomposition gives each decided row's value,
+    interval and size, counts the undecided ones (the table beside it has their values), and
+    ends on what the verdicts say."""
+    from dsmlib.chapters.sec5_distillation.summary import source_of_gain, sources_text
+    rows = [dict(r, measured=1.5, interval=[0.5, 2.5], size="by less than δ")
+            for r in _source_rows(hinton="higher")]
+    text = sources_text(rows)
+    hinton = next(r["comparison"] for r in rows if r["verdict"] == "confirmed")
+    assert text.startswith(f"{hinton}: +1.50 points [0.50, 2.50] (confirmed, by less than δ)")
+    assert "the other 4 rows undecided at these seeds" in text
+    assert text.endswith("; so " + source_of_gain(rows))
+    none = sources_text([dict(r, measured=0.1, interval=[-1, 1], size="size not decided")
+                         for r in _source_rows()])
+    assert none.startswith("none of its 5 rows is decided at these seeds; so neither")
+    assert "points" not in none
+
+
 def test_the_distillation_table_states_its_family_level():
     """Five rows a setting, each at 99 %: together at ≥ 95 % (Bonferroni), said under the table
     and in its title in the results."""

@@ -98,8 +98,7 @@ def first_screen_html(scales: Sequence[Scale]) -> str:
     short = scales[0].extra.get("short") or {}
     ids = list(dict.fromkeys(c["id"] for sc in [scales[0], *order]    # every scale's claims
                              for c in sc.doc.get("claims", [])))
-    head = ["Claim"] + [html.escape(scale_words(sc)) + ("" if sc.fresh else " (stale)")
-                        for sc in order]
+    head = ["Claim"] + [html.escape(scale_words(sc)) for sc in order]   # its label says stale
     rows = []
     for cid in ids:
         best, disagree = strongest(cid, order)

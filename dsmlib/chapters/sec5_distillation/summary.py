@@ -10,8 +10,8 @@ from .results import DistillResults
 from .claims import swap_parts
 from .gains import GATE_IMAGES, baseline, not_judged
 
-__all__ = ["SHORT", "VERDICT_ORDER", "headline_row", "accuracy_reading", "source_of_gain",
-           "finding", "in_short"]
+__all__ = ["SHORT", "VERDICT_ORDER", "headline_row", "accuracy_reading", "sources_text",
+           "source_of_gain", "finding", "in_short"]
 
 #: A few words per claim for the page's summary (the ledger keeps each claim's full statement).
 SHORT = {
@@ -84,10 +84,18 @@ def _row_text(r: dict[str, Any]) -> str:
             f"({r['verdict']}, {r['size']})")
 
 
-def _sources_text(rows: Sequence[dict[str, Any]]) -> str:
+def sources_text(rows: Sequence[dict[str, Any]]) -> str:
     """One sentence on a setting's rows of the decomposition table (training, distillation and
-    noise apart), each row with its verdict and size."""
-    parts = [f"{r['comparison']}: {_row_text(r)}" for r in rows]
+    noise apart): each decided row with its value, interval and size, the undecided ones
+    counted (their values are in the table), then what the verdicts say
+    (:func:`source_of_gain`)."""
+    decided = [r for r in rows if r["verdict"] in ("confirmed", "refuted")]
+    parts = [f"{r['comparison']}: {_row_text(r)}" for r in decided]
+    rest = len(rows) - len(decided)
+    if not decided:
+        parts.append(f"none of its {rest} rows is decided at these seeds")
+    elif rest:
+        parts.append(f"the other {rest} row{'s' if rest != 1 else ''} undecided at these seeds")
     return "; ".join(parts) + f"; so {source_of_gain(rows)}"
 
 
@@ -168,7 +176,8 @@ def finding(res: DistillResults, claims: Sequence[Any],
     for s in judged:
         mine = [r for r in rows if r["setting"] == s]
         if mine:
-            text += f" Training, distillation and noise apart ({s}): {_sources_text(mine)}."
+            text += (f" Training, distillation and noise apart ({s}; the table under *Distillation "
+                     f"or noise?*): {sources_text(mine)}.")
     return f"{text} {skipped}".strip()
 
 
