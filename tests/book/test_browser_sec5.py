@@ -20,6 +20,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 PAGE = "book/chapters/sec5_distillation.html"
 WIDTHS = (1280, 390)
 MAX_HEIGHT = 20_000          # px at 1280 (quick's page: 73,366 before issue 46)
+#: The prose that is detail: each a closed dropdown whose title starts so (issue 63, item 3).
+FOLDED_PROSE = ("How each claim is judged", "How the losses are measured",
+                "How the seeds that would decide are counted",
+                "Where each data set comes from", "The choices, one by one")
 #: The tables that are detail: each is folded on the page (a closed <details>).
 FOLDED_TABLES = ("case-verdicts", "noise-units", "shrinkage", "delta-verdicts",
                  "error-sources", "seeds-to-decide", "by-setting", "contrast-settings")
@@ -67,6 +71,9 @@ PAGE_JS = """() => {
   out.in_short = list ? [...list.children].map(text) : [];
   // tables of the page itself (not the reference's): visible, folded
   out.tables = [...main.querySelectorAll('table')].map(t => [t.className, folded(t), inRef(t)]);
+  // the page's own prose dropdowns (how things are judged and measured): title, open or not
+  out.prose_folds = [...main.querySelectorAll('details.sd-dropdown')].filter(d => !inRef(d))
+      .map(d => [text(d.querySelector('summary')), d.open]);
   out.outputs_unfolded_in_ref = [...main.querySelectorAll('.cell_output')]
       .filter(o => inRef(o) && !folded(o)).length;
   out.figures_unfolded_in_ref = [...main.querySelectorAll('.js-plotly-plot')]
@@ -169,6 +176,14 @@ def test_detail_is_folded_and_every_section_is_a_heading_in_the_contents(seen):
     assert got["ref_subheadings"] >= 3, got["ref_subheadings"]
     assert got["outputs_unfolded_in_ref"] == 0 and got["figures_unfolded_in_ref"] == 0
     own = [(cls, folded) for cls, folded, ref in got["tables"] if not ref]
+    # issue 63: the method's detail is prose a reader opens, each fold under a visible sentence
+    # (the rule in a few words, δ defined, outside any fold)
+    folds = dict(got["prose_folds"])
+    for title in FOLDED_PROSE:
+        mine = [t for t in folds if t.startswith(title)]
+        assert mine and not any(folds[t] for t in mine), (title, got["prose_folds"])
+    assert "judged by their direction" in got["own_text"]
+    assert "a tenth of the teachers' test error" in got["own_text"].replace("’", "'")
     for name in FOLDED_TABLES:
         mine = [f for cls, f in own if name in cls.split()]
         assert mine and all(mine), (name, mine)
