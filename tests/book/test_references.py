@@ -128,6 +128,13 @@ def test_load_marks_fresh_and_stale_and_leaves_out_the_built_profile(tmp_path):
     refs = R.load_references(tmp_path, ["ols", "prop1_noise"], lambda p, n, o: current[p, n])
     assert [(r.profile, r.fresh) for r in refs] == [("gpu", False), ("paper", True)]
     assert refs[0].device == "Test GPU" and refs[1].device == "Test CPU, 2 cores"
+    # re-derived from run records: where they trained too, said once when it is the same kind
+    cpu = {"hardware": {"cpu": "Test CPU", "cpu_count": 2, "gpu": None}}
+    gpu = {"hardware": {"cpu": "Test CPU", "cpu_count": 16, "gpu": "Test GPU"}}
+    derived = lambda trained: replace(refs[1], provenance={**refs[1].provenance,  # noqa: E731
+                                                          "trained": trained})
+    assert derived(gpu).device == "Test GPU (training), Test CPU, 2 cores (analysis)"
+    assert derived(cpu).device == "Test CPU, 2 cores"
     assert refs[0].commit == "abc123"
     only = R.load_references(tmp_path, ["ols"], lambda p, n, o: current[p, n], exclude="paper")
     assert [r.profile for r in only] == ["gpu"]

@@ -55,9 +55,8 @@ OUTSIDE_KERNEL = ("__main__.py", "book/profiles.py",
 def package_dir() -> Path:
     """The folder of the installed ``dsmlib`` package, found by importing it, not from this
     module's own depth in it (which a move of this module would silently change)."""
-    import importlib
-    from .closure import PACKAGE
-    return Path(importlib.import_module(PACKAGE).__file__).resolve().parent
+    from ... import __file__ as package_init
+    return Path(package_init).resolve().parent
 
 
 def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,

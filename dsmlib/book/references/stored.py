@@ -63,11 +63,13 @@ class Reference:
 
     @property
     def device(self) -> str:
-        """Where it ran; for one re-derived from run records, where they trained too."""
+        """Where it ran; for one re-derived from run records, where they trained too (once,
+        where both are the same kind of device)."""
         trained = self.provenance.get("trained")
-        if not trained:
-            return device_label(self.provenance)
-        return f"{device_label(trained)} (training), {device_label(self.provenance)} (analysis)"
+        here = device_label(self.provenance)
+        if not trained or device_label(trained) == here:
+            return here
+        return f"{device_label(trained)} (training), {here} (analysis)"
 
     @property
     def origin(self) -> str:
