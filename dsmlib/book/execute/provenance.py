@@ -53,10 +53,10 @@ OUTSIDE_KERNEL = ("__main__.py", "book/profiles.py",
 
 
 def package_dir() -> Path:
-    """The folder of the installed ``dsmlib`` package, found by importing it, not from this
-    module's own depth in it (which a move of this module would silently change)."""
-    from ... import __file__ as package_init
-    return Path(package_init).resolve().parent
+    """The folder of the installed ``dsmlib`` package, read from the package's own module, not
+    from this module's depth in it (which a move of this module would silently change)."""
+    top = sys.modules[__name__.partition(".")[0]]    # imported before any of its modules
+    return Path(top.__file__).resolve().parent
 
 
 def code_key(root: Path, source: Path, params: dict[str, Any], profile: str, *,
