@@ -40,17 +40,16 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=None, help="append the JSON lines to this file")
-    ap.add_argument("--images", type=int, default=SIZE_RANGE[0])
-    args = ap.parse_args(argv)
+def measure_rates(profile: str = CPU_CIFAR10, images: int = SIZE_RANGE[0]
+                  ) -> tuple[PilotRates, dict]:
+    """One seed of ``profile``'s grid at ``images`` training images, two epochs, trained here:
+    the rates, and what else the row records (images/s, wall time, date, torch)."""
     spec = load_specs(ROOT / "notebooks")["sec5_distillation"]
-    n = args.images
+    n = images
     with tempfile.TemporaryDirectory() as runs_dir:
-        grid = resolve(spec, CPU_CIFAR10, {"teacher_epochs": 2, "headroom_size": n,
-                                           "headroom_val": validation_images(n),
-                                           "headroom_seeds": [0, 1], "runs_dir": runs_dir})
+        grid = resolve(spec, profile, {"teacher_epochs": 2, "headroom_size": n,
+                                       "headroom_val": validation_images(n),
+                                       "headroom_seeds": [0, 1], "runs_dir": runs_dir})
         runs = [c for c in grid.runs() if c.seed == 0]
         teacher, students = runs[0], runs[1:]
         data = dict(data_dir=ROOT / grid.data_dir, device="cpu")
@@ -74,20 +73,34 @@ def main(argv: list[str] | None = None) -> dict:
                        setup_s=max(0.0, measured - accounted), images=n,
                        students=len(students), machine=f"{cpu_name()}, {torch.get_num_threads()} "
                                                        "torch threads")
-    size = largest_size(rates)
-    rows = [{**as_row(rates), "teacher_images_per_s": 1 / ts,
+    extra = {"profile": profile, "teacher_images_per_s": 1 / ts,
              "students_images_per_s": len(students) / ss, "wall_s": measured,
-             "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__},
+             "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__}
+    return rates, extra
+
+
+def write_rows(rows: list[dict], out: str | None) -> None:
+    for r in rows:
+        print(json.dumps(r), flush=True)
+    if out:
+        with open(ROOT / out, "a") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=None, help="append the JSON lines to this file")
+    ap.add_argument("--images", type=int, default=SIZE_RANGE[0])
+    args = ap.parse_args(argv)
+    rates, extra = measure_rates(CPU_CIFAR10, args.images)
+    size = largest_size(rates)
+    rows = [{**as_row(rates), **{k: v for k, v in extra.items() if k != "profile"}},
             {"name": "rule", "images": size, "validation": validation_images(size),
              "epochs": EPOCHS, "seeds": SEEDS, "budget_s": BUDGET_S,
              "grid_s": grid_seconds(rates, size),
              "next_size_grid_s": grid_seconds(rates, size + 100)}]
-    for r in rows:
-        print(json.dumps(r), flush=True)
-    if args.out:
-        with open(ROOT / args.out, "a") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+    write_rows(rows, args.out)
     return rows[1]
 
 

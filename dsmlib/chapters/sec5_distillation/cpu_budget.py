@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["BUDGET_S", "SEEDS", "EPOCHS", "SIZE_STEP", "SIZE_RANGE", "PILOT", "PilotRates",
            "pilot_rates", "seed_seconds", "grid_seconds", "largest_size", "validation_images",
-           "as_row"]
+           "as_row", "FIT_EPOCHS", "FIT_BUDGET_S", "FIT_IMAGES", "FIT_PILOT", "fit_epochs"]
 
 #: One 2-core machine for three hours: the whole grid, teachers and students.
 BUDGET_S = 3 * 3600.0
@@ -36,6 +36,17 @@ SIZE_STEP = 100
 SIZE_RANGE = (1000, 5000)
 #: The pilot's records, committed: what the profile's size was read from.
 PILOT = Path("benchmarks") / "cpu_runs" / "2026-12-02_cpu_cifar10_pilot.jsonl"
+
+#: The fit regime's epochs (``cpu-cifar10-fit``, issue 67) are chosen among these, the paper's
+#: 200 first, by :func:`fit_epochs`, fixed in code before any of its runs.
+FIT_EPOCHS = (200, 100, 60, 40)
+#: One 2-core machine for four hours: the fit regime's whole grid, teachers and students.
+FIT_BUDGET_S = 4 * 3600.0
+#: The fit regime's training images: ``cpu-cifar10``'s (the two references differ only in the
+#: regime).
+FIT_IMAGES = 1200
+#: The fit regime's pilot records: its rates and each pilot teacher's fit.
+FIT_PILOT = Path("benchmarks") / "cpu_runs" / "2026-12-07_cpu_cifar10_fit_pilot.jsonl"
 
 
 @dataclass(frozen=True)
@@ -103,3 +114,18 @@ def validation_images(images: int, classes: int = 10) -> int:
 
 def as_row(rates: PilotRates) -> dict[str, Any]:
     return {"name": "rates", **asdict(rates)}
+
+
+def fit_epochs(rates: PilotRates, fits: Callable[[int], bool], *, images: int = FIT_IMAGES,
+               seeds: int = SEEDS, budget_s: float = FIT_BUDGET_S,
+               choices: tuple[int, ...] = FIT_EPOCHS) -> int | None:
+    """The fit rule (issue 67): the largest ``E`` of ``choices`` whose grid of ``seeds`` seeds
+    at ``images`` training images trains in ``budget_s`` at ``rates`` (:func:`grid_seconds`)
+    *and* at which a pilot teacher trained ``E`` epochs fits its training images
+    (``fits(E)``: at least :data:`~dsmlib.chapters.sec5_distillation.gains.FIT_ACCURACY`).
+    ``fits`` is asked only of the epochs within the budget, largest first, so that a pilot
+    trains no teacher the grid could not afford. None where no ``E`` qualifies."""
+    for epochs in sorted(choices, reverse=True):
+        if grid_seconds(rates, images, seeds=seeds, epochs=epochs) <= budget_s and fits(epochs):
+            return epochs
+    return None
