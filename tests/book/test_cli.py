@@ -280,11 +280,12 @@ def test_list_shows_run_times(tmp_path, capsys):
     assert "  gpu: " in sec5 and "reference: " in sec5 and "NVIDIA" in sec5
     nb.write_text(json.dumps({"cells": [], "metadata": {"dsmlib": {"provenance": {   # re-derived
         "wall_s": 21.0, "hardware": {"cpu": "Some CPU", "cpu_count": 2, "gpu": None},
-        "trained": {"wall_s": 299.3, "hardware": {"cpu": "Xeon", "cpu_count": 16,
-                                                  "gpu": "Some GPU"}}}}}}))
+        "trained": {"wall_s": 299.3, "records_s": 221.4,
+                    "hardware": {"cpu": "Xeon", "cpu_count": 16, "gpu": "Some GPU"}}}}}}))
     assert main(["--root", str(root), "list"]) == 0
-    assert ("last run here: trained in 5.0 min on Some GPU, analysed in 21 s on Some CPU, "
-            "2 cores") in capsys.readouterr().out.split("prop1_noise:")[0]
+    assert ("last run here: trained on Some GPU: 3.7 min of training (221 s, summed from its "
+            "run records); analysed in 21 s on Some CPU, 2 cores"
+            ) in capsys.readouterr().out.split("prop1_noise:")[0]
 
 
 def test_only_the_grid_command_imports_torch_and_its_help_is_the_grid_modules(tmp_path):

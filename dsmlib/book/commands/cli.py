@@ -128,18 +128,21 @@ GRID_HELP = "fetch the data of, launch, watch or collect the self-distillation g
 def run_time(root: Path, profile: str, name: str) -> str:
     """How long ``name`` took under ``profile``: its last execution here, else its committed
     reference, with the device ("not run yet" when neither exists); for a reference re-derived
-    from run records, its training's time and device too."""
+    from run records, its training's time summed from those records
+    (:func:`dsmlib.book.site.provenance_html.training_text`) and its device, then the
+    analysis's time apart."""
     from ..references.stored import device_label, reference_paths
     from ..execute.store import executed_path, runner_metadata
+    from ..site.provenance_html import duration_text, training_text
     for where, path in (("last run here", executed_path(root, profile, name)),
                         ("reference", reference_paths(root, profile, name)[0])):
         try:
             prov = runner_metadata(json.loads(path.read_text())["metadata"])["provenance"]
-            took = f"{_duration(float(prov['wall_s']))} on {device_label(prov)}"
+            took = f"{duration_text(float(prov['wall_s']))} on {device_label(prov)}"
             trained = prov.get("trained")
             if trained:
-                took = (f"trained in {_duration(float(trained['wall_s']))} on "
-                        f"{device_label(trained)}, analysed in {took}")
+                took = (f"trained on {device_label(trained)}: {training_text(trained)}; "
+                        f"analysed in {took}")
             return f"{where}: {took}"
         except (OSError, ValueError, KeyError, TypeError):
             continue
@@ -157,10 +160,6 @@ def book_root(root: str | None, command: str) -> Path:
             raise ValueError(f"--root {root}: {err}") from None
         raise ValueError(f"{err}: run it inside the book's folder, or name the folder with "
                          f"--root (python -m dsmlib --root PATH {command})") from None
-
-
-def _duration(s: float) -> str:
-    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ...foundation.files import atomic_write_text
 from ..profiles import resolve
@@ -45,7 +45,8 @@ if TYPE_CHECKING:   # the models layer imports torch: 2 s of every command's sta
 
 __all__ = ["RUNS", "RECORD_FILES", "records_dir", "manifest_path", "profile_runs",
            "training_key", "missing_records", "rederive_overrides", "rederive_command",
-           "store_run_records", "training_seconds", "complete_records", "load_manifest"]
+           "store_run_records", "TIMING", "record_seconds", "records_seconds",
+           "training_seconds", "trained_seconds", "complete_records", "load_manifest"]
 
 RUNS = "runs"
 #: What a committed record holds: the configuration and the finished run's metrics
@@ -94,19 +95,47 @@ def rederive_command(name: str, profile: str) -> str:
     return f"python -m dsmlib reference {name} --profile {profile} --rederive"
 
 
-def training_seconds(configs: Sequence[RunConfig], runs_dir: Path) -> float:
-    """The seconds the runs of ``configs`` took, read from their records: every epoch's SGD
-    steps, measurements and G. Each row carries its group's time and the group's size
-    (``lockstep``: the runs that trained together), so each run adds its share and every group
-    is counted once, however the runs were grouped."""
+#: The seconds an epoch's row of a run's history records: its SGD steps, its measurements
+#: (accuracies, losses) and G, each timed for the whole group that trained together.
+TIMING = ("train_s", "eval_s", "gradnorm_s")
+
+
+def record_seconds(history: Iterable[Mapping[str, Any]]) -> float:
+    """The seconds one run's record (its ``done.json``'s ``history``) says it took to train:
+    for every epoch's row, the steps', measurements' and G's time (:data:`TIMING`) divided
+    by the row's ``lockstep``, the number of runs that trained together and share that time.
+    So adding this over every run of a group counts the group's time once, however the runs
+    were grouped. This is the one place training time is read from the records (issue 71):
+    the wall time of the command that made a reference is no training time at all for runs
+    trained before it (``grid launch --by-seed``)."""
     total = 0.0
-    for c in {c.key(): c for c in configs}.values():
-        path = runs_dir / c.key() / "done.json"
-        for row in json.loads(path.read_text())["history"]:
-            share = max(1, int(row.get("lockstep") or 1))
-            total += sum(float(row.get(k) or 0.0)
-                         for k in ("train_s", "eval_s", "gradnorm_s")) / share
+    for row in history:
+        share = max(1, int(row.get("lockstep") or 1))
+        total += sum(float(row.get(k) or 0.0) for k in TIMING) / share
     return total
+
+
+def records_seconds(runs_dir: Path, keys: Iterable[str]) -> float:
+    """The training seconds of the runs ``keys`` (each once), summed over their records
+    ``runs_dir/<key>/done.json`` (:func:`record_seconds`)."""
+    return sum(record_seconds(json.loads((runs_dir / k / "done.json").read_text())["history"])
+               for k in dict.fromkeys(keys))
+
+
+def training_seconds(configs: Sequence[RunConfig], runs_dir: Path) -> float:
+    """The seconds the runs of ``configs`` took, summed from their records under ``runs_dir``
+    (:func:`records_seconds`)."""
+    return records_seconds(runs_dir, (c.key() for c in configs))
+
+
+def trained_seconds(trained: Mapping[str, Any] | None) -> float | None:
+    """The training time a reference's provenance states (its ``trained``: the manifest's
+    provenance, :func:`store_run_records`): the seconds summed from its run records
+    (``records_s``), or None where it has none. Never ``trained["wall_s"]``: that is the
+    command that committed the records, which trained nothing when the runs had trained
+    before it (``cpu-cifar10``: 19 s, where its 131 records sum to 14,811 s)."""
+    spent = (trained or {}).get("records_s")
+    return None if spent is None else float(spent)
 
 
 def complete_records(runs_dir: Path) -> int:

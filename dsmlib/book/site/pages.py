@@ -17,7 +17,7 @@ from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary
 from ..execute.provenance import git_commit
 from .profile_table import grid_runs_sentence, profiles_html
 from ..profiles import PROFILE_USES, QUICK_GOAL_S, chapters_with_runs, load_specs, resolve
-from .provenance_html import provenance_table
+from .provenance_html import duration_text, provenance_table, training_text
 from ..references.stored import Reference, references_by_chapter
 from ..execute.results import load_results
 from ..execute.store import executed_path, rerun_by_hand, results_mismatch, results_path, runner_metadata
@@ -76,16 +76,10 @@ def references_markdown(refs: list[Reference], paths: dict[str, str]) -> str:
         state = "fresh" if r.fresh else "<strong>stale</strong>"
         if r.fixture:
             state += " (test fixture)"
-        trained = r.provenance.get("trained") or {}
-        wall = f"{float(r.provenance.get('wall_s', 0)):.0f} s"
-        if trained:
-            spent = trained.get("records_s")
-            where = (f"{float(trained['wall_s']):,.0f} s of wall time where it trained"
-                     if trained.get("wall_s") else "")
-            wall = (f"analysis {wall}; training {float(spent):,.0f} s of steps and "
-                    f"measurements, summed from its run records"
-                    + (f" ({where})" if where else "") if spent is not None else
-                    f"analysis {wall}; training: {where or 'not recorded'}")
+        trained = r.provenance.get("trained")
+        wall = duration_text(float(r.provenance.get("wall_s", 0)))
+        if trained:      # training from its run records, the analysis apart (issue 71)
+            wall = f"analysis {wall}; {html.escape(training_text(trained))}"
         rows.append([link, f"<code>{html.escape(r.profile)}</code>", html.escape(str(r.device)),
                      wall, f"<code>{html.escape(str(r.commit))}</code>", state])
     lines += [data_table(["Chapter", "Profile", "Device", "Wall time", "Commit", "State"], rows,

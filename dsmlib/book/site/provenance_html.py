@@ -11,9 +11,10 @@ from typing import Any
 from ...figures.tables import data_table
 from ..profiles import GOAL_MACHINE, QUICK_GOAL_S
 from ..execute.cells import cell_source, cell_tags
+from ..references.records import trained_seconds
 
-__all__ = ["RERUN_SOURCE", "provenance_line", "provenance_text", "parameters_html", "decorate",
-           "provenance_table"]
+__all__ = ["RERUN_SOURCE", "duration_text", "training_text", "provenance_line", "provenance_text",
+           "parameters_html", "decorate", "provenance_table"]
 
 
 def _machine(hw: dict[str, Any]) -> str:
@@ -26,10 +27,31 @@ def _dirty(commit: Any) -> str:
             "does not reproduce it)" if str(commit).endswith("-dirty") else "")
 
 
+def duration_text(seconds: float) -> str:
+    """A duration as a reader takes it in: seconds below 2 minutes, minutes below 2 hours,
+    then hours (``19 s``, ``5.0 min``, ``4.1 h``)."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def training_text(trained: dict[str, Any] | None) -> str:
+    """How long a reference's runs trained, from its run records
+    (:func:`dsmlib.book.references.records.trained_seconds`): "4.1 h of training (14,811 s,
+    summed from its run records)", or that its records state none."""
+    spent = trained_seconds(trained)
+    if spent is None:
+        return "training time not recorded"
+    exact = f"{spent:,.0f} s, " if spent >= 120 else ""
+    return f"{duration_text(spent)} of training ({exact}summed from its run records)"
+
+
 def provenance_line(p: dict[str, Any]) -> str:
     """Where, when and with what a chapter was executed (HTML); for one re-derived from
     committed run records (``p["trained"]``, :mod:`dsmlib.book.references.records`), where and
-    at which commit the runs were trained, then where and at which commit they were analysed."""
+    at which commit the runs were trained and how long, summed from the records
+    (:func:`training_text`), then where and at which commit they were analysed and how long
+    the analysis took (the execution's own wall time)."""
     v = p["versions"]
     versions = f"Python {v['python']}, numpy {v['numpy']}, torch {v['torch']}"
     commit = f"commit <code>{p['commit']}</code>{_dirty(p['commit'])}"
@@ -40,9 +62,9 @@ def provenance_line(p: dict[str, Any]) -> str:
     tv = t.get("versions") or {}
     return (f"Trained under the <code>{t.get('profile', p['profile'])}</code> profile on "
             f"{_machine(t.get('hardware') or {})} at commit <code>{t.get('commit')}</code>"
-            f"{_dirty(t.get('commit'))} (torch {tv.get('torch', '?')}, "
-            f"{float(t.get('wall_s') or 0):.0f} s); analysed from its committed run records "
-            f"on {_machine(p['hardware'])} at {commit} ({versions}, {p['wall_s']:.0f} s).")
+            f"{_dirty(t.get('commit'))} with torch {tv.get('torch', '?')}: {training_text(t)}; "
+            f"analysed from its committed run records on {_machine(p['hardware'])} at {commit} "
+            f"({versions}) in {duration_text(float(p['wall_s']))}.")
 
 
 def parameters_html(params: dict[str, Any], set_by: dict[str, str] | None = None) -> str:
@@ -133,8 +155,10 @@ def provenance_table(runs: dict[str, dict[str, Any] | None], paths: dict[str, st
                                 f"{hw['gpu'] or hw['cpu']}")
             commit = (f"trained <code>{html.escape(str(t.get('commit')))}</code>, analysed "
                       f"<code>{html.escape(str(p['commit']))}</code>")
-        rows.append([link, f"<code>{html.escape(str(p['profile']))}</code>",
-                     f"{p['wall_s']:.0f} s", where,
+        wall = f"{p['wall_s']:.0f} s"
+        if t:
+            wall = f"analysis {wall}; {html.escape(training_text(t))}"
+        rows.append([link, f"<code>{html.escape(str(p['profile']))}</code>", wall, where,
                      html.escape(f"{v['python']}, {v['numpy']}, {v['torch']}"), commit])
     table = data_table(["Chapter", "Profile", "Wall time", "Hardware", "Python, numpy, torch",
                         "Commit"], rows, table_class="cases cards provenance-table")
