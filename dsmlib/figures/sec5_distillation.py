@@ -32,7 +32,7 @@ from ..models.sec5_distillation.run_config import Noise
 from .common import error_bars
 from .tables import BADGES, data_table, fmt_number
 
-__all__ = ["KIND_COLORS", "CONTROL_NAME", "curve_figure", "figure1", "gradnorm_epochs",
+__all__ = ["KIND_COLORS", "CONTROL_NAME", "curve_title", "curve_figure", "figure1", "gradnorm_epochs",
            "figure2", "shrinkage_table", "noise_table", "settings_table", "delta_table",
            "error_table", "divergence_table", "readings_table", "seeds_table",
            "distillation_table", "target_sources"]
@@ -75,17 +75,31 @@ def _eta_eff(res: DistillResults) -> str:
                      for n in ls)
 
 
+def curve_title(res: DistillResults) -> str:
+    """The curve figure's title, from the grid: how many settings it has and which, and whether
+    the headroom size was read off the curve (a shaded target) or fixed without one."""
+    n = len(res.settings)
+    names = ", ".join(res.settings)
+    read = any(s.headroom for s in res.grid.settings) and bool(res.grid.curve_sizes)
+    how = ("shaded: the target the headroom size was read off" if read else
+           "no curve: every size was fixed before the runs")
+    return f"{n} setting{'s' if n != 1 else ''} (diamonds): {names}; {how}"
+
+
 def curve_figure(res: DistillResults) -> go.Figure:
     """The teachers' test accuracy in percent (mean over seeds, 99 % interval, cut to [0, 100]
     as :func:`dsmlib.chapters.sec5_distillation.readouts.teacher_curve` cuts it: the bars are the interval,
     not a symmetric half-width around the mean; a size with fewer than three seeds has no bar,
-    and each seed's accuracy is drawn as a small cross instead) and training accuracy (dotted)
-    against the number of training images, per data set; shaded: the headroom setting's target
-    range :data:`TARGET_ACCURACY`; diamonds: the grid's settings. The accuracy axis spans the
-    points and their bars, never beyond [0, 100]."""
+    and each seed's accuracy is drawn as a small cross instead) and training accuracy (dotted;
+    a single size as an open circle, which a line would not show) against the number of training
+    images, per data set; diamonds: the grid's settings, named in the title
+    (:func:`curve_title`); shaded, only where the headroom setting's size was read off the curve
+    (the grid has curve sizes): its target range :data:`TARGET_ACCURACY`. The accuracy axis
+    spans the points and their bars (and the band where drawn), never beyond [0, 100]."""
     fig = go.Figure()
     rows = teacher_curve(res)
-    lows = [100 * a for a in TARGET_ACCURACY]   # the axis spans these, the points and the bars
+    band = any(s.headroom for s in res.grid.settings) and bool(res.grid.curve_sizes)
+    lows = [100 * a for a in TARGET_ACCURACY] if band else []
     for d in res.grid.datasets:
         pts = [r for r in rows if r["dataset"] == d]
         x = [r["n_train"] for r in pts]
@@ -112,16 +126,21 @@ def curve_figure(res: DistillResults) -> go.Figure:
                 "seeds: no interval)", marker=dict(symbol="x-thin", size=8,
                                                    line=dict(width=1.5), color="#555555"),
                 hovertemplate="%{x} training images, one seed: %{y:.2f} %<extra></extra>"))
+        one = len(x) == 1
         fig.add_trace(go.Scatter(
-            x=x, y=[r["train_acc"] for r in pts], mode="lines", name=f"{d}: training accuracy",
-            line=dict(dash="dot", width=1.2),
+            x=x, y=[r["train_acc"] for r in pts], mode="markers" if one else "lines",
+            name=f"{d}: training accuracy", line=dict(dash="dot", width=1.2),
+            marker=dict(symbol="circle-open", size=10, line=dict(width=2)),
             hovertemplate="%{x} training images: %{y:.2f} % on them<extra></extra>"))
-    fig.add_hrect(y0=100 * TARGET_ACCURACY[0], y1=100 * TARGET_ACCURACY[1], fillcolor="#ffbb78",
-                  opacity=0.25, line_width=0)
+    if band:
+        fig.add_hrect(y0=100 * TARGET_ACCURACY[0], y1=100 * TARGET_ACCURACY[1],
+                      fillcolor="#ffbb78", opacity=0.25, line_width=0)
     fig.update_xaxes(type="log", title_text="training images (log scale)")
     fig.update_yaxes(title_text="teacher accuracy (%)", range=_inside(lows, (0.0, 100.0)))
-    fig.update_layout(height=420, legend=dict(orientation="h", y=-0.25),
-                      margin=dict(l=70, r=20, t=30, b=60))
+    fig.update_layout(height=440, legend=dict(orientation="h", y=-0.25),
+                      title=dict(text=curve_title(res), font=dict(size=13), x=0.0,
+                                 xanchor="left"),
+                      margin=dict(l=70, r=20, t=50, b=60))
     return fig
 
 

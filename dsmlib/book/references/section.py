@@ -26,13 +26,17 @@ from ..execute.cells import cell_source, cell_tags
 from ..site.provenance_html import provenance_line
 from .stored import PLOTLY_JSON, Reference
 
-__all__ = ["SECTION_TAG", "site_outputs", "reference_cells", "contrast_cell",
-           "first_screen_cell", "with_reference_sections"]
+__all__ = ["SECTION_TAG", "SHOWN_GLUE", "site_outputs", "glued_markdown", "reference_cells",
+           "contrast_cell", "first_screen_cell", "with_reference_sections"]
 
 SECTION_TAG = "dsmlib-reference"
 #: The heading before which reference sections go (else at the end of the page).
 BEFORE_HEADING = "## Reader guide"
 SKIP_TAGS = {"parameters", "injected-parameters", "remove-cell", "dsmlib-provenance"}
+#: The glued Markdown of a reference shown under its section's heading, outside its toggle, by
+#: the glue name's suffix (``<chapter>_execution``, ``<chapter>_finding``), with its lead-in.
+SHOWN_GLUE = (("execution", ""), ("finding", "**Its finding.** "))
+GLUE_MIME = "application/papermill.record/text/markdown"
 
 
 def site_outputs(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -53,6 +57,26 @@ def site_outputs(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _shown(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o for o in site_outputs(outputs)
             if o.get("output_type") != "stream" or o.get("name") == "stdout"]
+
+
+def glued_markdown(nb: dict[str, Any]) -> dict[str, str]:
+    """Every Markdown value the notebook ``nb`` glued (``myst_nb.glue``), by glue name: the
+    text a page's ``{glue:md}`` shows, which a reference section (outputs only) would drop."""
+    out = {}
+    for cell in nb.get("cells", []):
+        for o in cell.get("outputs", []):
+            name = ((o.get("metadata") or {}).get("scrapbook") or {}).get("name")
+            text = (o.get("data") or {}).get(GLUE_MIME)
+            if name and text is not None:
+                out[name] = "".join(text) if isinstance(text, list) else str(text)
+    return out
+
+
+def _glued_lines(ref_nb: dict[str, Any], name: str) -> str:
+    """The reference's glued lines of :data:`SHOWN_GLUE` (Markdown), each a paragraph."""
+    glued = glued_markdown(ref_nb)
+    return "".join(f"\n\n{lead}{glued[f'{name}_{suffix}'].strip()}" for suffix, lead in SHOWN_GLUE
+                   if f"{name}_{suffix}" in glued)
 
 
 def _labelled(outputs: list[dict[str, Any]], ref: Reference) -> list[dict[str, Any]]:
@@ -102,7 +126,7 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
                  f"the chapter's committed `{p}` reference, executed once where its hardware "
                  "is and stored with its provenance (`python -m dsmlib reference --profile "
                  f"{p}`). The claims ledger shows its verdicts beside this build's.{fixture}"
-                 f"{notice}\n\n"
+                 f"{notice}{_glued_lines(ref_nb, ref.name)}\n\n"
                  f"<div class='provenance'>{provenance_line(ref.provenance)}</div>\n", 0, p)]
     shown: list[dict[str, Any]] = []
     heading, labelled, count = "", "", 0
@@ -157,17 +181,25 @@ def contrast_cell(contrast: str) -> list[dict[str, Any]]:
                 f"ledger).\n\n```{{raw}} html\n{contrast}\n```\n", 0, "contrast")]
 
 
-def first_screen_cell(table: str) -> list[dict[str, Any]]:
-    """The page's opening across scales (``table``:
-    :func:`dsmlib.book.references.lead.first_screen_html`); none when it is empty."""
-    if not table:
+#: The paragraph before the first screen's table.
+FIRST_SCREEN_LEAD = ("<p><strong>What each scale found.</strong> Every claim of this page at "
+                     "every scale it shows, the paper's own data first: its verdict, value and "
+                     "99 % interval (a directional accuracy claim with its size against δ); ★ "
+                     "marks the strongest evidence across scales, the decided verdict with the "
+                     "smallest p-value. The sections further down are each scale's in full; the "
+                     "opening just below speaks for this build alone.</p>")
+
+
+def first_screen_cell(opening: str) -> list[dict[str, Any]]:
+    """The page's opening across scales (``opening``:
+    :func:`dsmlib.book.references.lead.first_screen_html`, the answer in words then the
+    table): the answer, :data:`FIRST_SCREEN_LEAD`, the table; none when it is empty."""
+    if not opening:
         return []
-    return [_md("**What each scale found.** Every claim of this page at every scale it "
-                "shows, the paper's own data first: its verdict, value and 99 % interval (a "
-                "directional accuracy claim with its size against δ); ★ marks the strongest "
-                "evidence across scales, the decided verdict with the smallest p-value. The sections further down are each scale's in full; "
-                "the opening just below speaks for this build alone.\n\n"
-                f"```{{raw}} html\n{table}\n```\n", 0, "first-screen")]
+    at = opening.find("<table")
+    answer, table = (opening[:at], opening[at:]) if at >= 0 else ("", opening)
+    return [_md(f"```{{raw}} html\n{answer}{FIRST_SCREEN_LEAD}{table}\n```\n", 0,
+                "first-screen")]
 
 
 def with_reference_sections(nb: dict[str, Any],

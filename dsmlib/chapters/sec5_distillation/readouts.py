@@ -13,16 +13,74 @@ import numpy as np
 from ...foundation.claims import CONFIDENCE, interval, joint_level, quantile, verdict
 from ...foundation.power import POWER, resolvable, units_to_decide
 from .results import DistillResults, setting_of
-from .gains import MIN_SEEDS, POINTS, accuracy_gate, test_images
+from .gains import FIT_ACCURACY, MIN_SEEDS, POINTS, accuracy_gate, teachers_fit, test_images
 from ...models.sec5_distillation.run_config import Noise
+from . import cpu_budget, gpu_cost
 from .grid import KINDS
 
-__all__ = ["TARGET_ACCURACY", "teacher_curve", "curve_lines", "noise_rows", "noise_lines",
-           "accuracy_headroom", "seeds_to_decide"]
+__all__ = ["TARGET_ACCURACY", "SIZE_RULES", "size_rule", "train_range", "fit_words",
+           "teacher_curve", "curve_lines", "noise_rows", "noise_lines", "accuracy_headroom",
+           "seeds_to_decide"]
 
 # The headroom setting's target: a teacher test accuracy in this range, read off the
 # curve of teacher accuracy against training-set size (:func:`teacher_curve`).
 TARGET_ACCURACY = (0.85, 0.93)
+
+#: The rule that fixed a data-limited setting's size before its runs, per profile whose grid
+#: reads none off a curve (the profiles' names: ``dsmlib.book.profiles``, a layer above).
+SIZE_RULES = {
+    "cpu-cifar10": (
+        "fixed by the CPU budget's rule (`cpu_budget.largest_size`: the largest multiple of "
+        f"{cpu_budget.SIZE_STEP} images at which {cpu_budget.SEEDS} seeds of a teacher and its "
+        f"students train {cpu_budget.EPOCHS} epochs in {cpu_budget.BUDGET_S / 3600:g} h at the "
+        "rates a pilot measured on a 2-core CPU)"),
+    "cpu-cifar10-fit": (
+        f"fixed at the cpu-cifar10 profile's {cpu_budget.FIT_IMAGES:,} images "
+        "(`cpu_budget.FIT_IMAGES`), its epochs by the fit rule (`cpu_budget.fit_epochs`: "
+        f"the most epochs of {', '.join(map(str, cpu_budget.FIT_EPOCHS))} whose "
+        f"{cpu_budget.SEEDS}-seed grid trains in {cpu_budget.FIT_BUDGET_S / 3600:g} h at a "
+        "pilot's rates on a 2-core CPU and at which the pilot's teacher fits its images)"),
+    "gpu-cifar10": (
+        "fixed by the GPU budget's rule (`gpu_cost.largest_size`: the largest multiple of "
+        f"{gpu_cost.SIZE_STEP} images at which 10 seeds of a teacher and its students train in "
+        f"{gpu_cost.PROFILE_BUDGET_S:g} s on one GPU at its measured rates)"),
+}
+
+
+def size_rule(res: DistillResults, profile: str | None = None) -> str:
+    """How the grid's data-limited (headroom) setting got its size, in words that follow "its
+    size was": read off the
+    teachers' accuracy curve where the grid has one (the size whose teachers sit in
+    :data:`TARGET_ACCURACY`), else the rule of ``profile`` (:data:`SIZE_RULES`), else the
+    chapter's parameters; "" where the grid has no data-limited setting."""
+    if not any(s.headroom for s in res.grid.settings):
+        return ""
+    if res.grid.curve_sizes:
+        lo, hi = (100 * a for a in TARGET_ACCURACY)
+        return ("read off the teachers' accuracy against the training-set size (the figure "
+                f"under *The settings and their teachers*): a size whose teachers sit at "
+                f"{lo:g}–{hi:g} % test accuracy")
+    return SIZE_RULES.get(profile or "", "set in the chapter's parameters (`headroom_size`)")
+
+
+def train_range(res: DistillResults, setting: str) -> tuple[float, float]:
+    """The lowest and highest training accuracy (percent) of the teachers of ``setting``,
+    measured on all their training images after the last epoch."""
+    acc = POINTS * np.asarray(res.teacher(setting).final["train_acc"], dtype=float)
+    return float(acc.min()), float(acc.max())
+
+
+def fit_words(res: DistillResults, setting: str) -> str:
+    """Whether the teachers of ``setting`` fit their training images (every one at
+    :data:`~dsmlib.chapters.sec5_distillation.gains.FIT_ACCURACY` or above), with the range
+    they reach, e.g. ``its teachers do not fit their training images: they reach 57.6–63.3 %
+    of them, below the 99 % that fits``."""
+    lo, hi = train_range(res, setting)
+    span = f"{lo:.1f} %" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}–{hi:.1f} %"
+    if teachers_fit(res, setting):
+        return f"its teachers fit their training images, {span} of them"
+    return (f"its teachers do not fit their training images: they reach {span} of them, below "
+            f"the {100 * FIT_ACCURACY:g} % that fits")
 
 
 def teacher_curve(res: DistillResults) -> list[dict[str, Any]]:
@@ -48,10 +106,12 @@ def teacher_curve(res: DistillResults) -> list[dict[str, Any]]:
     return out
 
 
-def curve_lines(res: DistillResults) -> list[str]:
+def curve_lines(res: DistillResults, profile: str | None = None) -> list[str]:
     """What the curve says about the grid's settings, per data set: each setting's teachers
-    (mean test accuracy, interval where there are enough seeds, training accuracy) and whether
-    the headroom setting's lie in :data:`TARGET_ACCURACY` -- said plainly when they do not."""
+    (mean test accuracy, interval where there are enough seeds, training accuracy, whether they
+    fit: :func:`fit_words`) and whether the headroom setting's lie in :data:`TARGET_ACCURACY`
+    -- said plainly when they do not; a size not read off a curve names the rule that fixed it
+    (:func:`size_rule`, under ``profile``)."""
     lo, hi = (100 * a for a in TARGET_ACCURACY)
     lines = []
     for r in teacher_curve(res):
@@ -61,10 +121,11 @@ def curve_lines(res: DistillResults) -> list[str]:
               " [" + ", ".join(f"{v:.2f}" for v in r["interval"]) + "]")
         text = (f"{r['dataset']}, {r['setting']} setting ({r['n_train']:,} training images, "
                 f"{r['seeds']} seeds): the teachers reach {r['mean']:.2f} % test accuracy"
-                f"{iv} and {r['train_acc']:.1f} % on their training images")
+                f"{iv} and {r['train_acc']:.1f} % on their training images on average; "
+                f"{_fit_of(res, r)}")
         if r["setting"] == "headroom" and not res.grid.curve_sizes:
-            text += ("; its size was fixed by the GPU budget's rule before the runs, not read "
-                     "off a curve (this grid has none).")
+            text += (f"; its size was {size_rule(res, profile)} before the runs, not read off "
+                     "a curve (this grid has none).")
         elif r["setting"] == "headroom":
             text += (f"; inside the target of {lo:g}–{hi:g} %." if r["in_target"] else
                      f"; OUTSIDE the target of {lo:g}–{hi:g} %: choose another headroom_size "
@@ -73,6 +134,12 @@ def curve_lines(res: DistillResults) -> list[str]:
             text += f", {100 - r['mean']:.2f} points from a perfect score."
         lines.append(text)
     return lines
+
+
+def _fit_of(res: DistillResults, row: dict[str, Any]) -> str:
+    """:func:`fit_words` for the setting of a curve row (its data set and role)."""
+    s = next(s for s in res.grid.settings if s.dataset == row["dataset"] and s.role == row["setting"])
+    return fit_words(res, s.name)
 
 
 def noise_rows(res: DistillResults) -> list[dict[str, Any]]:

@@ -4,16 +4,29 @@ Section 5, each with its reason (chapter ``sec5_distillation``; stated, not judg
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from typing import Any, Sequence
 
 from ...models.sec5_distillation.dataset_specs import SPECS
 from ...models.sec5_distillation.dataset_specs import OFFICIAL_TRAIN, train_images
 from ...models.sec5_distillation.recipe import PAPER
 from .results import DistillResults
-from .gains import baseline, smallest_gain, test_images
+from .gains import POINTS, baseline, smallest_gain, teachers_fit, test_images
+from .readouts import fit_words, size_rule
 
 __all__ = ["scope_note", "scope_brief", "without_scope", "steps_per_run", "validation_images",
-           "training_images", "scale_settings", "SETTING_WORDS", "not_measured", "departures"]
+           "training_images", "scale_settings", "SETTING_WORDS", "DATA_NAMES", "PAPER_DATA",
+           "trained_on", "data_words", "execution_note", "settings_text", "not_measured",
+           "departures"]
+
+#: A data set's name in the page's prose.
+DATA_NAMES = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "svhn": "SVHN",
+              "digits": "scikit-learn's 8×8 digits"}
+#: The paper's data sets (Section 5).
+PAPER_DATA = ("svhn", "cifar10", "cifar100")
+#: A run record's device, in words (``done.json``'s ``device``: torch's device type).
+DEVICE_WORDS = {"cpu": "a CPU", "cuda": "a GPU", "mps": "an Apple GPU"}
 
 
 def steps_per_run(res: DistillResults, setting: str) -> int:
@@ -50,7 +63,76 @@ SETTING_WORDS = {"dataset": "data", "depth": "ResNet depth", "image_size": "imag
                  "n_train": "training images", "n_val": "validation images",
                  "n_test": "test images", "steps": "SGD steps per run",
                  "seeds": "seeds judged", "teacher_acc": "teachers' test accuracy (%)",
-                 "delta": "δ (points)", "baseline": "\"the teacher\" judged against"}
+                 "delta": "δ (points)", "baseline": "\"the teacher\" judged against",
+                 "teacher_train_acc": "teachers' training accuracy (%)",
+                 "teachers_fit": "teachers fit their training images",
+                 "device": "trained on"}
+
+
+def trained_on(res: DistillResults) -> str:
+    """The devices the grid's teachers trained on, in words (``a CPU``, ``a GPU``), read from
+    their run records (``done.json``'s ``device`` under ``res.grid.runs_dir``); "" where no
+    record says."""
+    found: set[str] = set()
+    for s in res.grid.settings:
+        for seed in s.seeds:
+            path = Path(res.grid.runs_dir) / res.grid.grid.teacher(s.name, seed).key() / "done.json"
+            try:
+                device = str(json.loads(path.read_text()).get("device") or "")
+            except (OSError, ValueError):
+                continue
+            if device:
+                found.add(DEVICE_WORDS.get(device.split(":")[0], device))
+    return " and ".join(sorted(found))
+
+
+def data_words(res: DistillResults) -> str:
+    """The grid's data in words, and whether they are the paper's: ``CIFAR-10, the paper's
+    data`` or ``scikit-learn's 8×8 digits, not the paper's data``."""
+    names = " and ".join(DATA_NAMES.get(d, d) for d in res.grid.datasets)
+    paper = all(d in PAPER_DATA for d in res.grid.datasets)
+    return f"{names}, {'the paper' if paper else 'not the paper'}'s data"
+
+
+def _settings_list(res: DistillResults) -> str:
+    """Each setting with its training images and whether its teachers fit them."""
+    parts = [f"{s} ({training_images(res, s):,} training images; {fit_words(res, s)})"
+             for s in res.settings]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _count_word(n: int) -> str:
+    return {1: "one", 2: "two", 3: "three", 4: "four"}.get(n, str(n))
+
+
+def execution_note(res: DistillResults, profile: str) -> str:
+    """The page's line on the execution it shows (Markdown): the profile, the network, the
+    data and whether they are the paper's, the device the runs trained on (from their records)
+    and each setting with its training images and whether its teachers fit them."""
+    n = len(res.settings)
+    device = trained_on(res)
+    where = f", trained on {device}" if device else ""
+    return (f"**This execution** (the `{profile}` profile): ResNet-{res.grid.depth} teachers and "
+            f"students on {data_words(res)}{where}, in {_count_word(n)} "
+            f"setting{'s' if n != 1 else ''}: {_settings_list(res)}.")
+
+
+def settings_text(res: DistillResults, profile: str) -> str:
+    """How many settings this execution measures, which, and how the data-limited one's size
+    was fixed (:func:`~dsmlib.chapters.sec5_distillation.readouts.size_rule`), with each
+    setting's teachers' mean test accuracy (Markdown)."""
+    g = res.grid
+    n = len(g.settings)
+    kinds = ("the full data and a headroom setting" if {s.headroom for s in g.settings} == {True, False}
+             else "the headroom setting alone" if all(s.headroom for s in g.settings)
+             else "the full data alone")
+    teachers = "; ".join(f"{s.name}: its teachers reach "
+                         f"{POINTS * float(res.teacher(s.name).final['test_acc'].mean()):.2f} % "
+                         "test accuracy" for s in g.settings)
+    rule = size_rule(res, profile)
+    sized = f" The headroom setting's size was {rule}." if rule else ""
+    return (f"This execution measures {_count_word(n)} setting{'s' if n != 1 else ''}, "
+            f"{kinds} ({teachers}).{sized}")
 
 
 def scale_settings(res: DistillResults) -> dict[str, dict[str, Any]]:
@@ -58,10 +140,12 @@ def scale_settings(res: DistillResults) -> dict[str, dict[str, Any]]:
     the data, network depth and image size, the learning rate, batch and their ratio η/b
     (Prop. 3's strength scales with it), the training and validation images, the SGD steps per
     run and the seeds judged; and what else differs between scales: augmentation, the noise
-    grids, the test images, the teachers' accuracy, δ and what "the teacher" is judged against.
+    grids, the test images, the teachers' test and training accuracy and whether they fit, δ,
+    what "the teacher" is judged against and the device the runs trained on.
     Stored with the results, so that another scale's execution can be set beside this one."""
     g = res.grid
     out = {}
+    device = trained_on(res)
     for s in g.settings:
         size = g.image_size or SPECS[s.dataset].image_size
         teacher = float(res.teacher(s.name).final["test_acc"].mean())
@@ -76,7 +160,11 @@ def scale_settings(res: DistillResults) -> dict[str, dict[str, Any]]:
                            steps=steps_per_run(res, s.name), seeds=res.n_seeds(s.name),
                            teacher_acc=round(100 * teacher, 2),
                            delta=round(smallest_gain(res, s.name), 3),
-                           baseline=baseline(res, s.name).name)
+                           baseline=baseline(res, s.name).name,
+                           teacher_train_acc=round(POINTS * float(
+                               res.teacher(s.name).final["train_acc"].mean()), 2),
+                           teachers_fit="yes" if teachers_fit(res, s.name) else "no",
+                           device=device)
     return out
 
 
@@ -131,9 +219,10 @@ def not_measured(res: DistillResults) -> list[str]:
 
 
 
-def departures(res: DistillResults) -> list[str]:
+def departures(res: DistillResults, profile: str | None = None) -> list[str]:
     """Every remaining departure of this grid from the paper's Section 5, each with its
-    reason (what the verdicts do not speak for)."""
+    reason (what the verdicts do not speak for); ``profile`` names the rule that sized a
+    data-limited setting (:func:`~dsmlib.chapters.sec5_distillation.readouts.size_rule`)."""
     g = res.grid
     paper_sets = {"svhn", "cifar10", "cifar100"}
     out = []
@@ -183,14 +272,14 @@ def departures(res: DistillResults) -> list[str]:
                    "seeds; one H100, benchmarks/gpu_runs/2026-11-27_h100_headroom/). Here the "
                    f"least-fitting teacher of each setting reaches {fits} on its training images.")
     if not g.augment:
+        fits = "; ".join(f"{s.name}: {fit_words(res, s.name)}" for s in g.settings)
         out.append("Augmentation: none, a departure from the paper's procedure. Section 5 "
                    "follows \"the standard training procedure [He et al. 2016]\", which pads "
                    "each image by 4 pixels, crops a random 32×32 window and flips it "
-                   "horizontally. The gpu-cifar10 profile trains without them because with "
-                   "them its teachers do not fit their training images in the SGD steps its "
-                   "budget buys (CPU pilots of one teacher at its recipe: "
-                   "benchmarks/cpu_runs/2026-11-29_cifar10_fit_pilot.jsonl); the cpu-cifar10 "
-                   "profile keeps them and trains a continued teacher instead. Without them a "
+                   "horizontally. This grid trains without them so that its teachers can fit "
+                   "their training images in the SGD steps its budget buys (CPU pilots of one "
+                   "teacher: benchmarks/cpu_runs/2026-11-29_cifar10_fit_pilot.jsonl and "
+                   f"2026-12-07_cpu_cifar10_fit_pilot.jsonl); here {fits}. Without them a "
                    "teacher memorises its images, and its test accuracy is lower.")
     if g.n_train_eval is not None:
         out.append(f"Measurement: after each epoch but the last, the training loss and accuracy "
@@ -204,16 +293,17 @@ def departures(res: DistillResults) -> list[str]:
         head = next(s for s in g.settings if s.headroom)
         why = ("because the teachers on all the digits sit near 100 % and leave their students "
                "nothing to gain" if head.dataset == "digits" else
-               f"because one GPU's minutes cannot train the paper's {PAPER.epochs} epochs on the whole "
-               "training set for ten seeds, and a data-limited teacher leaves its students room "
-               "to gain")
+               f"because the budget cannot train the paper's {PAPER.epochs} epochs on the whole "
+               "training set for every seed, and a data-limited teacher leaves its students "
+               "room to gain")
+        rule = size_rule(res, profile)
         val = ("" if head.val_images is None else
                f" and {head.val_images} class-balanced validation images (a fifth of them or "
                "fewer, as in the paper's split)")
         out.append(f"A headroom setting the paper does not have: teachers and students on "
-                   f"{g.headroom_size} training images{val} (batch {head.batch_size}, "
-                   f"{steps_per_run(res, head.name):,} SGD steps per run, so that every teacher "
-                   f"fits its training images), {why}. Self-distillation "
+                   f"{g.headroom_size:,} training images{val} (batch {head.batch_size}, "
+                   f"{steps_per_run(res, head.name):,} SGD steps per run; "
+                   f"{fit_words(res, head.name)}; its size {rule}), {why}. Self-distillation "
                    "acts as a regulariser (Mobahi et al. 2020), which has the most to give where "
                    "data are scarce; Furlanello et al. (2018) report students of their teacher's "
                    "architecture beating it.")
