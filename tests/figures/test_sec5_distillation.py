@@ -295,3 +295,49 @@ def test_the_distillation_table_states_its_family_level():
     assert "together at ≥ 95%" in distillation_table(rows).data
     assert sc.family_level_text() in sc.distillation_table_data(
         [dict(r, se=0.5) for r in rows])["title"]
+
+
+def test_curve_figure_draws_only_what_the_grid_has():
+    """Issue 71, item 6: one setting and no curve (cpu-cifar10's shape) gives a title naming one
+    setting and no band (none of its sizes was read off a curve), and the single
+    training-accuracy point is a marker, which a line would not draw; with a curve the title
+    says the shaded band is the target the headroom size was read off."""
+    res = results(headroom_size=100, full_data=False, curve_sizes=[], datasets=["digits"])
+    fig = curve_figure(res)
+    assert list(fig.layout.shapes) == []
+    train = next(t for t in fig.data if t.name == "digits: training accuracy")
+    assert train.mode == "markers" and len(train.x) == 1
+    assert fig.layout.title.text.startswith("1 setting (diamonds): digits, 100 images; no curve")
+    fig = curve_figure(results(headroom_size=100, curve_sizes=[200], curve_seeds=[0, 1],
+                               datasets=["digits"]))
+    assert fig.layout.title.text.startswith("2 settings (diamonds): ")
+    assert "shaded: the target the headroom size was read off" in fig.layout.title.text
+    assert next(t for t in fig.data if t.name == "digits: training accuracy").mode == "lines"
+
+
+def test_the_setting_facts_come_from_the_records():
+    """Issue 70, item 3: whether a setting's teachers fit, the rule that sized it and how many
+    settings there are, from the results (never the quick build's words)."""
+    from dsmlib.chapters.sec5_distillation import scope
+    res = results(headroom_size=100, full_data=False, curve_sizes=[], datasets=["digits"])
+    for c in res.cells:
+        if c.role == "teacher":
+            c.final["train_acc"] = np.array([0.6, 0.62, 0.576][:len(c.seeds)] + [0.61] * 10)[
+                :len(c.seeds)]
+    assert ro.fit_words(res, res.settings[0]).startswith(
+        "its teachers do not fit their training images: they reach 57.6–62.0 %")
+    assert ro.size_rule(res, "cpu-cifar10").startswith("fixed by the CPU budget's rule")
+    assert ro.size_rule(res, "gpu-cifar10").startswith("fixed by the GPU budget's rule")
+    assert ro.size_rule(res) == "set in the chapter's parameters (`headroom_size`)"
+    text = scope.settings_text(res, "cpu-cifar10")
+    assert text.startswith("This execution measures one setting, the headroom setting alone")
+    assert "GPU" not in text and "85–93" not in text
+    lines = ro.curve_lines(res, "cpu-cifar10")
+    assert "do not fit" in lines[0] and "CPU budget's rule" in lines[0] and "GPU" not in lines[0]
+    both = results(headroom_size=100, curve_sizes=[200], curve_seeds=[0, 1], datasets=["digits"])
+    assert scope.settings_text(both, "quick").startswith(
+        "This execution measures two settings, the full data and a headroom setting")
+    assert "read off the teachers' accuracy" in ro.size_rule(both, "quick")
+    head = "\n".join(scope.departures(res, "cpu-cifar10"))
+    assert "so that every teacher fits" not in head and "do not fit" in head
+    assert "GPU's minutes" not in head

@@ -15,7 +15,7 @@ from ...foundation.power import POWER, resolvable, units_to_decide
 from .results import DistillResults, setting_of
 from .gains import FIT_ACCURACY, MIN_SEEDS, POINTS, accuracy_gate, teachers_fit, test_images
 from ...models.sec5_distillation.run_config import Noise
-from . import cpu_budget, gpu_cost
+from . import cpu_budget, gpu_cost, registry
 from .grid import KINDS
 
 __all__ = ["TARGET_ACCURACY", "SIZE_RULES", "size_rule", "train_range", "fit_words",
@@ -205,12 +205,14 @@ def accuracy_headroom(res: DistillResults, claims: Sequence[Any]) -> list[str]:
     the half-width of the ledger's interval of the gain of the validation-selected noisy student
     over its teacher (the case of ``fig1.noisy_beats_teacher`` among ``claims``); a setting
     below the accuracy gate says so (:func:`dsmlib.chapters.sec5_distillation.gains.accuracy_gate`)."""
-    claim = next((c for c in claims if c.id == "fig1.noisy_beats_teacher"), None)
+    claim = next((c for c in claims if c.id == registry.NOISY_BEATS_TEACHER), None)
     lines = []
     for s in res.settings:
         acc = POINTS * float(res.teacher(s).final["test_acc"].mean())
         gate = accuracy_gate(res, s)
-        row = None if claim is None else next((x for x in claim.details if x["case"] == s), None)
+        row = None if claim is None else next(
+            (x for x in claim.details if not x.get("beside")
+             and setting_of(x["case"], res.settings) == s), None)
         if gate or row is None:
             lines.append(f"{s}: the teachers reach {acc:.2f} % test accuracy on average "
                          f"({test_images(res, s)} test images); {gate or 'not judged'}.")
