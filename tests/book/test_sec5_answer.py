@@ -126,3 +126,21 @@ def test_each_column_names_its_data_images_network_device_and_teachers():
     head = first_screen_html(_scales())
     head = head[head.index("<thead"):head.index("</thead>")]
     assert "1,200 images" in head and "100.0 % train" in head and "on a CPU" in head
+
+
+def test_each_reference_shows_its_execution_and_finding_under_its_heading():
+    """Issue 71, item 5: the finding a reference glued (it lived only in its committed
+    notebook) is shown under its section's heading, outside its one toggle."""
+    from dsmlib.book.references.section import glued_markdown, reference_cells
+    from dsmlib.book.references.stored import Reference, reference_meta
+    path = ROOT / "reference" / "cpu-cifar10" / "sec5_distillation.ipynb"
+    nb = json.loads(path.read_text())
+    ref = Reference("cpu-cifar10", "sec5_distillation", _doc("cpu-cifar10"),
+                    reference_meta(path)["provenance"], "k", True, path)
+    finding = glued_markdown(nb)["sec5_distillation_finding"].strip()
+    assert finding.startswith("Measured with ResNet-8")
+    head, *rest = reference_cells(nb, ref)
+    assert head["source"].startswith("## The `cpu-cifar10` reference execution")
+    assert f"**Its finding.** {finding}" in head["source"]
+    assert rest and "hide-output" in rest[0]["metadata"]["tags"]       # the rest: one toggle
+    assert "**Its finding.**" not in json.dumps(rest)
