@@ -119,6 +119,15 @@ BACKED: dict[str, list[str]] = {
         "tests/book/test_reexecution.py::test_override_runs_are_custom_and_say_where"],
     "`python -m dsmlib list` shows every chapter, parameter and profile": [
         "tests/book/test_cli.py::test_list_shows_parameters_and_profiles"],
+    "After `make book`, plain papermill re-runs an executed chapter by hand, its profile's "
+    "values carried in its parameters cell": [
+        "tests/book/test_readme_commands.py::test_the_readmes_papermill_command_runs_and_says_"
+        "where",
+        "tests/test_readme.py::test_every_papermill_command_names_a_notebook_that_exists"],
+    "writes `out.ipynb` and `results/custom/ols-<hash>.json`, and its last line says where": [
+        "tests/book/test_readme_commands.py::test_the_readmes_papermill_command_runs_and_says_"
+        "where",
+        "tests/book/test_rerun.py::test_a_hand_run_says_where_its_results_are_as_its_kernel_exits"],
     "every build shows it beside its own verdicts; the ledger marks one *stale* when the code "
     "has changed since": [
         "tests/book/test_references.py::test_the_built_site_shows_the_references",
@@ -194,6 +203,12 @@ CLI_BACKED = {
     "last line papermill prints": [
         REEXECUTION + "test_a_hand_run_refuses_an_undeclared_parameter_in_one_line",
         REEXECUTION + "test_a_hand_run_refuses_a_bad_value_in_one_line"],
+    "the run says where they go in its notebook (under its title) and on papermill's terminal "
+    "(or Jupyter's log): as it writes them, and again as its kernel exits, the last line "
+    "papermill prints": [
+        REEXECUTION + "test_hand_papermill_run_leaves_profile_results_alone",
+        "tests/book/test_readme_commands.py::test_the_readmes_papermill_command_runs_and_says_"
+        "where"],
     "A notebook without the runner's cells (a source, `_build/sources/<chapter>.ipynb`) refuses "
     "it in that one line too": [
         REEXECUTION + "test_plain_papermill_on_a_source_refuses_a_bad_value_in_one_line"],
@@ -268,6 +283,36 @@ def test_the_backing_check_sees_a_missing_test_and_a_missing_rule():
     assert not _shown("tests/test_readme.py::test_that_does_not_exist")
     assert not _shown("Makefile:apt-get install -y -qq firefox")
     assert _shown("tests/test_readme.py::test_readme_is_short")
+
+
+#: The pages that show a plain papermill command, and the notebook each names.
+PAPERMILL = re.compile(r"papermill\s+(\S+)\s+\S+\.ipynb")
+PAPERMILL_PAGES = ("README.md", "docs/cli.md", "book/reproducibility.md")
+
+
+def papermill_notebooks(text: str) -> list[str]:
+    """The input notebook of every ``papermill IN OUT ...`` command in ``text``."""
+    return PAPERMILL.findall(re.sub(r"\s+", " ", text))
+
+
+def test_every_papermill_command_names_a_notebook_that_exists():
+    """README and docs/cli.md named no notebook, or one no fresh clone has (issue 71, item
+    7: ``papermill notebooks/ols.md`` fails with NotJSONError; ``book/chapters/paper/...``
+    exists only after a ``paper`` build). Each command's notebook is committed, or is one that
+    ``make book`` (profile ``quick``) writes for a chapter of the book."""
+    from dsmlib.book.execute.store import executed_path
+    tracked = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                                 check=True).stdout.split())
+    make_book = re.search(r"^PROFILE \?= (\w+)$", (ROOT / "Makefile").read_text(), re.M)[1]
+    found = {page: papermill_notebooks((ROOT / page).read_text()) for page in PAPERMILL_PAGES}
+    assert all(found.values()), found                      # each page shows one
+    for page, notebooks in found.items():
+        for nb in notebooks:
+            made = (ROOT / "notebooks" / f"{Path(nb).stem}.md").exists() and \
+                executed_path(ROOT, make_book, Path(nb).stem) == ROOT / nb
+            assert nb.endswith(".ipynb"), f"{page}: papermill runs notebooks, not {nb}"
+            assert nb in tracked or made, f"{page}: papermill {nb} is on no fresh clone"
+    assert papermill_notebooks("`papermill notebooks/ols.md out.ipynb`") == ["notebooks/ols.md"]
 
 
 DURATION = re.compile(r"\b\d+(?:[.,]\d+)?\s*(?:s|sec|seconds?|min|minutes?|h|hours?)\b"

@@ -4,16 +4,29 @@ run's own values, what differs from its profile and where its results go: the re
 of the book around the working directory, else of the book this dsmlib is installed from."""
 from __future__ import annotations
 
+import os
 import re
+import time
 
 import pytest
 
 from dsmlib.book.profiles import load_specs, resolve
-from dsmlib.book.execute.rerun import UnknownParameter, announce_rerun, undeclared
+from dsmlib.book.execute import rerun
+from dsmlib.book.execute.rerun import UnknownParameter, announce_rerun, results_said, undeclared
 from dsmlib.book.execute.results import SEAL, custom_results_path, run_values
 from helpers import ROOT
 
 SMOKE = resolve(load_specs(ROOT / "notebooks")["ols"], "smoke")
+
+
+@pytest.fixture(autouse=True)
+def said_at_exit(monkeypatch) -> list:
+    """What a hand run asks its kernel to say as it exits (``atexit``), recorded: this test
+    process is no kernel, and registers nothing."""
+    said: list = []
+    monkeypatch.setattr(rerun.atexit, "register", lambda f, *args: said.append(args))
+    monkeypatch.setattr(rerun.atexit, "unregister", lambda f: said.clear())
+    return said
 
 
 def namespace(**changes) -> dict:
@@ -51,3 +64,28 @@ def test_a_name_papermill_injected_that_the_chapter_does_not_declare_is_refused(
     ns = {"In": [], "_i1": "x", "np": re, "results": [object()], "eta": 0.1, "y": [1, 2]}
     assert undeclared(ns, {"eta"}, hidden={"In"}) == ["y"]
     assert announce_rerun("ols", namespace(stpes=10, **{SEAL: {"stage": "x"}})) is None
+
+
+def test_a_hand_run_says_where_its_results_are_as_its_kernel_exits(said_at_exit):
+    """The chapter's own line about its results lands in the middle of papermill's progress
+    bar (issue 71, item 7): the kernel says it again as it exits, the last line papermill
+    prints, once per kernel however often the notebook is re-run in it."""
+    announce_rerun("ols", namespace(seed=2))
+    announce_rerun("ols", namespace(seed=1))
+    values = run_values(type(SMOKE)(**{**SMOKE.as_dict(), "seed": 1}), "smoke")
+    [(path, since)] = said_at_exit
+    assert path == custom_results_path(ROOT, "ols", values).resolve()
+    assert abs(since - (time.time() - 1.0)) < 60
+
+
+def test_the_exit_line_says_whether_this_run_wrote_its_results(tmp_path):
+    path = tmp_path / "results" / "custom" / "ols-abc.json"
+    assert results_said(path, time.time()) == (
+        f"[dsmlib] This hand run wrote no results: it stopped before writing {path}")
+    path.parent.mkdir(parents=True)
+    path.write_text("{}")
+    now = time.time()
+    os.utime(path, (now, now))
+    assert results_said(path, now - 5) == f"[dsmlib] This hand run's results are in {path}"
+    os.utime(path, (now - 3600, now - 3600))       # an earlier run's, with the same values
+    assert results_said(path, now - 5).startswith("[dsmlib] This hand run wrote no results")

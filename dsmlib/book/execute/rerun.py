@@ -8,15 +8,21 @@ with the truth of this run (a *hand run*, its profile, every value it runs with,
 differ from the profile marked, and where its results will go: the book's
 ``results/custom/``, whatever the working directory, never ``results/<profile>/``), and
 refuses, in one line, a name papermill injected that the chapter does not declare (papermill
-itself only warns, then runs the defaults).
+itself only warns, then runs the defaults). When the kernel exits, the run's last word on
+papermill's terminal (or Jupyter's log) is where its results are (:func:`results_said`): the
+line the chapter prints as it writes them lands in the middle of papermill's progress bar.
 
 It reads the kernel's namespace, as the notebook's own ``Parameters.from_namespace`` does:
 at that cell it holds the parameters cell's names, papermill's and IPython's own, nothing else.
 """
 from __future__ import annotations
 
+import atexit
 import html
 import json
+import sys
+import time
+from pathlib import Path
 from typing import Any, Mapping
 
 from ...foundation.parameters import ParameterError
@@ -26,7 +32,7 @@ from ..site.provenance_html import parameters_html
 from .results import SEAL, changed_values, custom_results_path, environment, run_values
 
 __all__ = ["HAND_RUN_MIME", "ParameterRefused", "UnknownParameter", "undeclared",
-           "announce_rerun", "rerun_html", "HandRun"]
+           "announce_rerun", "rerun_html", "HandRun", "results_said", "say_where_at_exit"]
 
 #: The output type under which the cell under a hand run's title records that run: its profile,
 #: values, what changed, where its results go, and ``key`` None (no runner's content key).
@@ -102,6 +108,34 @@ class HandRun:
         return {"text/html": self.html, HAND_RUN_MIME: self.record}
 
 
+def results_said(path: Path, since: float) -> str:
+    """What a hand run says on the terminal as its kernel exits: where its results are, when
+    ``path`` was written at or after ``since`` (a file an earlier run with the same values
+    wrote is no result of this one), else that it stopped before writing them."""
+    try:
+        written = path.stat().st_mtime >= since
+    except OSError:
+        written = False
+    return (f"[dsmlib] This hand run's results are in {path}" if written else
+            f"[dsmlib] This hand run wrote no results: it stopped before writing {path}")
+
+
+def _say_at_exit(path: Path, since: float) -> None:
+    try:     # the kernel's own stderr: papermill's terminal, or Jupyter's log
+        print("\n" + results_said(path, since), file=sys.__stderr__, flush=True)
+    except (AttributeError, OSError, ValueError):      # no stderr left: only the echo is lost
+        pass
+
+
+def say_where_at_exit(path: Path) -> None:
+    """Have this kernel say, as it exits, where the hand run's results went
+    (:func:`results_said`): papermill shuts the kernel down after the last cell, so the line
+    comes under its finished progress bar. A notebook re-run in the same kernel (Jupyter)
+    replaces the line, never adds one."""
+    atexit.unregister(_say_at_exit)
+    atexit.register(_say_at_exit, path, time.time() - 1.0)   # 1 s: a coarse file clock
+
+
 def announce_rerun(notebook: str, namespace: Mapping[str, Any]):
     """What the provenance cell of notebook ``notebook`` shows when a person re-runs it: that
     it is a hand run, with the values it runs with (read from ``namespace``, the kernel's
@@ -131,6 +165,7 @@ def announce_rerun(notebook: str, namespace: Mapping[str, Any]):
     set_by = {k: f"profile {profile}" for k in (spec.profiles.get(profile) or {} if spec else {})}
     set_by |= {k: "this hand run" for k in changed or {}}
     results = custom_results_path(root, notebook, values)
+    say_where_at_exit(results.resolve())
     record = {"notebook": notebook, "hand_run": True, "key": None, "profile": profile,
               "parameters": values, "changed": changed, "results": str(results),
               "environment": environment()}
