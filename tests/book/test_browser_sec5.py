@@ -138,9 +138,12 @@ def test_the_page_opens_with_its_finding_and_a_short_summary(seen):
     per verdict; the scope is stated once, not in every claim's note."""
     got = seen[1280]
     assert got["blocked"] == [] and got["errors"] == []
-    # issue 63: the page opens with every scale it shows (the first screen's table, its
-    # paragraph first), then this build's finding, which names its network and data
-    assert got["finding"][0].startswith("What each scale found.") and got["first_screen"] > 0
+    # issue 70: the page opens with its answer in words (the paper's claim, then a sentence per
+    # regime), then every scale it shows (issue 63: the first screen's table, its paragraph
+    # first), then this build's finding, which names its network and data
+    assert got["finding"][0].startswith("The paper claims that label noise"), got["finding"]
+    assert got["finding"][1].startswith("What each scale found.") and got["first_screen"] > 0
+    assert len(re.findall(r"\. (?=On |The )", got["finding"][0])) + 1 <= 4
     finding = " ".join(p for p in got["finding"] if p.startswith("Measured with ResNet-"))
     assert " in digits, " in finding, got["finding"]
     assert re.search(r"seeds judged", finding) and re.search(
