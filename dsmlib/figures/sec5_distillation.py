@@ -34,7 +34,7 @@ from .tables import BADGES, data_table, fmt_number
 
 __all__ = ["KIND_COLORS", "CONTROL_NAME", "curve_title", "curve_figure", "figure1", "gradnorm_epochs",
            "figure2", "shrinkage_table", "noise_table", "settings_table", "delta_table",
-           "error_table", "divergence_table", "readings_table", "seeds_table",
+           "speaks_for", "error_table", "divergence_table", "readings_table", "seeds_table",
            "distillation_table", "target_sources"]
 
 KIND_COLORS = {Noise.GAUSSIAN: "#1f77b4", Noise.SYMMETRIC: "#d62728", Noise.NONE: "#2ca02c",
@@ -363,6 +363,13 @@ def delta_table(rows: Sequence[dict[str, Any]]) -> Any:
     return HTML(table)
 
 
+def speaks_for(row: dict[str, Any]) -> str:
+    """What an accuracy case's interval speaks for, in words that hold for every data set: its
+    population's first clause, the test set named as images (the words once said "test
+    digits" of CIFAR-10's test images too)."""
+    return row["population"].split(":")[0].replace("test digits", "test images")
+
+
 def error_table(claims: Sequence[Any]) -> Any:
     """Where each accuracy case's error comes from: the standard error over seeds (what more
     seeds shrink) and over the test images (what only more test images shrink), in points, and
@@ -373,7 +380,7 @@ def error_table(claims: Sequence[Any]) -> Any:
         ["Case", "SE from the seeds", "SE from the test images", "Speaks for"],
         [[_case_cell(cid, d["case"]), _points(d["se_seeds"]),
           "—" if d.get("se_images") is None else _points(d["se_images"]),
-          html.escape(d["population"].split(":")[0])] for cid, d in rows],
+          html.escape(speaks_for(d))] for cid, d in rows],
         table_class="cases error-sources cards")
     return HTML(table)
 

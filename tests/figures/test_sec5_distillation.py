@@ -341,3 +341,11 @@ def test_the_setting_facts_come_from_the_records():
     head = "\n".join(scope.departures(res, "cpu-cifar10"))
     assert "so that every teacher fits" not in head and "do not fit" in head
     assert "GPU's minutes" not in head
+
+
+def test_an_interval_speaks_for_test_images_whatever_the_data():
+    """Issue 70, item 3: a CIFAR-10 table said "seeds and test digits" in 13 rows."""
+    from dsmlib.figures.sec5_distillation import speaks_for
+    row = {"population": "seeds and test digits: the interval carries both sources of error"}
+    assert speaks_for(row) == "seeds and test images"
+    assert speaks_for({"population": "seeds only: the test images' term is 0"}) == "seeds only"
