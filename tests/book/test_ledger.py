@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
@@ -205,39 +206,29 @@ def test_results_record_their_run_and_custom_paths(tmp_path, capsys):
     assert not list(tmp_path.glob("**/.*.tmp"))          # the atomic write left no temp file
 
 
-def test_the_findings_are_chosen_from_the_claims_by_their_rule():
-    """Issue 53, item 5: "What it found" was only counts. The findings are the refuted claims
-    of the paper, by scope (assumptions, setting, reading), then by the factor between the
-    measurement and the paper's value (a paper value of 0, with no factor, after), at most one
-    per chapter, and every number shown is read from the claim."""
-    def m(id_, measured, scope, paper=1.0, band=(0.9, 1.1)):
-        return asdict(C.measure(id_, f"Claim {id_}.", paper=paper, measured=measured, se=0.001,
-                                band=band, scope=scope, condition=f"Holds if {id_} is mended."))
-    docs = [{"notebook": "ols", "claims": [
-                m("ols.twice", 2.0, "assumptions"), m("ols.tenth", 0.1, "assumptions"),
-                m("ols.setting", 50.0, "setting")]},
-            {"notebook": "prop1_noise", "claims": [
-                m("prop1.zero", 3.0, "assumptions", paper=0.0, band=(-0.1, 0.1)),
-                m("prop1.thrice", 3.0, "setting"), m("prop1.fine", 1.0, "assumptions")]},
-            {"notebook": "prop3_regularizer", "claims": [m("prop3.reading", 9.0, "reading")]}]
-    assert ledger.departure(docs[0]["claims"][1]) == pytest.approx(10.0)    # 0.1 vs 1
-    assert ledger.departure(docs[1]["claims"][0]) is None                   # paper 0
-    # ols.tenth (10x) before ols.twice; one per chapter: prop1.zero (assumptions, no factor)
-    # before prop1.thrice (setting); then the third chapter's
-    assert [c["id"] for c in ledger.findings(docs)] == ["ols.tenth", "prop1.zero",
-                                                         "prop3.reading"]
-    assert [c["id"] for c in ledger.findings(docs, n=2)] == ["ols.tenth", "prop1.zero"]
-    md = ledger.findings_markdown(docs, "quick")
-    assert ledger.FINDINGS_RULE in md and md.count("\n1. ") == 1 and "\n3. " in md
-    first = md.split("\n1. ")[1].split("\n")[0]
-    assert first.startswith("Claim ols.tenth. `ols.tenth`, refuted under *assumptions*")
-    tenth = docs[0]["claims"][1]
-    assert (f"measured 0.1 [{ledger.fmt_number(tenth['interval'][0])}, "
-            f"{ledger.fmt_number(tenth['interval'][1])}] (99 %) against the paper's 1, "
-            "10 times below it") in first
-    assert first.endswith("Holds if ols.tenth is mended.")
-    assert "against the paper's 0." in md             # no factor, no "times"
-    assert "Nothing, under the `smoke` profile" in ledger.findings_markdown(docs, "smoke")
-    none = [{"notebook": "ols", "claims": [m("ols.fine", 1.0, "assumptions")]}]
-    assert "No claim of the paper is refuted" in ledger.findings_markdown(none, "quick")
-    assert ledger.findings_markdown(docs, "quick") in ledger.summary_markdown(docs, profile="quick")
+def test_the_summary_opens_with_the_answer_not_the_arithmetic():
+    """Issue 71, item 11: the introduction opened with the ledger's arithmetic and two findings
+    of the quick build alone. It opens with the answer now (tests/book/test_answer.py), and the
+    counts follow under their own label; the findings list is gone (the answer names the
+    refutations, each at its strongest evidence)."""
+    s = ledger.summary_markdown(_fixture_docs(), profile="quick")
+    assert s.startswith("**What the book found**")
+    assert s.index("**How the ledger counts.** Under the `quick` profile") > s.index("\n- ")
+    assert "findings to take away" not in s and "What it found" not in s
+
+
+def test_the_ledger_lets_its_across_scales_tables_wrap():
+    """Issue 71, item 9: the across-scales tables ran past their column at 1400 px (810 px in
+    784 px). With references the ledger carries the rule that lets their ids and intervals wrap
+    (measured in tests/book/test_browser_ledger.py), once; a book without references has no
+    such table and no rule."""
+    docs = _fixture_docs()
+    ref = ledger.Reference("paper", "ols", {"claims": docs[0]["claims"]}, {}, "k", True,
+                           Path("paper/ols.ipynb"))
+    md = ledger.ledger_markdown(docs, chapter_paths=PATHS, profile="quick",
+                                references={"ols": [ref]})
+    assert md.count(ledger.SCALES_CSS) == 1 and "table class='cases scales cards'" in md
+    assert md.index(ledger.SCALES_CSS) < md.index("table class='cases scales cards'")
+    assert "overflow-wrap: anywhere" in ledger.SCALES_CSS and "color" not in ledger.SCALES_CSS
+    assert ledger.SCALES_CSS not in ledger.ledger_markdown(docs, chapter_paths=PATHS,
+                                                           profile="quick")

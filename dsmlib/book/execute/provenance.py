@@ -46,8 +46,8 @@ OUTSIDE_KERNEL = ("__main__.py", "book/profiles.py",
                   *(f"book/references/{m}.py" for m in ("__init__", "contrast", "freshness",
                                                         "lead", "records", "run", "scales",
                                                         "section", "stored")),
-                  *(f"book/site/{m}.py" for m in ("__init__", "assets", "build", "citation",
-                                                  "downloads", "ledger", "mystnb_plugin",
+                  *(f"book/site/{m}.py" for m in ("__init__", "answer", "assets", "build",
+                                                  "citation", "downloads", "ledger", "mystnb_plugin",
                                                   "pages", "paper_numbers", "profile_table",
                                                   "provenance_html", "sphinx_ext")))
 

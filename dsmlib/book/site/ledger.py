@@ -2,7 +2,6 @@
 from ``results/<profile>/*.json``."""
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 from ...figures.tables import BADGES, claims_html, fmt_number
@@ -11,10 +10,11 @@ from ..references.scales import (corrections_at_scale, differing_claims, errata_
                                   erratum_at_scale, scales_html, scales_overview, summary_at_scale)
 from ..references.contrast import contrast_html, scales_of, tables_html
 from ..references.stored import Reference
+from .answer import answer, answer_markdown
 
 __all__ = ["PAPER_ITEMS", "MACHINERY_PROFILES", "machinery_notice", "plural", "kind_of",
-           "KIND_TEXT", "FINDINGS_RULE", "departure", "findings", "findings_markdown",
-           "ledger_markdown", "summary_markdown", "coverage_markdown", "errata_markdown"]
+           "KIND_TEXT", "SCALES_CSS", "ledger_markdown", "summary_markdown", "coverage_markdown",
+           "errata_markdown"]
 
 #: Profiles that exist to test the book's machinery: their runs are too short to be evidence
 #: about the paper, so their builds say so on every page and list no errata.
@@ -81,6 +81,15 @@ def machinery_notice(profile: str) -> str:
             "paper. Build with the quick or paper profile for the reproduction.")
 
 
+#: How the ledger's across-scales tables wrap (issue 71, item 9: with the ``cpu-cifar10``
+#: reference, Section 5's table of verdicts at every scale was 810 px wide in a 784 px column at
+#: 1400 px). A claim id is code and may break anywhere, and an interval or a "≠ differs" mark
+#: may break at its space, never inside a number, so that the table's narrowest layout is about
+#: half the column; on a phone the table is one card per row, as before.
+SCALES_CSS = ("<style>table.scales td > code { overflow-wrap: anywhere; } "
+              "table.scales .iv, table.scales span.differs { white-space: normal; }</style>")
+
+
 def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, str],
                     profile: str,
                     references: dict[str, list[Reference]] | None = None) -> str:
@@ -113,7 +122,7 @@ def ledger_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
     lines += [totals_line(docs, references), ""]
     overview = scales_overview(docs, references, profile)
     if overview:
-        lines += [overview, ""]
+        lines += [overview, "", "```{raw} html", SCALES_CSS, "```", ""]
     for doc in docs:
         nb = doc["notebook"]
         link = f"{{doc}}`{chapter_paths[nb]}`" if nb in chapter_paths else nb   # the page title
@@ -152,85 +161,12 @@ def totals_line(docs: Sequence[dict[str, Any]],
     return "; ".join(parts) + "."
 
 
-#: How the introduction chooses the findings a reader should take away (issue 53: "What it
-#: found" was only counts).
-FINDINGS_RULE = ("the refuted claims of the paper, those wrong under its own assumptions "
-                 "(scope *assumptions*) first, then those about its experiments as described "
-                 "(*setting*), then those under one reading of its text (*reading*); within "
-                 "each, the one measured farthest from the paper's value first (by the factor "
-                 "between the two; one whose paper value is 0 has no factor and comes after, "
-                 "by its p-value); at most one per chapter")
-
-
-def _number(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def departure(c: dict[str, Any]) -> float | None:
-    """The factor between a claim's measured value and the paper's (at least 1: 43 for a
-    covariance 43 times smaller than the paper's formula); None where there is none (a paper
-    value of 0, values of opposite signs)."""
-    p, m = _number(c.get("paper")), _number(c.get("measured"))
-    if p is None or m is None or p * m <= 0 or not math.isfinite(p * m):
-        return None
-    return max(m / p, p / m)
-
-
-def findings(docs: Sequence[dict[str, Any]], n: int = 3) -> list[dict[str, Any]]:
-    """The ``n`` claims a reader should take away, chosen from the chapters' results
-    ``docs`` by :data:`FINDINGS_RULE`."""
-    def order(nc: tuple[str, dict[str, Any]]) -> tuple:
-        c = nc[1]
-        scope = SCOPES.index(c["scope"]) if c.get("scope") in SCOPES else len(SCOPES)
-        f = departure(c)
-        return (scope, 0, -f) if f is not None else (scope, 1, c.get("p_value") or 1.0)
-    refuted = [(d["notebook"], c) for d in docs for c in d["claims"]
-               if c.get("source", "paper") == "paper" and c["verdict"] == "refuted"]
-    chosen, chapters = [], set()
-    for notebook, c in sorted(refuted, key=order):
-        if notebook not in chapters and len(chosen) < n:
-            chosen.append(c)
-            chapters.add(notebook)
-    return chosen
-
-
-def findings_markdown(docs: Sequence[dict[str, Any]], profile: str, n: int = 3) -> str:
-    """The introduction's "What it found": the :func:`findings`, each with its statement,
-    its measurement beside the paper's value (and the exact theory's), and what would make it
-    hold, every number read from the claims (Markdown)."""
-    from ...figures.tables import fmt_interval, plain_quantity
-    head = "**What it found.** "
-    if machinery_notice(profile):
-        return (head + f"Nothing, under the `{profile}` profile: its runs test the machinery "
-                "and are no evidence about the paper (the quick and paper profiles' builds name "
-                f"the {n} findings to take away here).\n")
-    chosen = findings(docs, n)
-    if not chosen:
-        return head + "No claim of the paper is refuted under this profile.\n"
-    lines = [head + f"The {plural(len(chosen), 'finding')} to take away, chosen from this "
-             f"build's claims by one rule: {FINDINGS_RULE}.", ""]
-    for i, c in enumerate(chosen, start=1):
-        f = departure(c)
-        m, p, exact = (_number(c.get(k)) for k in ("measured", "paper", "exact"))
-        away = (f", {fmt_number(f)} times {'below' if abs(m) < abs(p) else 'above'} it"
-                if f is not None else "")
-        iv = c.get("interval")
-        ci = f" {fmt_interval(iv)}" if isinstance(iv, (list, tuple)) and len(iv) == 2 else ""
-        theory = f"; the exact theory gives {fmt_number(exact)}" if exact is not None else ""
-        kind = " (an identity: the paper's formula against the exact theory)" \
-            if kind_of(c) == "identity" else ""
-        quantity = plain_quantity(c.get("quantity") or "the measured value")
-        lines.append(
-            f"{i}. {c['statement']} `{c['id']}`, refuted under *{c.get('scope')}*{kind}: "
-            f"{quantity}, measured {fmt_number(m)}{ci} ({int(CONFIDENCE * 100)} %) against the "
-            f"paper's {fmt_number(p)}{away}{theory}. {c.get('condition') or ''}".rstrip())
-    return "\n".join(lines) + "\n"
-
-
 def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str,
                      references: dict[str, list[Reference]] | None = None) -> str:
-    """A short count of verdicts, and of refutations by scope, for the introduction; with
-    ``references``, how many the references re-measured and how many differ."""
+    """The introduction's opening: the book's answer, one sentence per part of the paper
+    (:mod:`dsmlib.book.site.answer`, from this build's claims and the committed
+    ``references``), then how the ledger counts: verdicts, refutations by scope, the two kinds
+    of claim, and how many verdicts the references re-measured and how many differ."""
     claims = [c for doc in docs for c in doc["claims"]]
     counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
     paper = [c for c in claims if c.get("source", "paper") == "paper"]
@@ -238,8 +174,13 @@ def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str,
     scopes = {s: sum(c["verdict"] == "refuted" and c.get("scope") == s for c in paper)
               for s in SCOPES}
     by_scope = ", ".join(f"{n} under *{s}*" for s, n in scopes.items() if n)
-    notice = f"**{machinery_notice(profile)}** " if machinery_notice(profile) else ""
-    return (f"{notice}Under the `{profile}` profile the book checks **{plural(len(claims), 'claim')}**: "
+    notice = f"**{machinery_notice(profile)}**\n\n" if machinery_notice(profile) else ""
+    counted = not machinery_notice(profile)
+    found = answer_markdown(answer(docs, references, profile=profile, build_counts=counted),
+                            profile=profile, build_counts=counted)
+    return (f"{notice}{found}\n"
+            f"**How the ledger counts.** Under the `{profile}` profile the book checks "
+            f"**{plural(len(claims), 'claim')}**: "
             f"{counts['confirmed']} confirmed ({_confirmed_text(claims)}), "
             f"{counts['refuted']} refuted{_identities_text(claims, 'refuted')} and "
             f"{counts['inconclusive']} inconclusive{_identities_text(claims, 'inconclusive')}. "
@@ -249,7 +190,6 @@ def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str,
             "the rest are corrections derived here. " + KIND_TEXT + " See the "
             "{doc}`claims ledger <ledger>` for every number and the {doc}`errata <errata>` for "
             "what the refutations mean.\n\n"
-            + findings_markdown(docs, profile) + "\n"
             + summary_at_scale(docs, references or {}))
 
 

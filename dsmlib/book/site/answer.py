@@ -1,0 +1,292 @@
+"""The book's answer, for the introduction's first screen (book layer; issue 71, item 11): one
+plain sentence per part of the paper, saying what the paper claims and what was measured.
+
+Which claims speak for each part is declared once, as data (:data:`PARTS`). Every number of a
+sentence is read from a claim: its measured value and 99 % interval (and, where the words ask
+for it, the paper's value), at the execution that decides the claim most strongly, this build
+or a fresh committed reference (:func:`dsmlib.book.references.lead.strongest`: the decided
+verdict with the smallest p-value, as the Section 5 page stars it), with that execution's
+setting named. A claim that no execution decides is read where it comes nearest (the smallest
+p-value) and called inconclusive. Each :class:`Sentence` carries the claims it rests on
+(:class:`Basis`), so that a test can recompute every number from them.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ...figures.tables import fmt_interval, fmt_number
+from ..references.contrast import Scale, scales_of, split_case
+from ..references.lead import DATA_WORDS, strongest
+from ..references.stored import Reference
+
+__all__ = ["Evidence", "Part", "PARTS", "Basis", "Sentence", "ANSWER_LEAD", "execution_scales",
+           "on_papers_data", "deciding_case", "setting_words", "value_words", "basis_of",
+           "sentence", "answer", "answer_markdown"]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One claim that speaks for a part of the paper. ``words``: what its measurement says, in a
+    reader's words, with ``{v}`` for the measured value, its interval and unit, and optionally
+    ``{paper}`` for the paper's value (no number typed in). ``case``: name the claim's deciding
+    case in its setting (False where that case is no setting, e.g. a limit)."""
+    claim: str
+    words: str
+    case: bool = True
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of the paper: its ``title``, the ``chapter`` that measures it, what the paper
+    claims (``claim``, a verb phrase after the title, no measured number in it), the claims that
+    speak for it, whether only executions on the paper's own data count (``papers_data``), and
+    how a deciding case is named (``case_words``, ``{}`` for the case)."""
+    title: str
+    chapter: str
+    claim: str
+    evidence: tuple[Evidence, ...]
+    papers_data: bool = False
+    case_words: str = "{}"
+
+
+#: The parts of the paper, in its order, and the claims that speak for each (issue 71: Props.
+#: 1-3, the valley remarks, Figure 3's cloud, and Section 5 on the paper's data).
+PARTS: tuple[Part, ...] = (
+    Part("Proposition 1", "prop1_noise",
+         "says that the noise of one SGD step on noisy labels is a minibatch noise plus a label "
+         "noise, each of mean zero, with covariances it gives in closed form",
+         (Evidence("prop1.xi_star_cov", "the minibatch noise's covariance is {v} times the "
+                   "formula's"),
+          Evidence("prop1.xi_star_cov_without_replacement", "with distinct samples in each "
+                   "minibatch it is {v} times the formula's"),
+          Evidence("prop1.xi_uln_mean_fixed_draw", "with the label noise drawn once before "
+                   "training, as in the paper's least-squares experiment, the label noise's "
+                   "mean is {v} standard deviations"))),
+    Part("Proposition 2", "prop2_convergence",
+         "says that a doubly stochastic SDE approximates SGD on noisy labels, with a mean "
+         "squared error that falls like η²",
+         (Evidence("prop2.strong_order", "the error falls like η to the power {v}, against the "
+                   "paper's {paper}"),
+          Evidence("prop2.weak_sgd_vs_dsm", "SGD's own distribution approaches the model's at "
+                   "a rate in η of {v}, against {paper} expected"))),
+    Part("Proposition 3", "prop3_regularizer",
+         "says that the label noise's mean squared size is ησ²/(bN) times the sum of the "
+         "squared output gradients, so that it acts as a regulariser on the gradient norm G(θ)",
+         (Evidence("prop3.strength", "drawn over minibatches and labels it is {v} times the "
+                   "formula"),
+          Evidence("prop3.strength_real_steps", "on real SGD steps {v} times"))),
+    Part("Remarks 3–4", "remark3_valley",
+         "say that label noise drives SGD along a valley of minima towards a low gradient "
+         "norm G, and over barriers out of sharp minima, the more strongly the larger ησ²/B",
+         (Evidence("remark3.valley_drift", "from a high-G minimum SGD travels {v} of the way "
+                   "to the valley's lowest-G point"),
+          Evidence("remark3.barrier_escape", "it leaves a sharp minimum in a fraction {v} of "
+                   "runs"),
+          Evidence("remark4.sigma2_strength", "in the small-η limit the drift's speed is {v} "
+                   "times what the ησ²/B scaling predicts", case=False))),
+    Part("Figure 3 (Remark 5)", "ols",
+         "says that SGD on noisy labels settles in a Gaussian-like cloud centred at the "
+         "optimum β*, with covariance (ησ²/B) Σ̄_N",
+         (Evidence("ols.stationary_mean", "the cloud's centre lies {v} cloud radii from β* "
+                   "along one coordinate"),
+          Evidence("ols.stationary_cov_paper", "its covariance is {v} times the formula's"),
+          Evidence("ols.span_vs_sigma2", "its spread still grows with σ², by a factor of {v} "
+                   "from one panel to the next")),
+         case_words="panel {}"),
+    Part("Section 5", "sec5_distillation",
+         "says that noisy self-distillation lowers a student network's gradient norm G(θ) "
+         "and lets it generalise better than its teacher",
+         (Evidence("fig1.noise_lowers_gradnorm_sigma2", "Gaussian label noise moves the "
+                   "student's G(θ) by {v} from the noiseless student's"),
+          Evidence("fig1.noisy_beats_teacher", "the noisy student chosen on validation scores "
+                   "{v} of test accuracy against its teacher trained as long"),
+          Evidence("fig1.noisy_beats_noiseless", "{v} against the noiseless students")),
+         papers_data=True),
+)
+
+#: What the answer's numbers are, said once above the sentences.
+ANSWER_LEAD = ("**What the book found**, one sentence per part of the paper: what the paper "
+               "claims, then what was measured. Each number is a claim's measured value with "
+               "its 99 % interval, read from the execution that decides the claim most "
+               "strongly (the decided verdict with the smallest p-value, in this build or a "
+               "fresh committed reference), whose setting is named; a stale reference, measured "
+               "with code that has changed since, speaks only for a claim that no fresh "
+               "execution measured, and is labelled stale. The {doc}`claims ledger <ledger>` "
+               "has every claim at every scale.")
+
+
+@dataclass(frozen=True)
+class Basis:
+    """One claim a sentence rests on: its id, the execution it is read from (a scale's label),
+    the setting the sentence names for it, its verdict there, and whether other fresh
+    executions decide it the other way."""
+    claim: str
+    scale: str
+    setting: str
+    verdict: str
+    disagree: bool = False
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One part's sentence (Markdown) and the claims it rests on."""
+    part: str
+    text: str
+    basis: tuple[Basis, ...]
+
+
+def execution_scales(chapter: str, docs: Sequence[dict[str, Any]],
+                     references: dict[str, list[Reference]], profile: str, *,
+                     build_counts: bool = True) -> list[Scale]:
+    """The executions of ``chapter``: this build's (when it has the chapter and
+    ``build_counts``), then each committed reference's, labelled as the ledger labels them."""
+    built = next((d for d in docs if d.get("notebook") == chapter), None)
+    refs = references.get(chapter, [])
+    if built is None:
+        return [Scale(f"{r.profile} reference" + ("" if r.fresh else " (stale)"), r.doc,
+                      r.fresh) for r in refs]
+    scales = scales_of(built, refs, profile)
+    return scales if build_counts else scales[1:]
+
+
+def on_papers_data(scale: Scale) -> bool:
+    """Whether every setting of an execution is on a data set of the paper's (not digits)."""
+    sets = list((scale.extra.get("settings") or {}).values())
+    return bool(sets) and all(s.get("dataset") != "digits" for s in sets)
+
+
+_DECIDING = re.compile(r"\(deciding case: (.+)\)\s*$")
+
+
+def deciding_case(claim: dict[str, Any]) -> str:
+    """The case that heads a claim, as its quantity names it ("" where it names none)."""
+    m = _DECIDING.search(claim.get("quantity") or "")
+    return m.group(1) if m else ""
+
+
+def _label(scale: Scale) -> str:
+    """An execution in words: ``the `paper` reference``, ``this `quick` build``."""
+    name, _, rest = scale.label.partition(" ")
+    return f"this `{name}` build" if rest.startswith("(this build)") else f"`{name}` {rest}"
+
+
+def setting_words(scale: Scale, claim: dict[str, Any], part: Part, evidence: Evidence) -> str:
+    """Where a claim was measured: for a chapter that names its settings (Section 5), the data,
+    training images and network of the setting of its deciding case, then the execution (e.g.
+    ``CIFAR-10, 1,200 images, ResNet-8, `cpu-cifar10` reference``); otherwise the execution,
+    then its deciding case (up to any ": " that explains it)."""
+    settings = scale.extra.get("settings") or {}
+    case = deciding_case(claim)
+    if settings:
+        name, _ = split_case(case, settings)
+        if name is None and len(settings) == 1:
+            name = next(iter(settings))
+        s = settings.get(name) or {}
+        words = [DATA_WORDS.get(s.get("dataset"), str(s.get("dataset") or "")),
+                 f"{int(s['n_train']):,} images" if s.get("n_train") else "",
+                 f"ResNet-{s['depth']}" if s.get("depth") else ""]
+        return ", ".join([w for w in words if w] + [_label(scale)])
+    where = part.case_words.format(case.split(": ")[0]) if case and evidence.case else ""
+    return ", ".join([_label(scale)] + ([where] if where else []))
+
+
+def value_words(claim: dict[str, Any]) -> str:
+    """A claim's measured value, its interval and its unit (``−7.022 [−8.162, −5.881]
+    points``)."""
+    unit = f" {claim['unit']}" if claim.get("unit") else ""
+    return f"{fmt_number(claim['measured'])} {fmt_interval(claim['interval'])}{unit}"
+
+
+def _nearest(cid: str, scales: Sequence[Scale]) -> tuple[Scale, dict[str, Any]] | None:
+    """The execution among ``scales`` whose measurement of claim ``cid`` comes nearest to
+    deciding it: decided before undecided, then by the smallest p-value; None where none
+    measured it."""
+    measured = [(sc, c) for sc in scales for c in [sc.claim(cid)] if c is not None]
+    if not measured:
+        return None
+    return min(measured, key=lambda sc_c: (sc_c[1]["verdict"] == "inconclusive",
+                                           1.0 if sc_c[1].get("p_value") is None
+                                           else sc_c[1]["p_value"]))
+
+
+def basis_of(cid: str, scales: Sequence[Scale]) -> tuple[Scale, dict[str, Any], bool] | None:
+    """The execution a sentence reads claim ``cid`` from, the claim there, and whether fresh
+    executions decide it both ways: the strongest decided evidence among the fresh executions
+    (:func:`~dsmlib.book.references.lead.strongest`); where none decides it, the fresh one
+    nearest to deciding (smallest p-value); where no fresh one measured it, the stale one
+    nearest to deciding (the sentence labels it stale); None where none measured it."""
+    best, disagree = strongest(cid, scales)
+    if best is not None:
+        return best, best.claim(cid), disagree
+    found = (_nearest(cid, [sc for sc in scales if sc.fresh])
+             or _nearest(cid, [sc for sc in scales if not sc.fresh]))
+    return (found[0], found[1], False) if found else None
+
+
+def _verdict(claim: dict[str, Any], disagree: bool, measured_at: int) -> str:
+    """The verdict as a sentence gives it: "inconclusive wherever measured" where several
+    executions measured it and none decides; a split between fresh executions said."""
+    if claim["verdict"] == "inconclusive" and measured_at > 1:
+        return "inconclusive wherever measured"
+    return claim["verdict"] + ("; another execution decides it the other way" if disagree
+                               else "")
+
+
+def _join(clauses: list[str]) -> str:
+    """``a; b; and c`` (``a; and b``, ``a``)."""
+    return clauses[0] if len(clauses) == 1 else "; ".join(clauses[:-1]) + "; and " + clauses[-1]
+
+
+def sentence(part: Part, scales: Sequence[Scale], *, fallback: bool = False) -> Sentence:
+    """``part``'s sentence from the executions ``scales`` of its chapter: its title and claim,
+    then each of its claims' measurement at its strongest evidence with the verdict, setting and
+    claim id. ``fallback``: none of ``scales`` is on the paper's data although the part asks
+    for it (the sentence says so)."""
+    clauses, basis = [], []
+    for ev in part.evidence:
+        found = basis_of(ev.claim, scales)
+        if found is None:
+            continue
+        sc, c, disagree = found
+        where = setting_words(sc, c, part, ev)
+        measured_at = sum(1 for s in scales
+                          if s.fresh == sc.fresh and s.claim(ev.claim) is not None)
+        text = ev.words.format(v=value_words(c), paper=fmt_number(c.get("paper")))
+        clauses.append(f"{text} ({_verdict(c, disagree, measured_at)}; {where}; "
+                       f"`{ev.claim}`)")
+        basis.append(Basis(ev.claim, sc.label, where, c["verdict"], disagree))
+    head = f"**{part.title}** {part.claim}"
+    if not clauses:
+        return Sentence(part.title, f"{head}; no execution of this book measures it yet.", ())
+    note = " (no execution here is on the paper's own data)" if fallback else ""
+    return Sentence(part.title, f"{head}{note}: {_join(clauses)}.", tuple(basis))
+
+
+def answer(docs: Sequence[dict[str, Any]], references: dict[str, list[Reference]] | None, *,
+           profile: str, build_counts: bool = True) -> list[Sentence]:
+    """One :class:`Sentence` per part of :data:`PARTS`, from this build's results ``docs``
+    (counted unless ``build_counts`` is False: a machinery profile's runs are no evidence) and
+    the committed ``references`` (chapter -> references)."""
+    out = []
+    for part in PARTS:
+        scales = execution_scales(part.chapter, docs, references or {}, profile,
+                                  build_counts=build_counts)
+        paper = [sc for sc in scales if on_papers_data(sc)] if part.papers_data else scales
+        fallback = part.papers_data and not paper
+        out.append(sentence(part, scales if fallback else paper,
+                            fallback=fallback and bool(scales)))
+    return out
+
+
+def answer_markdown(sentences: Sequence[Sentence], *, profile: str,
+                    build_counts: bool = True) -> str:
+    """The answer as the introduction opens with it: :data:`ANSWER_LEAD`, then one bullet per
+    sentence (Markdown). ``build_counts`` False: the ``profile`` build's own runs are left out
+    (a machinery profile), and the lead says so."""
+    lead = ANSWER_LEAD if build_counts else ANSWER_LEAD.replace(
+        "in this build or a fresh committed reference",
+        f"in a fresh committed reference; this `{profile}` build's runs test the machinery "
+        "and are left out")
+    return lead + "\n\n" + "\n".join(f"- {s.text}" for s in sentences) + "\n"
