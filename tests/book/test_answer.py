@@ -198,9 +198,9 @@ def test_section_5_is_read_on_the_papers_data_where_there_is_any():
 
 
 def test_the_introduction_opens_with_the_answer_and_counts_below_it():
-    """The summary the introduction includes opens with the answer (after a machinery build's
-    notice), and the counting rules and reference tallies come after it; book/intro.md includes
-    it right after its opening paragraph."""
+    """The summary the introduction includes opens with the answer (a machinery build's
+    notice is above every page of such a build), and the counting rules and reference tallies
+    come after it; book/intro.md includes it right after its opening paragraph."""
     refs = _committed()
     docs = [{"notebook": "ols", "profile": "quick",
              "claims": [_claim("ols.span_vs_sigma2", "confirmed", 1e-2)]}]
@@ -211,7 +211,7 @@ def test_the_introduction_opens_with_the_answer_and_counts_below_it():
     bullets = md[:answer_end].count("\n- ")
     assert bullets == len(A.PARTS) <= 6
     smoke = ledger.summary_markdown(docs, profile="smoke", references=refs)
-    assert smoke.startswith(f"**{ledger.machinery_notice('smoke')}**\n\n**What the book found**")
+    assert smoke.startswith("**What the book found**")        # the page's notice says smoke
     assert "this `smoke` build's runs test the machinery and are left out" in smoke
     intro = (ROOT / "book" / "intro.md").read_text()
     first = intro.split("\n\n")

@@ -107,14 +107,10 @@ PARTS: tuple[Part, ...] = (
 )
 
 #: What the answer's numbers are, said once above the sentences.
-ANSWER_LEAD = ("**What the book found**, one sentence per part of the paper: what the paper "
-               "claims, then what was measured. Each number is a claim's measured value with "
-               "its 99 % interval, read from the execution that decides the claim most "
-               "strongly (the decided verdict with the smallest p-value, in this build or a "
-               "fresh committed reference), whose setting is named; a stale reference, measured "
-               "with code that has changed since, speaks only for a claim that no fresh "
-               "execution measured, and is labelled stale. The {doc}`claims ledger <ledger>` "
-               "has every claim at every scale.")
+ANSWER_LEAD = ("**What the book found**, part by part of the paper. Each number is a claim's "
+               "measured value with its 99 % interval, read where the claim is decided most "
+               "strongly (the smallest p-value, in this build or a fresh committed reference; "
+               "a stale one only where nothing fresh measured the claim, labelled so).")
 
 
 @dataclass(frozen=True)
@@ -287,6 +283,6 @@ def answer_markdown(sentences: Sequence[Sentence], *, profile: str,
     (a machinery profile), and the lead says so."""
     lead = ANSWER_LEAD if build_counts else ANSWER_LEAD.replace(
         "in this build or a fresh committed reference",
-        f"in a fresh committed reference; this `{profile}` build's runs test the machinery "
+        f"in a fresh committed reference: this `{profile}` build's runs test the machinery "
         "and are left out")
     return lead + "\n\n" + "\n".join(f"- {s.text}" for s in sentences) + "\n"

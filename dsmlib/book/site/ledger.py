@@ -166,7 +166,8 @@ def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str,
     """The introduction's opening: the book's answer, one sentence per part of the paper
     (:mod:`dsmlib.book.site.answer`, from this build's claims and the committed
     ``references``), then how the ledger counts: verdicts, refutations by scope, the two kinds
-    of claim, and how many verdicts the references re-measured and how many differ."""
+    of claim, and how many verdicts the references re-measured and how many differ. (A
+    machinery profile's build says what it is on every page: :func:`machinery_notice`.)"""
     claims = [c for doc in docs for c in doc["claims"]]
     counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
     paper = [c for c in claims if c.get("source", "paper") == "paper"]
@@ -174,11 +175,10 @@ def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str,
     scopes = {s: sum(c["verdict"] == "refuted" and c.get("scope") == s for c in paper)
               for s in SCOPES}
     by_scope = ", ".join(f"{n} under *{s}*" for s, n in scopes.items() if n)
-    notice = f"**{machinery_notice(profile)}**\n\n" if machinery_notice(profile) else ""
-    counted = not machinery_notice(profile)
+    counted = not machinery_notice(profile)     # every page of such a build says so above
     found = answer_markdown(answer(docs, references, profile=profile, build_counts=counted),
                             profile=profile, build_counts=counted)
-    return (f"{notice}{found}\n"
+    return (f"{found}\n"
             f"**How the ledger counts.** Under the `{profile}` profile the book checks "
             f"**{plural(len(claims), 'claim')}**: "
             f"{counts['confirmed']} confirmed ({_confirmed_text(claims)}), "
