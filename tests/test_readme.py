@@ -124,7 +124,7 @@ BACKED: dict[str, list[str]] = {
         "tests/book/test_readme_commands.py::test_the_readmes_papermill_command_runs_and_says_"
         "where",
         "tests/test_readme.py::test_every_papermill_command_names_a_notebook_that_exists"],
-    "writes `out.ipynb` and `results/custom/ols-<hash>.json`, and its last line says where": [
+    "writes `out.ipynb` and `results/custom/ols-<hash>.json`, and says where as it finishes": [
         "tests/book/test_readme_commands.py::test_the_readmes_papermill_command_runs_and_says_"
         "where",
         "tests/book/test_rerun.py::test_a_hand_run_says_where_its_results_are_as_its_kernel_exits"],
@@ -204,8 +204,8 @@ CLI_BACKED = {
         REEXECUTION + "test_a_hand_run_refuses_an_undeclared_parameter_in_one_line",
         REEXECUTION + "test_a_hand_run_refuses_a_bad_value_in_one_line"],
     "the run says where they go in its notebook (under its title) and on papermill's terminal "
-    "(or Jupyter's log): as it writes them, and again as its kernel exits, the last line "
-    "papermill prints": [
+    "(or Jupyter's log): as it writes them, and again as its kernel exits, under papermill's "
+    "finished progress bar": [
         REEXECUTION + "test_hand_papermill_run_leaves_profile_results_alone",
         "tests/book/test_readme_commands.py::test_the_readmes_papermill_command_runs_and_says_"
         "where"],

@@ -48,7 +48,10 @@ def test_the_readmes_papermill_command_runs_and_says_where(smoke_book, tmp_path)
     assert words[3::3] == ["-p"] * len(changed) and changed
     assert doc["run"]["changed"] == changed and doc["profile"] == "smoke"
     assert results.name == f"{chapter}-{parameters_hash(doc['run']['parameters'])}.json"
-    last = proc.stderr.replace("\r", "\n").rstrip().splitlines()[-1]
-    assert last == f"[dsmlib] This hand run's results are in {results.resolve()}", \
-        proc.stderr[-2000:]
+    # as it finishes: its kernel's last word, under which only papermill's bar is redrawn
+    lines = [s for s in proc.stderr.replace("\r", "\n").splitlines() if s.strip()]
+    said = f"[dsmlib] This hand run's results are in {results.resolve()}"
+    assert said in lines, proc.stderr[-2000:]
+    after = lines[len(lines) - lines[::-1].index(said):]
+    assert all(s.startswith("Executing: 100%") for s in after), after
     assert not (root / "results" / "smoke").exists()       # never over a profile's results

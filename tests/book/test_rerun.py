@@ -68,8 +68,8 @@ def test_a_name_papermill_injected_that_the_chapter_does_not_declare_is_refused(
 
 def test_a_hand_run_says_where_its_results_are_as_its_kernel_exits(said_at_exit):
     """The chapter's own line about its results lands in the middle of papermill's progress
-    bar (issue 71, item 7): the kernel says it again as it exits, the last line papermill
-    prints, once per kernel however often the notebook is re-run in it."""
+    bar (issue 71, item 7): the kernel says it again as it exits, under the finished bar, once
+    per kernel however often the notebook is re-run in it."""
     announce_rerun("ols", namespace(seed=2))
     announce_rerun("ols", namespace(seed=1))
     values = run_values(type(SMOKE)(**{**SMOKE.as_dict(), "seed": 1}), "smoke")

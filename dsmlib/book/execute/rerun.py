@@ -8,9 +8,9 @@ with the truth of this run (a *hand run*, its profile, every value it runs with,
 differ from the profile marked, and where its results will go: the book's
 ``results/custom/``, whatever the working directory, never ``results/<profile>/``), and
 refuses, in one line, a name papermill injected that the chapter does not declare (papermill
-itself only warns, then runs the defaults). When the kernel exits, the run's last word on
-papermill's terminal (or Jupyter's log) is where its results are (:func:`results_said`): the
-line the chapter prints as it writes them lands in the middle of papermill's progress bar.
+itself only warns, then runs the defaults). As the kernel exits, it says again on papermill's
+terminal (or Jupyter's log) where its results are (:func:`results_said`), under the finished
+progress bar: the line the chapter prints as it writes them lands in the middle of the bar.
 
 It reads the kernel's namespace, as the notebook's own ``Parameters.from_namespace`` does:
 at that cell it holds the parameters cell's names, papermill's and IPython's own, nothing else.
