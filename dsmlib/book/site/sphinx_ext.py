@@ -18,6 +18,9 @@ It writes myst-nb's stylesheet before the pages (so that every build of the same
 it the same way), and it also starts loading plotly.js early, without blocking the first paint, on the pages that
 have a figure (and only there): an ``async`` script in the head, which the figure loader
 (``dsm-plotly.js``) waits for.
+
+On the search page it adds ``dsm-search.js``, which makes each result's snippet read the
+result page's article, not its header's download buttons (issue 71, item 8).
 """
 from __future__ import annotations
 
@@ -51,6 +54,19 @@ def _plotly_early(app: Any, pagename: str, templatename: str, context: dict[str,
     src = context["pathto"]("_static/plotly.min.js", 1)
     context["metatags"] = (context.get("metatags", "")
                            + f'\n    <script async id="dsm-plotly-js" src="{src}"></script>')
+
+
+#: The search page's snippet reader (book/_assets/dsm-search.js): it replaces
+#: ``Search.htmlToText`` of Sphinx's searchtools.js, so it runs after it (``defer``).
+SEARCH_JS = "dsm-search.js"
+
+
+def _search_snippets(app: Any, pagename: str, templatename: str, context: dict[str, Any],
+                     doctree: Any) -> None:
+    """On the search page only: the script that makes result snippets start with the result
+    page's own text (Sphinx reads them from ``[role="main"]``, which holds the header)."""
+    if pagename == "search":
+        app.add_js_file(SEARCH_JS, loading_method="defer")
 
 
 def _machinery_banner(app: Any, pagename: str, templatename: str, context: dict[str, Any],
@@ -136,4 +152,5 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("html-page-context", _machinery_banner, priority=900)
     app.connect("html-page-context", _drop_thebe, priority=900)
     app.connect("html-page-context", _plotly_early, priority=900)
+    app.connect("html-page-context", _search_snippets, priority=500)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
