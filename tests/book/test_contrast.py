@@ -10,7 +10,7 @@ import numpy as np
 
 from dsmlib.book.site.ledger import ledger_markdown
 from dsmlib.book.references.contrast import (Z_CONTRAST, contrast_html, contrast_rows,
-                                             difference, headline_setting, scales_of,
+                                             difference, scales_of,
                                              split_case, tables_html)
 from dsmlib.book.references.stored import Reference
 
@@ -116,11 +116,12 @@ def test_nothing_to_contrast_without_a_reference_or_named_claims():
     assert contrast_html(scales_of(bare, [_ref(built)], "quick")) == ""
 
 
-def test_the_headline_setting_is_the_longest_matching_prefix():
+def test_a_case_is_split_at_the_longest_matching_setting():
     settings = {"digits, 50 images": {}, "digits, 500 images": {}}
-    assert headline_setting({"quantity": "q (deciding case: digits, 500 images: p = 0.1)"},
-                            settings) == "digits, 500 images"
-    assert headline_setting({"quantity": "q"}, settings) is None
+    assert split_case("digits, 500 images: p = 0.1", settings) == ("digits, 500 images",
+                                                                   "p = 0.1")
+    assert split_case("digits, 50 images", settings) == ("digits, 50 images", "")
+    assert split_case("q", settings) == (None, "q")
 
 
 def test_the_ledger_shows_the_contrast_and_every_scales_tables():

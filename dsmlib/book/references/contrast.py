@@ -24,16 +24,14 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from typing import Any, Sequence
 
 from ...figures.tables import BADGES, data_table, fmt_number
 from .stored import Reference
 
-__all__ = ["Scale", "scales_of", "headline_setting", "split_case", "setting_kind",
+__all__ = ["Scale", "scales_of", "split_case", "setting_kind",
            "Z_CONTRAST", "difference", "contrast_rows", "contrast_html", "tables_html"]
 
-_DECIDING = re.compile(r"\(deciding case: (.+)\)\s*$")
 #: The two-sided normal quantile of a contrast's 99 % interval.
 Z_CONTRAST = 2.5758293035489004
 
@@ -57,13 +55,6 @@ def scales_of(built: dict[str, Any], refs: Sequence[Reference], profile: str) ->
     return [Scale(f"{profile} (this build)", built)] + [
         Scale(f"{r.profile} reference" + ("" if r.fresh else " (stale)"), r.doc, r.fresh)
         for r in refs]
-
-
-def headline_setting(claim: dict[str, Any], settings: dict[str, Any]) -> str | None:
-    """The setting of the case heading ``claim`` (named ``<setting>`` or ``<setting>: ...``),
-    among ``settings``' names; None if it names none."""
-    m = _DECIDING.search(claim.get("quantity", ""))
-    return split_case(m.group(1) if m else "", settings)[0]
 
 
 def split_case(case: str, settings: dict[str, Any] | Sequence[str]) -> tuple[str | None, str]:

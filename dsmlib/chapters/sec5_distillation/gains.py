@@ -29,7 +29,7 @@ equivalence claim -- validation selection falls short of the best in hindsight b
 (every seed is scored on the same ones). Where the runs recorded which test images they got
 right, a gain's interval is the two-level one of the crossed seeds x images table
 (:func:`dsmlib.foundation.stats.crossed_mean`, Satterthwaite's fractional degrees of freedom),
-so a verdict speaks for digits, not for these images; otherwise it is over seeds alone
+so a verdict speaks for the data's images, not for these ones; otherwise it is over seeds alone
 (:func:`population`).
 
 **Ties are ties** (:func:`degenerate`): fewer than :data:`MIN_SEEDS` seeds, or every seed's
@@ -50,11 +50,12 @@ import numpy as np
 from ...foundation.claims import (CONFIDENCE, Case, Claim, case, combine_all, some_verdict)
 from ...foundation.stats import crossed_mean
 from ...models.sec5_distillation.dataset_specs import OFFICIAL_TEST
+from .registry import ACCURACY_IDS, SOME_IDS
 from .results import Cell, DistillResults, setting_of
 
 __all__ = ["STRICT", "POINTS", "UNIT", "LOG_RATIO", "DELTA_FRACTION", "GATE_IMAGES", "MIN_SEEDS",
            "FIT_ACCURACY", "ABOVE_ZERO", "ACCURACY_RULE", "SIZES", "delta_scores",
-           "size_against_delta", "size_in_claim", "baseline", "GATE_RULE", "ACCURACY_IDS", "SOME_IDS",
+           "size_against_delta", "size_in_claim", "baseline", "delta_of", "GATE_RULE", "ACCURACY_IDS", "SOME_IDS",
            "DIRECTIONS", "smallest_gain", "teachers_fit", "missed_images", "accuracy_gate",
            "judged_settings", "not_judged", "test_images", "scores", "difference",
            "degenerate", "population", "seed_case", "accuracy_case", "gain_case",
@@ -86,9 +87,13 @@ ABOVE_ZERO = (STRICT, None)
 ACCURACY_RULE = ("A directional claim is confirmed when its 99 % interval lies above 0, "
                  "refuted when it lies below 0 (the opposite holds), and inconclusive "
                  "otherwise, with the seeds it would take. Beside each verdict, its size against "
-                 "δ, the smallest gain worth having (a tenth of the teachers' test error; the "
+                 "δ, the smallest gain worth having (a tenth of the test error of what the case "
+                 "compares with: the teacher, the continued teacher or a noiseless student; the "
                  "rule is fixed before measuring, the value measured, and its error carried): "
-                 "by at least δ, by less than δ, or size not decided.")
+                 "by at least δ, by less than δ, or size not decided. Inside a claim over "
+                 "several cases Holm's rule decides them together, so a case whose own 99 % "
+                 "interval lies wholly on one side of 0 can stay inconclusive there: its claim's "
+                 "note names each such case.")
 #: The sizes of a directional case against δ (:func:`size_against_delta`).
 SIZES = ("by at least δ", "by less than δ", "size not decided")
 #: The gate, as the page states it.
@@ -98,10 +103,6 @@ GATE_RULE = (f"A setting is judged for accuracy only where every teacher fits it
              "\"beats the teacher\" is then judged against -- and the teachers miss at least "
              f"{GATE_IMAGES} test images on average, so that δ is at least one test image's "
              "worth; below that no gain can be resolved, and the setting enters no claim.")
-ACCURACY_IDS = ("fig1.noisy_beats_teacher", "fig1.noisy_beats_noiseless",
-                "fig1.some_student_beats_teacher", "fig1.validation_selection_near_best",
-                "fig2.swap_flatter_and_better")
-SOME_IDS = ("fig1.some_student_beats_teacher",)   # decided by the "some case" rule
 #: The direction of an interval against 0, in words: above, below, or across 0.
 DIRECTIONS = ("higher", "lower", "cannot tell")
 
@@ -208,7 +209,7 @@ def population(values: np.ndarray, n_test: int, item_var: float | None = None) -
     if not item_var:
         return ("seeds only: the test images' term is 0 here (no per-image effect beyond the "
                 "seeds' scatter), so the interval speaks for the spread over seeds")
-    return "seeds and test digits: the interval carries both sources of error"
+    return "seeds and test images: the interval carries both sources of error"
 
 
 def seed_case(values: np.ndarray, band, quantity: str, *, level: float = CONFIDENCE,
@@ -248,14 +249,23 @@ def accuracy_case(values: np.ndarray, band, quantity: str, n_test: int, *,
                "population": population(v, n_test, item_var), "direction": direction(c)}
 
 
-def delta_scores(res: DistillResults, setting: str, scale: float = 1.0) -> np.ndarray:
+def delta_of(right: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """δ's share of each score of a model that is ``right`` (fractions, per seed and image or
+    per seed): :data:`DELTA_FRACTION` of its error, times ``scale``."""
+    return scale * DELTA_FRACTION * (1.0 - np.asarray(right, dtype=float))
+
+
+def delta_scores(res: DistillResults, setting: str, scale: float = 1.0,
+                 base: Cell | None = None) -> np.ndarray:
     """δ where it is measured, in the units of :func:`scores` (fractions; a case reports it in
     points): per seed and test image (where the runs recorded them) :data:`DELTA_FRACTION` of
-    the teacher's error on that image, ``0.1 x (1 - right)``, times ``scale`` (the δ table's
-    δ/2 and 2δ); else per seed, of its teacher's test error. Its mean, in points, is
-    :func:`smallest_gain`; its spread over seeds and images is δ's own error, which a size
-    read against it carries."""
-    return scale * DELTA_FRACTION * (1.0 - scores(res.teacher(setting)))
+    the error on that image of ``base``, the model the case compares with (default the
+    teacher), ``0.1 x (1 - right)``, times ``scale`` (the δ table's δ/2 and 2δ); else per
+    seed, of its test error. So a case against the continued teacher reads δ from the
+    continued teacher's error, and a case against a noiseless student from that student's
+    (issue 70). Against the teacher its mean, in points, is :func:`smallest_gain`; its spread
+    over seeds and images is δ's own error, which a size read against it carries."""
+    return delta_of(scores(res.teacher(setting) if base is None else base), scale)
 
 
 def _aligned(values: np.ndarray, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -357,7 +367,8 @@ def verdicts_by_setting(res: DistillResults, claims: list[Claim]) -> list[dict[s
     for c in claims:
         by = {s: [] for s in res.settings}
         for d in c.details:
-            by[setting_of(d["case"], res.settings)].append(d["verdict"])
+            if not d.get("beside"):
+                by[setting_of(d["case"], res.settings)].append(d["verdict"])
         row = {"claim": c.id, "verdict": c.verdict}
         for s, vs in by.items():
             row[s] = ("not judged" if not vs and c.id in ACCURACY_IDS and s in gate else

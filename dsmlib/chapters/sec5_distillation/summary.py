@@ -6,34 +6,15 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .results import DistillResults
-from .claims import swap_parts
+from . import registry as R
+from .claims import heading_row, swap_parts
 from .gains import GATE_IMAGES, baseline, not_judged
+from .registry import SHORT
+from .results import DistillResults
 
-__all__ = ["SHORT", "VERDICT_ORDER", "headline_row", "accuracy_reading", "sources_text",
+__all__ = ["SHORT", "VERDICT_ORDER", "accuracy_reading", "sources_text",
            "source_of_gain", "finding", "in_short"]
 
-#: A few words per claim for the page's summary (the ledger keeps each claim's full statement).
-SHORT = {
-    "fig1.noise_lowers_gradnorm_sigma2": "Gaussian noise lowers G(θ) below the noiseless "
-                                         "student's",
-    "fig1.noise_lowers_gradnorm_p": "the swap lowers G(θ) below its control's",
-    "fig1.gradnorm_falls_with_sigma2": "G(θ) falls at every step up the σ² grid",
-    "fig1.gradnorm_vs_p_with_shrinkage": "G(θ) falls at every step up the p grid (noise and "
-                                         "shrinkage together)",
-    "fig1.swap_excess_falls_with_p": "the swap's G(θ) falls further below its control's at "
-                                     "every step up the p grid",
-    "fig1.gradnorm_below_control_over_epochs": "noise keeps G(θ) below its control's over the "
-                                               "epochs",
-    "fig1.student_below_teacher": "every student's G(θ) lies below its teacher's",
-    "fig1.noisy_beats_teacher": "the validation-selected noisy student beats its teacher",
-    "fig1.noisy_beats_noiseless": "the selected noisy student beats the noiseless students",
-    "fig1.some_student_beats_teacher": "some noisy student beats its teacher",
-    "fig1.validation_selection_near_best": "validation selection comes within δ of the best "
-                                           "noise in hindsight",
-    "fig2.train_loss_to_zero": "every training loss goes to nearly zero",
-    "fig2.swap_flatter_and_better": "the swap's minima are flatter and generalise better",
-}
 VERDICT_ORDER = ("confirmed", "refuted", "inconclusive")
 
 
@@ -50,20 +31,13 @@ def _claim(claims: Sequence[Any], cid: str) -> Any | None:
     return next((c for c in claims if c.id == cid), None)
 
 
-def headline_row(claim: Any) -> dict[str, Any] | None:
-    """The case (row of ``details``) that heads ``claim``: the one whose value and interval the
-    claim shows."""
-    return next((d for d in claim.details if d.get("measured") == claim.measured
-                 and list(d.get("interval", [])) == list(claim.interval)), None)
-
-
 def accuracy_reading(claim: Any) -> str:
     """An accuracy claim's value as the page's opening quotes it: its verdict (a directional
     claim's is its direction), then the gain (or the shortfall less δ) in points with its 99 %
     interval, δ of its headline case and the gain's size against δ, and the headline case
     where the claim has several in a setting, e.g. ``inconclusive (+0.42 points [−0.53,
     1.37], δ = 1.12, size not decided; case: vs noiseless student)``."""
-    row = headline_row(claim) or {}
+    row = heading_row(claim) or {}
     shortfall = row.get("sense") == "shortfall"
     delta = f", δ = {row['delta']:.2f}" if row.get("delta") is not None else ""
     way = f", {claim.size.split(' (')[0]}" if claim.size else ""
@@ -144,14 +118,14 @@ def finding(res: DistillResults, claims: Sequence[Any],
     distillation-against-noise table, :func:`dsmlib.chapters.sec5_distillation.claims.distillation_rows`)."""
     words = [_setting_words(res, s) for s in res.settings]
     settings = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-    lowers = [c for c in (_claim(claims, "fig1.noise_lowers_gradnorm_sigma2"),
-                          _claim(claims, "fig1.noise_lowers_gradnorm_p")) if c is not None]
+    lowers = [c for c in (_claim(claims, R.NOISE_LOWERS_GRADNORM_SIGMA2),
+                          _claim(claims, R.NOISE_LOWERS_GRADNORM_P)) if c is not None]
     verdicts = {c.verdict for c in lowers}
     if len(verdicts) == 1:
         g_text = f"{verdicts.pop()} for Gaussian noise and for the swap"
     else:
         g_text = ", ".join(f"{c.verdict} for "
-                           f"{'Gaussian noise' if c.id.endswith('sigma2') else 'the swap'}"
+                           f"{'Gaussian noise' if c.id == R.NOISE_LOWERS_GRADNORM_SIGMA2 else 'the swap'}"
                            for c in lowers)
     first = (f"Measured with ResNet-{res.grid.depth} teachers and students in {settings}: "
              "that label noise lowers the "
@@ -159,17 +133,23 @@ def finding(res: DistillResults, claims: Sequence[Any],
              f"without noise on the noisy targets' average) is {g_text}.")
     gate = not_judged(res)
     skipped = " ".join(f"{s[0].upper()}{s[1:]} is {why}." for s, why in gate.items())
-    teacher = _claim(claims, "fig1.noisy_beats_teacher")
+    teacher = _claim(claims, R.NOISY_BEATS_TEACHER)
     if teacher is None or not teacher.details:
         return f"{first} No setting is judged for accuracy. {skipped}".strip()
     judged = [s for s in res.settings if s not in gate]
     fit = ("every teacher fits its training images" if all(
         baseline(res, s) is res.teacher(s) for s in judged) else
         "the teachers are judged as trained on as long as a student (the continued teacher)")
+    base = (heading_row(teacher) or {}).get("baseline", "teacher")
     second = (f"Accuracy is judged on {' and '.join(judged)}, where {fit} and the teachers "
               f"miss at least {GATE_IMAGES} test images: the gain of the noisy student that "
-              f"the validation set picks over its teacher is {accuracy_reading(teacher)}")
-    noiseless = _claim(claims, "fig1.noisy_beats_noiseless")
+              f"the validation set picks over the {base} is {accuracy_reading(teacher)}")
+    itself = [d for d in teacher.details if d.get("beside")]
+    if itself:
+        second += ("; over the teacher itself " + ", ".join(
+            f"{d['verdict']} ({_points(d['measured'])} points "
+            f"{_points_interval(d['interval'])})" for d in itself))
+    noiseless = _claim(claims, R.NOISY_BEATS_NOISELESS)
     if noiseless is not None:
         second += f", and over the noiseless students {accuracy_reading(noiseless)}"
     text = f"{first} {second}."
@@ -194,7 +174,7 @@ def in_short(claims: Sequence[Any]) -> list[str]:
         parts = []
         for c in these:
             text = SHORT.get(c.id, c.statement.split(". ")[0])
-            if c.id == "fig2.swap_flatter_and_better":
+            if c.id == R.SWAP_FLATTER_AND_BETTER:
                 text += f" ({swap_parts(c)})"
             elif c.unit == "points":
                 text += " (" + accuracy_reading(c).split(" (", 1)[1].replace("; case:", ", case:")
