@@ -7,6 +7,10 @@ parameters are the runner's (:func:`dsmlib.book.profiles.resolve`). A live run i
 the runner's profile runs, so its results go to ``results/custom/NAME-<hash>.json`` (the
 notebook prints the path) and never touch ``results/<profile>/``. Edits in the prepared notebook are not written back to
 ``notebooks/NAME.md``.
+
+JupyterLab starts the notebook's one kernel (``python3``, its kernelspec) without asking once it
+has loaded the notebook; a cell run before that (the toolbar still reads "No Kernel") makes it
+ask for a kernel, and a kernel chosen then replaces the one it starts (issue 71, item 10).
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from typing import Any
 from ..profiles import load_specs, resolve
 from ..execute.results import run_values
 
-__all__ = ["prepare_lab", "launch_lab"]
+__all__ = ["prepare_lab", "lab_command", "launch_lab"]
 
 
 def prepare_lab(root: Path, name: str, profile: str, overrides: dict[str, Any]) -> Path:
@@ -46,6 +50,17 @@ def prepare_lab(root: Path, name: str, profile: str, overrides: dict[str, Any]) 
     return out
 
 
+def lab_command(root: Path, notebook: Path, *, port: int | None = None,
+                options: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """The JupyterLab command line of :func:`launch_lab` (run in ``root``), with ``options``
+    added (the live test adds its headless server's)."""
+    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
+           str(notebook.relative_to(root))]
+    if port:
+        cmd.append(f"--port={port}")
+    return cmd + list(options)
+
+
 def launch_lab(root: Path, notebook: Path, *, port: int | None = None) -> int:
     """Start JupyterLab on the book root with ``notebook`` open; return its exit status."""
     try:
@@ -54,9 +69,9 @@ def launch_lab(root: Path, notebook: Path, *, port: int | None = None) -> int:
         raise RuntimeError("JupyterLab is not installed: run `make lab NB=<name>` (it installs "
                            "requirements-lab.txt) or `pip install -r requirements-lab.txt`"
                            ) from None
-    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
-           str(notebook.relative_to(root))]
-    if port:
-        cmd.append(f"--port={port}")
+    cmd = lab_command(root, notebook, port=port)
     print("[dsmlib] " + " ".join(cmd), file=sys.stderr, flush=True)
+    print("[dsmlib] JupyterLab starts the notebook's kernel when it has loaded it: run the "
+          "cells once the toolbar names the kernel (Python 3) and shows it idle",
+          file=sys.stderr, flush=True)
     return subprocess.run(cmd, cwd=root).returncode
