@@ -17,11 +17,14 @@ import torch
 import torch.nn.functional as F
 
 from dataset_fakes import write_npm_tarball
-from dsmlib.book.profiles import CPU_CIFAR10, load_specs, resolve
-from dsmlib.chapters.sec5_distillation.cpu_budget import (BUDGET_S, EPOCHS, SEEDS, PilotRates,
+from dsmlib.book.profiles import CPU_CIFAR10, CPU_CIFAR10_FIT, load_specs, resolve
+from dsmlib.chapters.sec5_distillation.cpu_budget import (BUDGET_S, EPOCHS, FIT_BUDGET_S,
+                                                          FIT_EPOCHS, FIT_IMAGES, FIT_PILOT,
+                                                          SEEDS, PilotRates, fit_epochs,
                                                           grid_seconds, largest_size,
                                                           pilot_rates, seed_seconds,
                                                           validation_images)
+from dsmlib.chapters.sec5_distillation.gains import FIT_ACCURACY
 from dsmlib.chapters.sec5_distillation.grid import CONTINUED, grid_levels
 from dsmlib.chapters.sec5_distillation.seed_runs import needs_teacher_again, seed_groups
 from dsmlib.models.sec5_distillation import cifar10_npm as npm
@@ -210,3 +213,57 @@ def test_the_committed_reference_is_rederived_to_the_last_digit(tmp_path):
     mine = json.loads((root / "reference" / CPU_CIFAR10 / "sec5_distillation.json").read_text())
     theirs = json.loads(committed.read_text())
     assert mine["claims"] == theirs["claims"]
+
+
+def _fit_params(overrides: dict | None = None):
+    return resolve(load_specs(ROOT / "notebooks")["sec5_distillation"], CPU_CIFAR10_FIT,
+                   overrides or {})
+
+
+def _pilot_rows() -> list[dict]:
+    return [json.loads(line) for line in (ROOT / FIT_PILOT).read_text().splitlines()
+            if line.strip()]
+
+
+def test_the_fit_rule_takes_the_largest_epochs_that_fit_and_train_in_the_budget():
+    """Issue 67's rule at given rates: the largest E of {200, 100, 60, 40} whose grid trains in
+    4 hours and whose pilot teacher fits; epochs over the budget are never piloted; none
+    qualifies gives None."""
+    r = _rates(images=1200)      # 1,200 images at these rates: a seed of E epochs
+    per_epoch = 1200 * (0.002 + 0.015) + 7.0
+    assert seed_seconds(r, 1200, 100) == pytest.approx(100 * per_epoch - 7.0 + 2 * 55.0 + 15.0)
+    asked: list[int] = []
+
+    def fits(e: int) -> bool:
+        asked.append(e)
+        return True
+    best = fit_epochs(r, fits)
+    assert best == max(e for e in FIT_EPOCHS if grid_seconds(r, 1200, epochs=e) <= FIT_BUDGET_S)
+    assert asked == [best]                          # the first within the budget is piloted
+    assert grid_seconds(r, 1200, epochs=best) <= FIT_BUDGET_S
+    asked.clear()
+    assert fit_epochs(r, lambda e: asked.append(e) or e <= 40) == 40     # larger ones don't fit
+    assert asked == [e for e in FIT_EPOCHS if e <= best]
+    fast = _rates(images=1200, teacher_step_s=1e-6, students_step_s=1e-6, teacher_measure_s=0,
+                  students_measure_s=0)
+    assert fit_epochs(fast, lambda e: True) == 200                      # the paper's
+    assert fit_epochs(_rates(images=1200, students_step_s=1.0), lambda e: True) is None
+
+
+def test_the_fit_profile_is_the_rules_at_its_pilot_and_differs_from_cpu_cifar10_in_the_regime():
+    """The committed pilot's rates and pilot teachers give the profile's epochs by the rule
+    (a change of either is caught here); the profile is cpu-cifar10 but for no crops or flips
+    and the rule's epochs, and every pilot teacher the rule asked about is recorded."""
+    rows = _pilot_rows()
+    rates = pilot_rates(ROOT, FIT_PILOT)
+    fits = {r["epochs"]: r["fits"] for r in rows if r["name"] == "fit"}
+    (rule,) = [r for r in rows if r["name"] == "fit_rule"]
+    assert fit_epochs(rates, lambda e: fits[e]) == rule["epochs"] == _fit_params().teacher_epochs
+    assert rule["piloted"] == sorted(fits, reverse=True)
+    assert all(r["train_acc"] >= FIT_ACCURACY for r in rows if r["name"] == "fit" and r["fits"])
+    fit, crops = _fit_params(), _params()
+    differ = {k for k in fit.__dataclass_fields__ if getattr(fit, k) != getattr(crops, k)}
+    assert differ == {"augment", "teacher_epochs", "runs_dir"}
+    assert not fit.augment and crops.augment and fit.continued_teacher
+    (s,) = fit.settings
+    assert (s.train_limit, s.val_images, len(s.seeds)) == (FIT_IMAGES, 300, SEEDS)

@@ -782,7 +782,8 @@ def test_noise_rows_and_the_teacher_curve():
     assert "OUTSIDE the target" in ro.curve_lines(res)[0]
     # a size not read off a curve (gpu-cifar10's, fixed by its budget rule) is not held to it
     res, _ = claims_of(lambda c: scaled(c) | {"test_acc": 0.6 + jitter(c, 0.001)})
-    assert "fixed by the GPU budget's rule" in ro.curve_lines(res)[0]
+    assert "set in the chapter's parameters" in ro.curve_lines(res)[0]
+    assert "fixed by the GPU budget's rule" in ro.curve_lines(res, "gpu-cifar10")[0]
 
 
 def test_departures_list_what_differs_from_the_paper_and_only_that():
