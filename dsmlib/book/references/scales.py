@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from ...figures.tables import BADGES, data_table, fmt_interval, fmt_number
 from ..execute.results import same_parameters
+from ..site.provenance_html import duration_text, training_text
 from .stored import Reference
 
 __all__ = ["same_as_built", "reference_caption", "differing_claims", "difference_kinds",
@@ -55,7 +56,8 @@ def reference_caption(ref: Reference, built: dict[str, Any] | None = None) -> st
                if ref.fixture else "")
     where = (f"executed in {float(p.get('wall_s', 0)):.0f} s on {html.escape(ref.device)}, "
              f"commit <code>{html.escape(ref.commit)}</code>" if not p.get("trained") else
-             f"{html.escape(ref.origin)} (in {float(p.get('wall_s', 0)):.0f} s)")
+             f"{html.escape(ref.origin)} ({html.escape(training_text(p['trained']))}; "
+             f"analysis {duration_text(float(p.get('wall_s', 0)))})")
     return (f"<p class='scale-caption'><code>{html.escape(ref.profile)}</code> reference: "
             f"{where} ({state}).{same}{fixture}</p>")
 
