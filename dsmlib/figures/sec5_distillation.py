@@ -230,11 +230,17 @@ def figure2(res: DistillResults) -> go.Figure:
             for i, metric in ((1, "train_loss"), (2, "val_loss")):
                 curves = cell.curves[metric][:, 1:]
                 x = np.arange(1, curves.shape[1] + 1)
-                for seed, curve in zip(cell.seeds, curves):
-                    fig.add_trace(go.Scatter(x=x, y=curve, mode="lines", opacity=0.3,
-                                             line=dict(color=color, width=0.8), showlegend=False,
-                                             legendgroup=kind, hovertemplate=f"seed {seed}: "
-                                             "%{y:.3g}<extra>" + label + "</extra>"), row=i, col=j)
+                # every seed's curve in one trace, the seeds apart by a gap (NaN): one trace
+                # instead of one per seed keeps a page with several references light
+                gap = np.full((curves.shape[0], 1), np.nan)
+                seeds = np.repeat(np.asarray(cell.seeds), curves.shape[1] + 1)
+                fig.add_trace(go.Scatter(
+                    x=np.tile(np.append(x, np.nan), curves.shape[0]),
+                    y=np.hstack([curves, gap]).ravel(), customdata=seeds, mode="lines",
+                    opacity=0.3, line=dict(color=color, width=0.8), showlegend=False,
+                    legendgroup=kind, connectgaps=False,
+                    hovertemplate="seed %{customdata}: %{y:.3g}<extra>" + label + "</extra>"),
+                    row=i, col=j)
                 fig.add_trace(go.Scatter(x=x, y=curves.mean(axis=0), mode="lines", name=label,
                                          legendgroup=kind, showlegend=i == 1 and j == 1,
                                          line=dict(color=color, width=2.5)), row=i, col=j)

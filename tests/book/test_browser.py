@@ -207,7 +207,7 @@ def test_internal_links_resolve(smoke_book):
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.md") if p.stem != "README")
 PAGES = ["book/intro.html", "book/ledger.html", "book/errata.html", "book/reproducibility.html",
-         *(f"book/chapters/{c}.html" for c in CHAPTERS)]
+         "book/bibliography.html", *(f"book/chapters/{c}.html" for c in CHAPTERS)]
 PHONE = 390
 REMARK3 = "book/chapters/remark3_valley.html"
 

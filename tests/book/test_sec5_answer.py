@@ -16,31 +16,10 @@ from dsmlib.book.references.lead import (PAPER_CLAIM, answer_html, answer_senten
 from dsmlib.book.references.section import first_screen_cell
 from dsmlib.chapters.sec5_distillation import registry
 from helpers import ROOT
+from sec5_fixtures import fit_fixture as _fit_fixture
+from sec5_fixtures import reference_doc as _doc
 
 NUMBER = re.compile(r"[+−-]?\d+\.\d+")
-
-
-def _doc(profile: str) -> dict:
-    return json.loads((ROOT / "reference" / profile / "sec5_distillation.json").read_text())
-
-
-def _fit_fixture() -> dict:
-    """A ``cpu-cifar10-fit``-shaped results document made from cpu-cifar10's: teachers that fit
-    (100 %), no crops, "the teacher" as the baseline row by row, noise that helps."""
-    doc = copy.deepcopy(_doc("cpu-cifar10"))
-    (name, entry), = doc["extra"]["settings"].items()
-    entry.update(augment="no", teacher_train_acc=100.0, teachers_fit="yes", baseline="teacher",
-                 teacher_acc=44.17, device="a CPU")
-    for c in doc["claims"]:
-        if c["id"] == registry.NOISY_BEATS_TEACHER:
-            c.update(verdict="confirmed", measured=1.25, interval=[0.5, 2.0])
-            c["details"] = [dict(c["details"][0], measured=1.25, interval=[0.5, 2.0],
-                                 verdict="confirmed", baseline="teacher", heads=True)]
-        if c["id"] == registry.NOISY_BEATS_NOISELESS:
-            c.update(verdict="inconclusive", measured=0.3, interval=[-0.4, 1.0])
-            c["details"][1].update(measured=0.3, interval=[-0.4, 1.0], verdict="inconclusive",
-                                   heads=True)
-    return doc
 
 
 def _scales(fit: bool = True) -> list[Scale]:

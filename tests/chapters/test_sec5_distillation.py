@@ -1174,3 +1174,30 @@ def test_each_accuracy_row_names_its_baseline_and_reads_delta_from_it(fit):
     assert more["measured"] == pytest.approx(6.0, abs=0.5) and more["delta"] == pytest.approx(
         5.0, abs=0.1)
     assert "the 9 of a setting together" in sc.distillation_table_data(rows)["title"]
+
+
+def test_a_teacher_below_the_fit_gate_is_reported_with_its_accuracy_and_never_dropped():
+    """Issue 67's gate, checked on every record: in a grid whose teachers fit, one teacher at
+    97 % of its training images is named with its training and test accuracy; every seed stays
+    in every claim; the setting is then judged against the continued teacher."""
+    fit = _regime(True)
+
+    def one_below(c):
+        f = fit(c)
+        if c.role == "teacher" and c.seed == 2:
+            f["train_acc"] = 0.97
+        return f
+    res, claims = claims_of(one_below, continued_teacher=True, full_data=False)
+    (s,) = res.settings
+    (below,) = gains.unfit_teachers(res, s)
+    assert below["seed"] == 2 and below["train_acc"] == pytest.approx(97.0)
+    text = ro.fit_words(res, s)
+    assert "seed 2 (97.0 % of them, " in text and "reported, not dropped" in text
+    assert f"{below['test_acc']:.2f} % test" in text
+    assert res.n_seeds(s) == 4 and all(
+        d["seeds"] == 4 for c in claims.values() for d in c.details if "seeds" in d)
+    beat = claims["fig1.noisy_beats_teacher"]
+    assert beat.details[0]["baseline"] == "continued teacher"
+    res, _ = claims_of(fit, continued_teacher=True, full_data=False)
+    assert gains.unfit_teachers(res, s) == [] and ro.fit_words(res, s).startswith(
+        "its teachers fit their training images, 100.0 %")

@@ -98,8 +98,13 @@ def test_figure2_shows_each_kind_at_its_validation_optimum():
     assert f"gaussian noise, {chosen['gaussian'].name}" in legend
     assert "noisy objective SGD saw (mean)" in legend
     assert all(min(t.x) >= 1 for t in fig.data)             # epoch 0 (zero loss) is off a log axis
-    thin = [t for t in fig.data if t.legendgroup == "none" and not t.showlegend and t.xaxis == "x"]
-    assert len(thin) == len(PARAMS["seeds"])
+    # every seed's curve, in one trace whose seeds are apart by a gap and named in its hover
+    (thin,) = [t for t in fig.data if t.legendgroup == "none" and not t.showlegend
+               and t.xaxis == "x"]
+    seeds = list(dict.fromkeys(thin.customdata))
+    assert seeds == list(PARAMS["seeds"])
+    assert int(np.isnan(np.asarray(thin.y, dtype=float)).sum()) == len(seeds)
+    assert "seed %{customdata}" in thin.hovertemplate
 
 
 def test_gradnorm_epochs_pairs_each_student_with_its_control():

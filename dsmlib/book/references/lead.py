@@ -25,7 +25,8 @@ from ...chapters.sec5_distillation import registry
 from ...figures.tables import BADGES, data_table, fmt_number
 from .contrast import Scale, split_case
 
-__all__ = ["DATA_WORDS", "scale_words", "ordered_scales", "strongest", "PAPER_CLAIM",
+__all__ = ["DATA_WORDS", "scale_words", "ordered_scales", "strongest", "verdict_cell",
+           "claim_cell", "PAPER_CLAIM",
            "ANSWER_IDS", "teachers_fit", "regime", "regimes", "headline", "answer_sentence", "answer_sentences",
            "answer_html", "first_screen_html"]
 
@@ -97,7 +98,7 @@ def _num(x: float | None) -> str:
     return f"{x:.3g}".replace("-", "−")
 
 
-def _cell(c: dict[str, Any] | None, best: bool) -> str:
+def verdict_cell(c: dict[str, Any] | None, best: bool = False) -> str:
     """One claim at one scale: its badge (★ where it is the strongest evidence), value,
     interval, and a directional claim's size against δ."""
     if c is None:
@@ -111,7 +112,7 @@ def _cell(c: dict[str, Any] | None, best: bool) -> str:
             f"{size}")
 
 
-def _claim_cell(cid: str, words: str, unit: str, disagree: bool) -> str:
+def claim_cell(cid: str, words: str, unit: str, disagree: bool = False) -> str:
     unit = f" <span class='unit'>({html.escape(unit)})</span>" if unit else ""
     split = "<br><span class='disagree'>the scales disagree</span>" if disagree else ""
     return f"{html.escape(words)}{unit}<br><code>{html.escape(cid)}</code>{split}"
@@ -131,13 +132,11 @@ MAX_REGIMES = 3
 
 
 def headline(claim: dict[str, Any]) -> dict[str, Any] | None:
-    """The case that heads ``claim`` (a results document's claim): the row marked ``heads``,
-    else the one whose value and interval the claim shows; never a row shown ``beside`` it."""
+    """The case that heads ``claim`` (a results document's claim): the row marked ``heads``
+    (stored as data when the claim was judged), else its first case; never a row shown
+    ``beside`` it."""
     rows = [d for d in claim.get("details", []) if not d.get("beside")]
-    return (next((d for d in rows if d.get("heads")), None)
-            or next((d for d in rows if d.get("measured") == claim.get("measured")
-                     and list(d.get("interval", [])) == list(claim.get("interval", []))), None)
-            or (rows[0] if rows else None))
+    return next((d for d in rows if d.get("heads")), None) or (rows[0] if rows else None)
 
 
 def _setting_of(sc: Scale, row: dict[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
@@ -300,6 +299,6 @@ def first_screen_html(scales: Sequence[Scale]) -> str:
         best, disagree = strongest(cid, order)
         unit = next((c.get("unit") for sc in order for c in [sc.claim(cid)]
                      if c and c.get("unit")), "")
-        rows.append([_claim_cell(cid, short.get(cid, cid), unit, disagree)]
-                    + [_cell(sc.claim(cid), sc is best) for sc in order])
+        rows.append([claim_cell(cid, short.get(cid, cid), unit, disagree)]
+                    + [verdict_cell(sc.claim(cid), sc is best) for sc in order])
     return answer_html(scales) + data_table(head, rows, table_class="cases first-screen cards")

@@ -23,6 +23,7 @@ from typing import Any
 from ...figures.render import figure_html
 from ...figures.tables import reference_scale, with_scale
 from ..execute.cells import cell_source, cell_tags
+from ..site.inline_markup import inline_html
 from ..site.provenance_html import provenance_line
 from .stored import PLOTLY_JSON, Reference
 
@@ -145,13 +146,13 @@ def reference_cells(ref_nb: dict[str, Any], ref: Reference) -> list[dict[str, An
         if not outputs:
             continue
         if heading and heading != labelled:
-            shown.append(_html_output(f"<h4 class='ref-heading'>{html.escape(heading)} "
+            shown.append(_html_output(f"<h4 class='ref-heading'>{inline_html(heading)} "
                                       f"(<code>{html.escape(p)}</code> reference)</h4>"))
             labelled = heading
         caption = ((cell["metadata"].get("mystnb") or {}).get("figure") or {}).get("caption")
         if caption:
-            shown.append(_html_output(f"<p class='ref-caption'>(`{html.escape(p)}` reference"
-                                      f"{html.escape(stale)}.) {html.escape(caption.strip())}"
+            shown.append(_html_output(f"<p class='ref-caption'>(<code>{html.escape(p)}</code> reference"
+                                      f"{html.escape(stale)}.) {inline_html(caption.strip())}"
                                       "</p>"))
         shown += _labelled(outputs, ref)
         count += 1

@@ -14,7 +14,7 @@ from .pages import write_generated_pages
 from ..profiles import check_profile, load_specs
 from ..references.freshness import current_references
 from ..references.contrast import contrast_html, scales_of
-from ..references.lead import first_screen_html
+from ..references.regimes import opening_html
 from ..references.section import contrast_cell, first_screen_cell, with_reference_sections
 from ..references.stored import Reference
 from ..execute.store import book_lock, executed_path, stage_site_copy
@@ -38,7 +38,7 @@ def site_chapter(root: Path, spec, profile: str, refs: list[Reference]) -> str:
     scales = scales_of(json.loads(built.read_text()), mine, profile) if mine and \
         built.exists() else []
     lead = contrast_cell(contrast_html(scales)) if scales else []
-    first = first_screen_cell(first_screen_html(scales)) if scales else []
+    first = first_screen_cell(opening_html(scales)) if scales else []
     if not shown and not lead and not first:
         return text
     nb = with_reference_sections(json.loads(text), [(json.loads(r.notebook.read_text()), r)

@@ -55,7 +55,7 @@ from .results import Cell, DistillResults, setting_of
 
 __all__ = ["STRICT", "POINTS", "UNIT", "LOG_RATIO", "DELTA_FRACTION", "GATE_IMAGES", "MIN_SEEDS",
            "FIT_ACCURACY", "ABOVE_ZERO", "ACCURACY_RULE", "SIZES", "delta_scores",
-           "size_against_delta", "size_in_claim", "baseline", "delta_of", "GATE_RULE", "ACCURACY_IDS", "SOME_IDS",
+           "size_against_delta", "size_in_claim", "baseline", "delta_of", "unfit_teachers", "GATE_RULE", "ACCURACY_IDS", "SOME_IDS",
            "DIRECTIONS", "smallest_gain", "teachers_fit", "missed_images", "accuracy_gate",
            "judged_settings", "not_judged", "test_images", "scores", "difference",
            "degenerate", "population", "seed_case", "accuracy_case", "gain_case",
@@ -127,6 +127,16 @@ def teachers_fit(res: DistillResults, setting: str) -> bool:
     """Whether every teacher of ``setting`` reaches :data:`FIT_ACCURACY` on its own training
     images (measured on all of them after the last epoch)."""
     return bool(np.all(res.teacher(setting).final["train_acc"] >= FIT_ACCURACY))
+
+
+def unfit_teachers(res: DistillResults, setting: str) -> list[dict[str, float]]:
+    """Each teacher of ``setting`` below :data:`FIT_ACCURACY` on its own training images, with
+    its seed and its training and test accuracy (percent): the gate's exceptions, reported by
+    the page and never dropped from any claim (issue 67)."""
+    t = res.teacher(setting)
+    return [dict(seed=int(seed), train_acc=POINTS * float(tr), test_acc=POINTS * float(te))
+            for seed, tr, te in zip(t.seeds, t.final["train_acc"], t.final["test_acc"])
+            if tr < FIT_ACCURACY]
 
 
 def test_images(res: DistillResults, setting: str) -> int:
