@@ -79,14 +79,16 @@ def test_a_row_beside_the_claim_is_quoted_and_a_baseline_is_read_from_its_row():
     with."""
     doc = _doc("cpu-cifar10")
     c = next(c for c in doc["claims"] if c["id"] == registry.NOISY_BEATS_TEACHER)
-    c["details"][0]["baseline"] = "continued teacher"
-    c["details"].append(dict(c["details"][0], case="cifar10, 1200 images: vs the teacher itself",
-                             measured=-1.3, interval=[-2.1, -0.5], verdict="refuted",
-                             baseline="teacher", beside=True))
+    (main,) = [d for d in c["details"] if not d.get("beside")]
+    (beside,) = [d for d in c["details"] if d.get("beside")]
+    assert (main["baseline"], beside["baseline"]) == ("continued teacher", "teacher")
     sc = Scale("cpu-cifar10 reference", doc)
     (_, (text, ids, _)) = answer_sentences([sc, Scale("x", _doc("gpu"))])[:2]
     assert "fell below the continued teacher (−7.02" in text
-    assert "fell below the teacher itself (−1.30 [−2.10, −0.50], shown beside, refuted)" in text
+    pts = lambda x: f"{x:+.2f}".replace("-", "−")    # noqa: E731
+    ends = ", ".join(f"{v:.2f}".replace("-", "−") for v in beside["interval"])
+    assert (f"fell below the teacher itself ({pts(beside['measured'])} [{ends}], shown beside, "
+            "refuted)") in text
     _check_sentence(text, ids, sc)
 
 
