@@ -79,11 +79,11 @@ def curve_title(res: DistillResults) -> str:
     """The curve figure's title, from the grid: how many settings it has and which, and whether
     the headroom size was read off the curve (a shaded target) or fixed without one."""
     n = len(res.settings)
-    names = ", ".join(res.settings)
+    names = "; ".join(res.settings)
     read = any(s.headroom for s in res.grid.settings) and bool(res.grid.curve_sizes)
     how = ("shaded: the target the headroom size was read off" if read else
            "no curve: every size was fixed before the runs")
-    return f"{n} setting{'s' if n != 1 else ''} (diamonds): {names}; {how}"
+    return f"{n} setting{'s' if n != 1 else ''} (diamonds): {names}<br>{how}"
 
 
 def curve_figure(res: DistillResults) -> go.Figure:
@@ -138,9 +138,9 @@ def curve_figure(res: DistillResults) -> go.Figure:
     fig.update_xaxes(type="log", title_text="training images (log scale)")
     fig.update_yaxes(title_text="teacher accuracy (%)", range=_inside(lows, (0.0, 100.0)))
     fig.update_layout(height=440, legend=dict(orientation="h", y=-0.25),
-                      title=dict(text=curve_title(res), font=dict(size=13), x=0.0,
+                      title=dict(text=curve_title(res), font=dict(size=12), x=0.0,
                                  xanchor="left"),
-                      margin=dict(l=70, r=20, t=50, b=60))
+                      margin=dict(l=70, r=20, t=70, b=60))
     return fig
 
 

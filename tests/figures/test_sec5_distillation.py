@@ -312,7 +312,7 @@ def test_curve_figure_draws_only_what_the_grid_has():
     assert list(fig.layout.shapes) == []
     train = next(t for t in fig.data if t.name == "digits: training accuracy")
     assert train.mode == "markers" and len(train.x) == 1
-    assert fig.layout.title.text.startswith("1 setting (diamonds): digits, 100 images; no curve")
+    assert fig.layout.title.text.startswith("1 setting (diamonds): digits, 100 images<br>no curve")
     fig = curve_figure(results(headroom_size=100, curve_sizes=[200], curve_seeds=[0, 1],
                                datasets=["digits"]))
     assert fig.layout.title.text.startswith("2 settings (diamonds): ")
