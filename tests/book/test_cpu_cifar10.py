@@ -194,26 +194,41 @@ def test_a_grid_trained_seed_by_seed_commits_each_seed_and_resumes(tmp_path, pro
 
 
 @pytest.mark.slow
-def test_the_committed_reference_is_rederived_to_the_last_digit(tmp_path):
-    """``reference --rederive`` of the committed ``cpu-cifar10`` reference, on a CPU, from its
+@pytest.mark.parametrize("profile", [CPU_CIFAR10, CPU_CIFAR10_FIT])
+def test_the_committed_reference_is_rederived_to_the_last_digit(tmp_path, profile):
+    """``reference --rederive`` of a committed CPU CIFAR-10 reference, on a CPU, from its
     committed run records alone (no data set, nothing trained), gives every claim to the last
-    digit; and its records hold every run of the profile, finite, with the paper's crops."""
-    committed = ROOT / "reference" / CPU_CIFAR10 / "sec5_distillation.json"
-    runs = _params().runs()
-    records = ROOT / "reference" / CPU_CIFAR10 / "runs"
+    digit; its records hold every run of the profile, finite, with the profile's augmentation
+    (the paper's crops for cpu-cifar10, none for cpu-cifar10-fit); the fit regime's every
+    teacher fits at least 99 % of its training images, and its reference stays under 20 MB.
+    ``cpu-cifar10-fit`` is skipped, saying so, until its reference is committed (it trains in
+    the background, seed by seed)."""
+    committed = ROOT / "reference" / profile / "sec5_distillation.json"
+    if profile == CPU_CIFAR10_FIT and not committed.exists():
+        pytest.skip("the cpu-cifar10-fit reference is not committed yet (its grid trains in "
+                    "the background; see issue 67)")
+    params = _params() if profile == CPU_CIFAR10 else _fit_params()
+    runs = params.runs()
+    records = ROOT / "reference" / profile / "runs"
     assert committed.exists() and all((records / c.key() / DONE).is_file() for c in runs)
     for c in runs:
         rec = json.loads((records / c.key() / DONE).read_text())
-        assert rec["config"]["augment"] and all(
+        assert rec["config"]["augment"] is (profile == CPU_CIFAR10) and all(
             math.isfinite(v) for row in rec["history"] for k, v in row.items()
             if isinstance(v, float))
+        if profile == CPU_CIFAR10_FIT and c.role == "teacher":
+            assert rec["history"][-1]["train_acc"] >= FIT_ACCURACY, c.label()
+    if profile == CPU_CIFAR10_FIT:
+        size = sum(f.stat().st_size for f in (ROOT / "reference" / profile).rglob("*")
+                   if f.is_file() and not f.name.endswith(".pt"))
+        assert size <= 20 * 2 ** 20
     root = copy_book(tmp_path / "book")
     proc = subprocess.run([sys.executable, "-m", "dsmlib", "--root", str(root), "reference",
-                           "sec5_distillation", "--profile", CPU_CIFAR10, "--rederive",
+                           "sec5_distillation", "--profile", profile, "--rederive",
                            "--force", "--allow-dirty", "--no-progress"],
                           capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    mine = json.loads((root / "reference" / CPU_CIFAR10 / "sec5_distillation.json").read_text())
+    mine = json.loads((root / "reference" / profile / "sec5_distillation.json").read_text())
     theirs = json.loads(committed.read_text())
     assert mine["claims"] == theirs["claims"]
 
