@@ -106,7 +106,8 @@ def test_section5_students_train_as_long_as_their_teachers_in_every_profile():
     """Issue 35: no profile shortens the students (student_epochs stays None, the teacher's
     length), and every profile's grid builds with its settings: a headroom setting below the
     full one wherever one is asked for, none under paper (its data sets leave room), and the
-    data-limited setting alone under gpu-cifar10 and cpu-cifar10 (issues 51 and 61)."""
+    data-limited setting alone under gpu-cifar10, cpu-cifar10 and cpu-cifar10-fit (issues 51,
+    61 and 67)."""
     from dsmlib.book.commands.grid import profile_grid
     for profile in profiles.PROFILES:
         grid, _ = profile_grid(ROOT, profile)
@@ -114,7 +115,7 @@ def test_section5_students_train_as_long_as_their_teachers_in_every_profile():
         assert grid.epochs_of_students == grid.teacher_epochs, profile
         if profile == "paper":
             assert [s.headroom for s in grid.settings] == [False] * 3
-        elif profile in (profiles.GPU_CIFAR10, profiles.CPU_CIFAR10):
+        elif profile in (profiles.GPU_CIFAR10, profiles.CPU_CIFAR10, profiles.CPU_CIFAR10_FIT):
             assert [(s.headroom, s.dataset) for s in grid.settings] == [(True, "cifar10")]
         else:
             assert [s.headroom for s in grid.settings] == [False, True], profile
