@@ -16,13 +16,15 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ...chapters.sec5_distillation import registry
 from ...figures.tables import fmt_interval, fmt_number
 from ..references.contrast import Scale, scales_of, split_case
 from ..references.lead import DATA_WORDS, strongest
 from ..references.stored import Reference
 
 __all__ = ["Evidence", "Part", "PARTS", "Basis", "Sentence", "ANSWER_LEAD", "execution_scales",
-           "on_papers_data", "deciding_case", "setting_words", "value_words", "basis_of",
+           "on_papers_data", "deciding_case", "setting_words", "baseline_words", "value_words",
+           "basis_of",
            "sentence", "answer", "answer_markdown"]
 
 
@@ -100,9 +102,9 @@ PARTS: tuple[Part, ...] = (
          "and lets it generalise better than its teacher",
          (Evidence("fig1.noise_lowers_gradnorm_sigma2", "Gaussian label noise moves the "
                    "student's G(θ) by {v} from the noiseless student's"),
-          Evidence("fig1.noisy_beats_teacher", "the noisy student chosen on validation scores "
-                   "{v} of test accuracy against its teacher trained as long"),
-          Evidence("fig1.noisy_beats_noiseless", "{v} against the noiseless students")),
+          Evidence(registry.NOISY_BEATS_TEACHER, "the noisy student chosen on validation "
+                   "scores {v} of test accuracy against {baseline}"),
+          Evidence(registry.NOISY_BEATS_NOISELESS, "{v} against the noiseless students")),
          papers_data=True),
 )
 
@@ -188,6 +190,17 @@ def setting_words(scale: Scale, claim: dict[str, Any], part: Part, evidence: Evi
     return ", ".join([_label(scale)] + ([where] if where else []))
 
 
+def baseline_words(claim: dict[str, Any]) -> str:
+    """What the case heading ``claim`` compares with (its row's ``baseline``, stored when it was
+    judged), in words: ``the continued teacher`` (a teacher trained as long as a student, where
+    the teachers do not fit), ``its teacher``; ``its baseline`` where the row names none."""
+    row = next((d for d in claim.get("details", []) if d.get("heads")), {})
+    base = row.get("baseline")
+    if base == "continued teacher":
+        return "the continued teacher (its teacher trained as long as a student)"
+    return "its teacher" if base == "teacher" else f"the {base}" if base else "its baseline"
+
+
 def value_words(claim: dict[str, Any]) -> str:
     """A claim's measured value, its interval and its unit (``−7.022 [−8.162, −5.881]
     points``)."""
@@ -249,7 +262,8 @@ def sentence(part: Part, scales: Sequence[Scale], *, fallback: bool = False) -> 
         where = setting_words(sc, c, part, ev)
         measured_at = sum(1 for s in scales
                           if s.fresh == sc.fresh and s.claim(ev.claim) is not None)
-        text = ev.words.format(v=value_words(c), paper=fmt_number(c.get("paper")))
+        text = ev.words.format(v=value_words(c), paper=fmt_number(c.get("paper")),
+                               baseline=baseline_words(c))
         clauses.append(f"{text} ({_verdict(c, disagree, measured_at)}; {where}; "
                        f"`{ev.claim}`)")
         basis.append(Basis(ev.claim, sc.label, where, c["verdict"], disagree))
