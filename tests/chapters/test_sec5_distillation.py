@@ -1045,7 +1045,8 @@ def test_the_finding_says_what_was_measured_and_each_verdict_from_the_claims():
 def test_in_short_is_one_line_per_verdict_without_the_notes():
     """Issue 46, item 2: "In short" had a bullet per claim, each repeating the scope note; now
     one line per verdict, each claim in a few words, an accuracy claim with its points."""
-    from dsmlib.chapters.sec5_distillation.summary import SHORT, in_short
+    from dsmlib.chapters.sec5_distillation.registry import SHORT
+    from dsmlib.chapters.sec5_distillation.summary import in_short
     def mixed(c):                    # G claims confirmed, the accuracy gains refuted
         f = good(c)
         f["test_acc"] = 0.90 - 0.02 * (c.role == "student") + jitter(c, 0.004)

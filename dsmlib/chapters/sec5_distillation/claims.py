@@ -48,11 +48,10 @@ from .gains import (ACCURACY_RULE, DELTA_FRACTION, LOG_RATIO, STRICT, baseline, 
                     delta_rows, delta_scores, difference, gain_case, judged_settings, scores,
                     seed_case, shortfall_case, size_in_claim, test_images)
 from .grid import HINTON, KINDS
-from .registry import CONTRAST_IDS
 from .results import (Cell, DistillResults, selected_correct, selected_levels,
                       selected_test_acc, selection, shrinkage_rows)
 
-__all__ = ["CONTRAST_IDS", "BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "size_text", "swap_parts",
+__all__ = ["BELOW_BAND", "STEP_BAND", "TRAIN_LOSS_BAND", "size_text", "swap_parts",
            "late_log_gradnorm", "gradnorm_claims", "accuracy_claims", "hindsight_shortfall",
            "PICKS", "picked_scores", "selection_margin", "selection_claim", "heading_row",
            "figure2_claims", "distill_claims", "accuracy_readings", "delta_table_rows",

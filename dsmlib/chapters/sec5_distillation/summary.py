@@ -9,10 +9,9 @@ from typing import Any, Sequence
 from . import registry as R
 from .claims import heading_row, swap_parts
 from .gains import GATE_IMAGES, baseline, not_judged
-from .registry import SHORT
 from .results import DistillResults
 
-__all__ = ["SHORT", "VERDICT_ORDER", "accuracy_reading", "sources_text",
+__all__ = ["VERDICT_ORDER", "accuracy_reading", "sources_text",
            "source_of_gain", "finding", "in_short"]
 
 VERDICT_ORDER = ("confirmed", "refuted", "inconclusive")
@@ -163,7 +162,7 @@ def finding(res: DistillResults, claims: Sequence[Any],
 
 def in_short(claims: Sequence[Any]) -> list[str]:
     """The page's summary: one line per verdict (confirmed, refuted, inconclusive), each naming
-    its claims in a few words (:data:`SHORT`), an accuracy claim with its gain in points, 99 %
+    its claims in a few words (:data:`~.registry.SHORT`), an accuracy claim with its gain in points, 99 %
     interval, δ and direction (:func:`accuracy_reading`). Each claim's full statement, note and
     cases are in the claims table and the ledger."""
     lines = []
@@ -173,7 +172,7 @@ def in_short(claims: Sequence[Any]) -> list[str]:
             continue
         parts = []
         for c in these:
-            text = SHORT.get(c.id, c.statement.split(". ")[0])
+            text = R.SHORT.get(c.id, c.statement.split(". ")[0])
             if c.id == R.SWAP_FLATTER_AND_BETTER:
                 text += f" ({swap_parts(c)})"
             elif c.unit == "points":
