@@ -16,6 +16,7 @@ from urllib.parse import urljoin, urlparse
 
 import pytest
 
+from dsmlib.book.site.subpages import toc_subpages
 from helpers import math_fits, open_page, served, wait_for_math
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -180,8 +181,18 @@ def test_ledger_rows_match_the_results(smoke_book):
 
 
 def test_internal_links_resolve(smoke_book):
-    """Every href and src inside the site points at an existing file (anchors checked too)."""
+    """Every href and src inside the site points at an existing file (anchors checked too),
+    the reference pages' and the Section 5 page's links between them included."""
     html = smoke_book / "_build" / "html"
+    sec5 = (html / SEC5).read_text()
+    assert SUBPAGES and all(f'href="{p.split("/", 2)[2]}"' in sec5 for p in SUBPAGES)
+    assert all('href="../sec5_distillation.html"' in (html / p).read_text() for p in SUBPAGES)
+    assert broken_links(html) == []
+
+
+def broken_links(html: Path) -> list[tuple[str, str]]:
+    """Every (page, href or src) of the site ``html`` that points at no file (or at no anchor
+    of its page)."""
     broken = []
     for page in html.rglob("*.html"):
         if "_static" in page.parts:
@@ -197,7 +208,7 @@ def test_internal_links_resolve(smoke_book):
             elif url.fragment and target.suffix == ".html":
                 if f'id="{url.fragment}"' not in target.read_text():
                     broken.append((page.name, ref))
-    assert broken == []
+    return broken
 
 
 # --------------------------------------------------------------------------- issue 18
@@ -206,8 +217,10 @@ def test_internal_links_resolve(smoke_book):
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.md") if p.stem != "README")
+#: Each chapter's reference pages, which _toc.yml lists under it (dsmlib.book.site.subpages).
+SUBPAGES = [f"book/chapters/{c}/{p}.html" for c, ps in toc_subpages(ROOT).items() for p in ps]
 PAGES = ["book/intro.html", "book/ledger.html", "book/errata.html", "book/reproducibility.html",
-         "book/bibliography.html", *(f"book/chapters/{c}.html" for c in CHAPTERS)]
+         "book/bibliography.html", *(f"book/chapters/{c}.html" for c in CHAPTERS), *SUBPAGES]
 PHONE = 390
 REMARK3 = "book/chapters/remark3_valley.html"
 
@@ -621,13 +634,25 @@ def test_the_stumble_checks_see_what_they_look_for(browser, site):
     assert got["back_to_top"]
 
 
-def test_every_page_is_within_the_size_budget(smoke_book):
+def test_every_page_is_within_the_size_budget(three_reference_book):
     """Issue 46: ols.html (651 KB) and remark3_valley.html (616 KB) were over the 600 KB a
     page may weigh (their figures embedded the whole plotly template, 7 KB each, and
-    unthinned clouds)."""
-    html = smoke_book / "_build" / "html"
-    sizes = {p: (html / p).stat().st_size for p in site_pages(html)}
+    unthinned clouds). Issue 71, item 9: with three Section 5 references (cpu-cifar10, the
+    fixture gpu and a cpu-cifar10-fit made from cpu-cifar10's files) every page stays within
+    it, each reference's page included (the Section 5 page carried every reference's figures:
+    640 KB with two), and every internal link of the reference pages resolves."""
+    html = three_reference_book / "_build" / "html"
+    pages = site_pages(html)
+    assert set(SUBPAGES) <= set(pages) and len(SUBPAGES) >= 3
+    sizes = {p: (html / p).stat().st_size for p in pages}
+    print("\n".join(f"{n / 1000:7.1f} KB  {p}" for p, n in sorted(sizes.items())))
     assert {p: n for p, n in sizes.items() if n > 600_000} == {}
+    for path in SUBPAGES:                     # each a reference's page, none a placeholder
+        text = (html / path).read_text()
+        assert "not committed" not in text and text.count('class="dsm-plotly-data"') >= 2, path
+    sec5 = (html / SEC5).read_text()
+    assert all(f'href="{p.split("/", 2)[2]}"' in sec5 for p in SUBPAGES)
+    assert broken_links(html) == []
 
 
 # --------------------------------------------------------------------------- issue 53

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import open_page, served
+from dsmlib.book.site.subpages import toc_subpages
+from helpers import ROOT, open_page, served
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -31,7 +32,8 @@ WIDTH = 1280
 NORMAL, LARGE = 4.5, 3.0           # WCAG AA: normal text, large text
 #: Pages that must be among those measured (the others are found in the built site).
 KNOWN = {"book/intro.html", "book/ledger.html", "book/errata.html", "book/reproducibility.html",
-         "book/chapters/sec5_distillation.html", "search.html"}
+         "book/chapters/sec5_distillation.html", "search.html",
+         *(f"book/chapters/{c}/{p}.html" for c, ps in toc_subpages(ROOT).items() for p in ps)}
 
 
 def site_pages(html: Path) -> list[str]:

@@ -13,11 +13,14 @@ import re
 
 import pytest
 
-from helpers import open_page, served
+from dsmlib.book.site.subpages import toc_subpages
+from helpers import ROOT, open_page, served
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 PAGE = "book/chapters/sec5_distillation.html"
+#: The profiles of the Section 5 reference pages, in the contents' order (_toc.yml).
+REFERENCE_PAGES = toc_subpages(ROOT)["sec5_distillation"]
 WIDTHS = (1280, 390)
 MAX_HEIGHT = 20_000          # px at 1280 (quick's page: 73,366 before issue 46)
 #: The prose that is detail: each a closed dropdown whose title starts so (issue 63, item 3).
@@ -50,6 +53,9 @@ PAGE_JS = """() => {
   out.first_screen = first ? Math.round(first.getBoundingClientRect().height) : 0;
   out.ref_toggles = refs.map(s => s.querySelectorAll('details.hide').length);   // myst-nb's toggles
   out.ref_subheadings = refs.reduce((n, s) => n + s.querySelectorAll('h4.ref-heading').length, 0);
+  // each reference's short section: its id and the reference pages it links to
+  out.ref_links = refs.map(s => [s.id, [...s.querySelectorAll('a.internal')]
+      .map(a => a.getAttribute('href')).filter(h => (h || '').startsWith('sec5_distillation/'))]);
   out.headings = [...main.querySelectorAll('h2, h3')].map(h => [h.tagName,
       (h.closest('section') || h).id, text(h), inRef(h)]);
   out.toc = [...document.querySelectorAll('li.toc-entry > a')]
@@ -163,21 +169,26 @@ def test_the_page_opens_with_its_finding_and_a_short_summary(seen):
 
 
 def test_detail_is_folded_and_every_section_is_a_heading_in_the_contents(seen):
-    """Item 3: at most 20,000 px at 1280 px; the detail tables and the whole reference
-    section folded; every section a real heading (no bold-only paragraph) listed in the
-    page's contents; a reference's sub-sections named inside its one toggle (issue 63)."""
+    """Item 3: at most 20,000 px at 1280 px; the detail tables folded; every section a real
+    heading (no bold-only paragraph) listed in the page's contents. Issue 71, item 9: each
+    reference the page shows keeps its heading in the contents, with a short section (its
+    execution line and finding) that links to its own page, where its outputs are; none of
+    them is on this page."""
     got = seen[1280]
     assert got["height"] <= MAX_HEIGHT, got["height"]
     assert got["bold_only"] == [], got["bold_only"]
     ids = [h[1] for h in got["headings"]]
     assert set(ids) <= set(got["toc"]), set(ids) - set(got["toc"])
-    ref_heads = [h for h in got["headings"] if h[3]]
-    assert any(h[0] == "H2" for h in ref_heads)
-    # issue 63: a reference's outputs sit behind one toggle (there were 18), its sub-sections
-    # named inside it (h4.ref-heading), not as headings of the page's contents
-    assert got["ref_toggles"] and all(n == 1 for n in got["ref_toggles"]), got["ref_toggles"]
-    assert got["ref_subheadings"] >= 3, got["ref_subheadings"]
-    assert got["outputs_unfolded_in_ref"] == 0 and got["figures_unfolded_in_ref"] == 0
+    ref_heads = [h for h in got["headings"] if h[3] and h[0] == "H2"]
+    assert len(ref_heads) == len(REFERENCE_PAGES), ref_heads
+    assert all(h[1] in got["toc"] for h in ref_heads)
+    # each reference's section links to its page, in the contents' order, and holds no output
+    links = [hrefs for _, hrefs in got["ref_links"]]
+    assert links == [[f"sec5_distillation/{p}.html"] for p in REFERENCE_PAGES], got["ref_links"]
+    assert got["ref_toggles"] == [0] * len(REFERENCE_PAGES), got["ref_toggles"]
+    assert got["ref_subheadings"] == 0 and got["figures_unfolded_in_ref"] == 0
+    assert got["outputs_unfolded_in_ref"] == 0
+    assert [t for t in got["tables"] if t[2]] == []          # no table of a reference either
     own = [(cls, folded) for cls, folded, ref in got["tables"] if not ref]
     # issue 63: the method's detail is prose a reader opens, each fold under a visible sentence
     # (the rule in a few words, δ defined, outside any fold)
@@ -246,3 +257,65 @@ def test_the_checks_see_what_they_look_for(browser, smoke_book):
     assert [False, "- a list printed as text\n- and its second line"] in got["markdown_code"]
     assert got["issue_numbers"] == ["issues 30"]
     assert any(b[0] == "bar" for b in got["accuracy"])
+
+
+#: What a reference's page shows (issue 71, item 9): its title, the headings of its contents,
+#: its figures and captions, whether any output is folded, and its links.
+SUBPAGE_JS = """() => {
+  const main = document.querySelector('article.bd-article');
+  const text = el => el.textContent.replace(/#$/, '').replace(/\\s+/g, ' ').trim();
+  const folded = el => { for (let e = el.parentElement; e && e !== main; e = e.parentElement)
+      if (e.tagName === 'DETAILS' && !e.open) return true; return false; };
+  return {
+    title: text(main.querySelector('h1')),
+    headings: [...main.querySelectorAll('h2')].map(h => [(h.closest('section') || h).id, text(h)]),
+    toc: [...document.querySelectorAll('li.toc-entry > a')]
+        .map(a => (a.getAttribute('href') || '').replace(/^#/, '')),
+    figures: main.querySelectorAll('.js-plotly-plot').length,
+    captions: main.querySelectorAll('p.ref-caption').length,
+    folded: [...main.querySelectorAll('.cell_output')].filter(folded).length,
+    provenance: main.querySelectorAll('div.provenance').length,
+    back: [...main.querySelectorAll('a.internal')].map(a => a.getAttribute('href'))
+        .filter(h => h === '../sec5_distillation.html').length,
+    sidebar: [...document.querySelectorAll('nav.bd-docs-nav li.toctree-l2 > a')].map(text),
+    text: text(main),
+  };
+}"""
+
+
+@pytest.fixture(scope="module")
+def subpages(browser, smoke_book):
+    """What :data:`SUBPAGE_JS` reads on each reference page of Section 5, at 1280 px."""
+    got = {}
+    with served(smoke_book / "_build" / "html") as base:
+        for profile in REFERENCE_PAGES:
+            page, blocked, errors = open_page(
+                browser, base, f"book/chapters/sec5_distillation/{profile}.html", width=1280)
+            got[profile] = page.evaluate(SUBPAGE_JS) | {"blocked": blocked, "errors": errors}
+            page.close()
+    return got
+
+
+@pytest.mark.parametrize("profile", REFERENCE_PAGES)
+def test_each_reference_has_a_page_with_its_outputs_or_says_it_is_training(subpages, profile):
+    """Issue 71, item 9: a shown reference's page holds what the Section 5 page held of it
+    (its provenance line, its parts as headings of the page's contents, every figure with
+    its caption, unfolded) and links back to the chapter; a reference not committed yet has a
+    page all the same, which says so, with how many of its seeds have finished; the sidebar
+    lists every reference page under the chapter."""
+    got = subpages[profile]
+    assert got["blocked"] == [] and got["errors"] == []
+    assert got["title"].startswith(f"The {profile} reference execution"), got["title"]
+    assert got["back"] >= 1
+    assert [t.split(" reference execution")[0] for t in got["sidebar"]] == [
+        f"The {p}" for p in REFERENCE_PAGES], got["sidebar"]
+    if "(not committed)" in got["title"]:
+        assert re.search(r"is (still training and is )?not committed yet", got["text"])
+        assert re.search(r"So far \d+ of its \d+ seeds' teachers|None of the [\d,]+ runs",
+                         got["text"].replace("’", "'")), got["text"][:600]
+        assert got["figures"] == 0
+        return
+    assert got["provenance"] == 1 and got["folded"] == 0
+    assert got["figures"] >= 2 and got["captions"] >= got["figures"] // 2, got
+    ids = [h[0] for h in got["headings"]]
+    assert len(ids) >= 3 and set(ids) <= set(got["toc"]), (ids, got["toc"])

@@ -17,7 +17,7 @@ from dsmlib.book.site.pages import references_markdown
 from dsmlib.book.execute.provenance import dirty_files
 from dsmlib.book.references import run as reference_run, stored as R
 from dsmlib.book.references.scales import differing_claims, stale_differ_text
-from dsmlib.book.references.section import SECTION_TAG, with_reference_sections
+from dsmlib.book.references.section import SECTION_TAG, reference_cells, with_reference_sections
 from dsmlib.book.execute.store import executed_path, results_path
 from dsmlib.foundation import claims as C
 from helpers import copy_book
@@ -257,7 +257,8 @@ def test_a_gpu_chapter_page_shows_its_fresh_reference_in_a_section_of_its_own(tm
     gpu, paper = by_chapter["ols"]
     page = _notebook("quick", "kq", {"profile": "quick"})
     before = json.dumps(page)
-    out = with_reference_sections(page, [(json.loads(paper.notebook.read_text()), paper)])
+    out = with_reference_sections(page, [reference_cells(json.loads(paper.notebook.read_text()),
+                                                          paper)])
     assert json.dumps(page) == before                    # the input is not modified
     srcs = ["".join(c["source"]) for c in out["cells"]]
     at = next(i for i, s in enumerate(srcs) if s.startswith("## The `paper` reference"))
@@ -279,7 +280,7 @@ def test_a_gpu_chapter_page_shows_its_fresh_reference_in_a_section_of_its_own(tm
     assert "scope note\n" in texts                                   # no glue, no stderr
     assert any("Results (<code>paper</code> reference)" in t for t in texts)   # the heading
     caption = next(t for t in texts if "ref-caption" in t)
-    assert "(`paper` reference.)" in caption
+    assert "(<code>paper</code> reference.)" in caption
     assert any('class="dsm-plotly-data"' in t for t in texts)
     assert not any("after the guide" in json.dumps(c) for c in added)
     assert with_reference_sections(page, []) == page
@@ -300,7 +301,7 @@ def test_reference_verdict_rows_say_which_execution_they_come_from(tmp_path):
     ref_nb = _notebook("paper", "kp", {"profile": "paper"})
     ref_nb["cells"][3]["outputs"].append(table)
     for fresh in (True, False):
-        out = with_reference_sections(page, [(ref_nb, replace(paper, fresh=fresh))])
+        out = with_reference_sections(page, [reference_cells(ref_nb, replace(paper, fresh=fresh))])
         html = [o["data"]["text/html"] for c in out["cells"] if c["cell_type"] == "code"
                 for o in c.get("outputs", []) if "text/html" in o.get("data", {})
                 and "verdicts" in o["data"]["text/html"]]
@@ -319,8 +320,8 @@ def test_a_stale_reference_is_shown_under_a_notice_never_as_current(tmp_path):
     _, paper = by_chapter["ols"]
     page = _notebook("quick", "kq", {"profile": "quick"})
     ref_nb = json.loads(paper.notebook.read_text())
-    fresh = with_reference_sections(page, [(ref_nb, replace(paper, fresh=True))])
-    stale = with_reference_sections(page, [(ref_nb, replace(paper, fresh=False))])
+    fresh = with_reference_sections(page, [reference_cells(ref_nb, replace(paper, fresh=True))])
+    stale = with_reference_sections(page, [reference_cells(ref_nb, replace(paper, fresh=False))])
     head = next(c["source"] for c in stale["cells"] if SECTION_TAG in c["metadata"].get("tags", []))
     assert head.startswith("## The `paper` reference execution (stale)")
     assert "<strong>Stale.</strong> Executed at commit <code>abc123</code>" in head
@@ -328,17 +329,28 @@ def test_a_stale_reference_is_shown_under_a_notice_never_as_current(tmp_path):
     [caption] = [o["data"]["text/html"] for c in stale["cells"]
                  if SECTION_TAG in c["metadata"].get("tags", []) and c["cell_type"] == "code"
                  for o in c["outputs"] if "ref-caption" in o.get("data", {}).get("text/html", "")]
-    assert "(`paper` reference, stale: commit abc123.)" in caption
+    assert "(<code>paper</code> reference, stale: commit abc123.)" in caption
     assert "stale" not in json.dumps([c for c in fresh["cells"]
                                       if SECTION_TAG in c["metadata"].get("tags", [])]).lower()
-    from dsmlib.book.site.build import site_chapter
+    from dsmlib.book.site.build import site_chapter, site_subpages
     fake_execution(tmp_path, "quick")
     gpu_ref = by_chapter["ols"][0]                      # the stale gpu reference of _refs
     assert not gpu_ref.fresh
 
     class Spec:
-        name, gpu = "ols", True
-    assert "reference execution (stale)" in site_chapter(tmp_path, Spec, "quick", [gpu_ref])
+        name, gpu, title = "ols", True, "Least squares"
+    # the chapter's page: the heading says stale, a line says so, and links to its page
+    chapter = site_chapter(tmp_path, Spec, "quick", [gpu_ref], ["gpu"])
+    assert "reference execution (stale)" in chapter and "its page says what changed" in chapter
+    assert "{doc}`its own page <ols/gpu>`" in chapter and "ref-caption" not in chapter
+    # its page: the whole notice, what changed and the command that refreshes it
+    (page,) = site_subpages(tmp_path, Spec, "quick", [gpu_ref], ["gpu"]).values()
+    assert "# The `gpu` reference execution (stale)" in page
+    assert "<strong>Stale.</strong> Executed at commit" in page and "{doc}`Least squares <../ols>`" \
+        in page
+    # a shown reference without a page in _toc.yml: the build says which line to add
+    with pytest.raises(ValueError, match="- file: book/chapters/ols/gpu"):
+        site_chapter(tmp_path, Spec, "quick", [gpu_ref])
     Spec.gpu = False                                    # a CPU chapter shows no section
     assert "reference execution" not in site_chapter(tmp_path, Spec, "quick", [gpu_ref])
 
@@ -415,18 +427,22 @@ def test_reference_runs_resume_chapter_by_chapter(tmp_path, monkeypatch):
 def test_the_built_site_shows_the_references(smoke_book):
     """The smoke site (tests/conftest.py) carries the committed references and the fixture
     gpu reference of Section 5: the ledger shows every scale, the reproducibility page lists
-    them, and the Section 5 page shows the fixture's figures and verdicts in a section of
-    its own; a CPU chapter's page shows none."""
+    them, the Section 5 page shows a short section per reference that links to its page, and
+    the fixture's page its figures and verdicts; a CPU chapter's page shows none."""
     html = smoke_book / "_build" / "html" / "book"
     sec5 = (html / "chapters" / "sec5_distillation.html").read_text()
     section = sec5[sec5.index('<section id="the-gpu-reference-execution"'):]
-    section = section[:section.index('<section id="reader-guide')]
-    assert "Test fixture." in section
-    assert section.count('class="dsm-plotly-data"') >= 2
-    assert "reference.)" in section                         # the figures' captions
-    assert any(badge in section for badge in ("✔ confirmed", "✘ refuted", "? inconclusive"))
-    assert "Executed under the <code>gpu</code> profile" in section
-    assert "reference execution" not in (html / "chapters" / "ols.html").read_text()
+    section = section[:section.index("</section>")]
+    assert "Test fixture." in section and 'href="sec5_distillation/gpu.html"' in section
+    assert 'class="dsm-plotly-data"' not in section          # its figures are on its page
+    page = (html / "chapters" / "sec5_distillation" / "gpu.html").read_text()
+    assert "Test fixture." in page and 'href="../sec5_distillation.html"' in page
+    assert page.count('class="dsm-plotly-data"') >= 2
+    assert "reference.)" in page                            # the figures' captions
+    assert any(badge in page for badge in ("✔ confirmed", "✘ refuted", "? inconclusive"))
+    assert "Executed under the <code>gpu</code> profile" in page
+    ols = (html / "chapters" / "ols.html").read_text()
+    assert "reference execution" not in ols[ols.index("<article"):ols.index("</article>")]
     ledger_page = (html / "ledger.html").read_text()
     assert "At every scale" in ledger_page and "<code>gpu</code> reference" in ledger_page
     assert "Reference executions" in (html / "reproducibility.html").read_text()

@@ -50,7 +50,8 @@ OUTSIDE_KERNEL = ("__main__.py", "book/profiles.py",
                                                   "citation", "downloads", "inline_markup",
                                                   "ledger", "mystnb_plugin",
                                                   "pages", "paper_numbers", "profile_table",
-                                                  "provenance_html", "sphinx_ext")))
+                                                  "provenance_html", "sphinx_ext",
+                                                  "subpages")))
 
 
 def package_dir() -> Path:
