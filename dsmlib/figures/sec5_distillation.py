@@ -207,7 +207,7 @@ def figure1(res: DistillResults) -> go.Figure:
             if metric in _RANGE:
                 fig.update_yaxes(range=_inside(span, _RANGE[metric]), row=i, col=j)
         fig.update_xaxes(tickvals=list(range(width + 1)), ticktext=ticks, row=3, col=j,
-                         title_text="noise level (grid position); students at Eq. 13's "
+                         title_text="noise level (grid position);<br>students at Eq. 13's "
                                     f"η_eff = 2η/L = {_eta_eff(res)}")
     fig.update_layout(height=820, legend=dict(orientation="h", y=-0.16),
                       margin=dict(l=70, r=20, t=40, b=60))

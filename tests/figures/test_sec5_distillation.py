@@ -52,7 +52,7 @@ def test_figure1_layout_and_error_bars():
     assert ytitles == [t for t in ["G(θ) (log scale)", "validation accuracy (%)",
                                    "test accuracy (%)"] for _ in COLUMNS]
     # the students' eta in Eq. 13's units (per-logit loss: 2 eta / L; lr 0.1, L = 10)
-    assert sum(t == "noise level (grid position); students at Eq. 13's η_eff = 2η/L = 0.02"
+    assert sum(t == "noise level (grid position);<br>students at Eq. 13's η_eff = 2η/L = 0.02"
                for t in titled(fig, "xaxis")) == 2
     names = {t.name for t in fig.data}
     assert {"gaussian noise (σ²)", "symmetric noise (p)", "teacher", "noiseless student",
