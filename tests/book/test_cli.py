@@ -379,7 +379,7 @@ def test_execute_runs_one_chapter_per_two_cores():
 def test_the_reproducibility_table_gives_each_chapters_wall_time():
     """The Reproducibility page: one row per chapter with its wall time, and their sum, with
     how ``make book`` runs them (the README points to it for how long a build takes)."""
-    from dsmlib.book.site.provenance_html import provenance_table
+    from dsmlib.book.execute.provenance_html import provenance_table
     prov = {"hardware": {"cpu": "Test CPU", "cpu_count": 2, "gpu": None},
             "versions": {"python": "3.11", "numpy": "2", "torch": "2"}, "commit": "abc",
             "profile": "quick"}

@@ -54,7 +54,7 @@ def test_without_the_commit_it_says_it_cannot_tell(tmp_path):
 
 def test_a_dirty_commit_is_explained_where_it_is_shown():
     """"97a6286ad896-dirty" cannot be checked out: the provenance line says what -dirty means."""
-    from dsmlib.book.site.provenance_html import provenance_line
+    from dsmlib.book.execute.provenance_html import provenance_line
     p = {"profile": "gpu", "wall_s": 238.0, "commit": "97a6286ad896-dirty",
          "hardware": {"cpu": "x", "cpu_count": 16, "gpu": "NVIDIA H100"},
          "versions": {"python": "3.12", "numpy": "2", "torch": "2.11"}}

@@ -2,7 +2,7 @@
 reference's headings and captions showed "$G$ over the epochs" and "(`gpu` reference.)"."""
 from __future__ import annotations
 
-from dsmlib.book.site.inline_markup import inline_html, role_text
+from dsmlib.book.references.inline_markup import inline_html, role_text
 
 MATH_G = '<span class="math notranslate nohighlight">\\(G\\)</span>'
 

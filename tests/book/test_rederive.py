@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from dsmlib.book.profiles import load_specs
-from dsmlib.book.site.provenance_html import provenance_line
+from dsmlib.book.execute.provenance_html import provenance_line
 from dsmlib.book.references import run as reference_run
 from dsmlib.book.references.freshness import current_references
 from dsmlib.book.references.records import (RECORD_FILES, load_manifest, profile_runs,

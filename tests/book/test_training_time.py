@@ -17,11 +17,12 @@ import pytest
 from dsmlib.book.commands.cli import run_time
 from dsmlib.book.references.records import (load_manifest, record_seconds, records_dir,
                                             records_seconds, store_run_records,
-                                            trained_seconds, training_seconds)
+                                            training_seconds)
 from dsmlib.book.references.stored import Reference, reference_paths
 from dsmlib.book.site.pages import references_markdown
-from dsmlib.book.site.provenance_html import (duration_text, provenance_line, provenance_table,
-                                              provenance_text)
+from dsmlib.book.execute.provenance_html import (duration_text, provenance_line,
+                                                 provenance_table, provenance_text,
+                                                 trained_seconds)
 from tiny_runs import tiny_teacher
 
 PROFILE, NAME = "cpu-test", "sec5_distillation"

@@ -129,11 +129,11 @@ def run_time(root: Path, profile: str, name: str) -> str:
     """How long ``name`` took under ``profile``: its last execution here, else its committed
     reference, with the device ("not run yet" when neither exists); for a reference re-derived
     from run records, its training's time summed from those records
-    (:func:`dsmlib.book.site.provenance_html.training_text`) and its device, then the
+    (:func:`dsmlib.book.execute.provenance_html.training_text`) and its device, then the
     analysis's time apart."""
     from ..references.stored import device_label, reference_paths
     from ..execute.store import executed_path, runner_metadata
-    from ..site.provenance_html import duration_text, training_text
+    from ..execute.provenance_html import duration_text, training_text
     for where, path in (("last run here", executed_path(root, profile, name)),
                         ("reference", reference_paths(root, profile, name)[0])):
         try:

@@ -9,7 +9,7 @@
   tree differs from it) (:func:`provenance`).
 
 Both go into an executed notebook's ``metadata["dsmlib"]``; what a reader sees of them is
-:mod:`dsmlib.book.site.provenance_html`.
+:mod:`dsmlib.book.execute.provenance_html`.
 """
 from __future__ import annotations
 
@@ -41,16 +41,18 @@ def _sha(*parts: bytes) -> str:
 OUTSIDE_KERNEL = ("__main__.py", "book/profiles.py",
                   *(f"book/commands/{m}.py" for m in ("__init__", "cli", "data", "grid", "lab")),
                   *(f"book/execute/{m}.py" for m in ("cells", "closure", "kernel",
-                                                     "parameters_cell", "provenance", "rerun",
+                                                     "parameters_cell", "provenance",
+                                                     "provenance_html", "rerun",
                                                      "runner", "store")),
                   *(f"book/references/{m}.py" for m in ("__init__", "contrast", "freshness",
-                                                        "lead", "records", "regimes", "run",
+                                                        "inline_markup", "lead", "records",
+                                                        "regimes", "run",
                                                         "scales", "section", "stored")),
                   *(f"book/site/{m}.py" for m in ("__init__", "answer", "assets", "build",
-                                                  "citation", "downloads", "inline_markup",
+                                                  "citation", "downloads",
                                                   "ledger", "mystnb_plugin",
                                                   "pages", "paper_numbers", "profile_table",
-                                                  "provenance_html", "sphinx_ext",
+                                                  "sphinx_ext",
                                                   "subpages")))
 
 

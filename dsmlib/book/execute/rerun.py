@@ -28,7 +28,7 @@ from typing import Any, Mapping
 from ...foundation.parameters import ParameterError
 from ..profiles import (CHAPTERS, PROFILES, RUNNER_PARAMETERS, NotebookSpec, hand_run_root,
                        load_specs, parameters_class)
-from ..site.provenance_html import parameters_html
+from .provenance_html import parameters_html
 from .results import SEAL, changed_values, custom_results_path, environment, run_values
 
 __all__ = ["HAND_RUN_MIME", "ParameterRefused", "UnknownParameter", "undeclared",

@@ -29,7 +29,7 @@ from .parameters_cell import carry_parameters, declare_in_cell
 from ..profiles import DEFAULT_PROFILE, load_specs, resolve, select
 from .provenance import code_key, provenance
 from .rerun import ParameterRefused, UnknownParameter
-from ..site.provenance_html import decorate
+from .provenance_html import decorate
 from .results import SEAL, run_values, same_parameters
 from .store import (book_lock, clear_stage, custom_paths, executed_path, failed_path, is_fresh,
                     keep_failed, publish, results_mismatch, results_path, stage_dir)

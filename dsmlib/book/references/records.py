@@ -46,7 +46,7 @@ if TYPE_CHECKING:   # the models layer imports torch: 2 s of every command's sta
 __all__ = ["RUNS", "RECORD_FILES", "records_dir", "manifest_path", "profile_runs",
            "training_key", "missing_records", "rederive_overrides", "rederive_command",
            "store_run_records", "TIMING", "record_seconds", "records_seconds",
-           "training_seconds", "trained_seconds", "complete_records", "load_manifest"]
+           "training_seconds", "complete_records", "load_manifest"]
 
 RUNS = "runs"
 #: What a committed record holds: the configuration and the finished run's metrics
@@ -126,16 +126,6 @@ def training_seconds(configs: Sequence[RunConfig], runs_dir: Path) -> float:
     """The seconds the runs of ``configs`` took, summed from their records under ``runs_dir``
     (:func:`records_seconds`)."""
     return records_seconds(runs_dir, (c.key() for c in configs))
-
-
-def trained_seconds(trained: Mapping[str, Any] | None) -> float | None:
-    """The training time a reference's provenance states (its ``trained``: the manifest's
-    provenance, :func:`store_run_records`): the seconds summed from its run records
-    (``records_s``), or None where it has none. Never ``trained["wall_s"]``: that is the
-    command that committed the records, which trained nothing when the runs had trained
-    before it (``cpu-cifar10``: 19 s, where its 131 records sum to 14,811 s)."""
-    spent = (trained or {}).get("records_s")
-    return None if spent is None else float(spent)
 
 
 def complete_records(runs_dir: Path) -> int:

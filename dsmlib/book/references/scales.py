@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from ...figures.tables import BADGES, data_table, fmt_interval, fmt_number
 from ..execute.results import same_parameters
-from ..site.provenance_html import duration_text, training_text
+from ..execute.provenance_html import duration_text, training_text
 from .stored import Reference
 
 __all__ = ["same_as_built", "reference_caption", "differing_claims", "difference_kinds",

@@ -29,8 +29,8 @@ from typing import Any
 from ...figures.render import figure_html
 from ...figures.tables import reference_scale, with_scale
 from ..execute.cells import cell_source, cell_tags
-from ..site.inline_markup import inline_html
-from ..site.provenance_html import provenance_line
+from .inline_markup import inline_html
+from ..execute.provenance_html import provenance_line
 from .stored import PLOTLY_JSON, Reference
 
 __all__ = ["SECTION_TAG", "SHOWN_GLUE", "site_outputs", "glued_markdown", "reference_parts",

@@ -17,7 +17,7 @@ from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary
 from ..execute.provenance import git_commit
 from .profile_table import grid_runs_sentence, profiles_html
 from ..profiles import PROFILE_USES, QUICK_GOAL_S, chapters_with_runs, load_specs, resolve
-from .provenance_html import duration_text, provenance_table, training_text
+from ..execute.provenance_html import duration_text, provenance_table, training_text
 from ..references.stored import Reference, references_by_chapter
 from ..execute.results import load_results
 from ..execute.store import executed_path, rerun_by_hand, results_mismatch, results_path, runner_metadata

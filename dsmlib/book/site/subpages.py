@@ -29,7 +29,7 @@ from ..profiles import PROFILE_USES
 from ..references.records import profile_runs, records_dir, records_seconds
 from ..references.section import markdown_cell, reference_page_cells
 from ..references.stored import Reference
-from .provenance_html import duration_text
+from ..execute.provenance_html import duration_text
 
 __all__ = ["CHAPTERS", "toc_subpages", "subpage_doc", "subpage_path", "check_pages", "Progress",
            "training_progress", "progress_markdown", "placeholder_cells", "subpage_text"]

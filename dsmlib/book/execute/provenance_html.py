@@ -10,10 +10,9 @@ from typing import Any
 
 from ...figures.tables import data_table
 from ..profiles import GOAL_MACHINE, QUICK_GOAL_S
-from ..execute.cells import cell_source, cell_tags
-from ..references.records import trained_seconds
+from .cells import cell_source, cell_tags
 
-__all__ = ["RERUN_SOURCE", "duration_text", "training_text", "provenance_line", "provenance_text",
+__all__ = ["RERUN_SOURCE", "duration_text", "trained_seconds", "training_text", "provenance_line", "provenance_text",
            "parameters_html", "decorate", "provenance_table"]
 
 
@@ -27,6 +26,16 @@ def _dirty(commit: Any) -> str:
             "does not reproduce it)" if str(commit).endswith("-dirty") else "")
 
 
+def trained_seconds(trained: Mapping[str, Any] | None) -> float | None:
+    """The training time a reference's provenance states (its ``trained``: the manifest's
+    provenance, :func:`store_run_records`): the seconds summed from its run records
+    (``records_s``), or None where it has none. Never ``trained["wall_s"]``: that is the
+    command that committed the records, which trained nothing when the runs had trained
+    before it (``cpu-cifar10``: 19 s, where its 131 records sum to 14,811 s)."""
+    spent = (trained or {}).get("records_s")
+    return None if spent is None else float(spent)
+
+
 def duration_text(seconds: float) -> str:
     """A duration as a reader takes it in: seconds below 2 minutes, minutes below 2 hours,
     then hours (``19 s``, ``5.0 min``, ``4.1 h``)."""
@@ -37,7 +46,7 @@ def duration_text(seconds: float) -> str:
 
 def training_text(trained: dict[str, Any] | None) -> str:
     """How long a reference's runs trained, from its run records
-    (:func:`dsmlib.book.references.records.trained_seconds`): "4.1 h of training (14,811 s,
+    (:func:`trained_seconds`): "4.1 h of training (14,811 s,
     summed from its run records)", or that its records state none."""
     spent = trained_seconds(trained)
     if spent is None:
