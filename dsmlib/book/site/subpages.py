@@ -155,9 +155,11 @@ def placeholder_cells(name: str, chapter: str, profile: str, text: str) -> list[
     use = PROFILE_USES.get(profile, "").format(goal="")
     text = (f"# The `{profile}` reference execution (not committed)\n\nOne of the reference "
             f"executions of {{doc}}`{chapter}`, under the `{profile}` profile"
-            + (f": {use}" if use else "") + f".\n\n{text}\n\nOnce it is committed "
-            f"(`python -m dsmlib reference {name} --profile {profile}`), this page shows its "
-            "figures and verdicts.\n")
+            + (f": {use}" if use else "") + f".\n\n{text}\n\nIts runs train with "
+            f"`python -m dsmlib grid launch --profile {profile} --by-seed --commit`, which "
+            "commits each seed's records as it finishes and resumes where it stopped; once "
+            f"every seed is in, `python -m dsmlib reference {name} --profile {profile}` makes "
+            "the reference, and this page shows its figures and verdicts.\n")
     return [markdown_cell(text, 0, profile)]
 
 
