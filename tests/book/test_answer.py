@@ -219,3 +219,15 @@ def test_the_introduction_opens_with_the_answer_and_counts_below_it():
     intro = (ROOT / "book" / "intro.md").read_text()
     first = intro.split("\n\n")
     assert first[2].startswith("```{include} _generated/summary.md")
+
+
+def test_a_claim_whose_cases_measure_different_things_is_described_by_its_heading_case():
+    """remark4.sigma2_strength's cases are an exponent of σ², an exponent of B and a small-η
+    limit: where the exponent of B heads it (the quick build), the sentence says so, never that
+    the limit is that number."""
+    from dsmlib.book.site.answer import PARTS
+    ev = next(e for p in PARTS for e in p.evidence if e.claim == "remark4.sigma2_strength")
+    assert "power {v}" in ev.words_for("exponent of B") and "B" in ev.words_for("exponent of B")
+    assert ev.words_for("η → 0 limit of speed / (ησ²m₂/B)") == ev.words
+    assert "small-η limit" not in ev.words_for("exponent of B")
+    assert not any(re.search(r"[0-9]", w) for _, w in ev.by_case)     # no number typed in

@@ -33,10 +33,19 @@ class Evidence:
     """One claim that speaks for a part of the paper. ``words``: what its measurement says, in a
     reader's words, with ``{v}`` for the measured value, its interval and unit, and optionally
     ``{paper}`` for the paper's value (no number typed in). ``case``: name the claim's deciding
-    case in its setting (False where that case is no setting, e.g. a limit)."""
+    case in its setting (False where that case is no setting, e.g. a limit). ``by_case``: for a
+    claim whose cases measure different things (an exponent, a limit), the words for each
+    case by name; the case that heads the claim in the execution read picks them, so that the
+    words always describe the number shown."""
     claim: str
     words: str
     case: bool = True
+    by_case: tuple[tuple[str, str], ...] = ()
+
+    def words_for(self, case: str) -> str:
+        """The words that describe ``case`` (the claim's heading case): its own where
+        ``by_case`` names it, else :attr:`words`."""
+        return dict(self.by_case).get(case, self.words)
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,11 @@ PARTS: tuple[Part, ...] = (
           Evidence("remark3.barrier_escape", "it leaves a sharp minimum in a fraction {v} of "
                    "runs"),
           Evidence("remark4.sigma2_strength", "in the small-η limit the drift's speed is {v} "
-                   "times what the ησ²/B scaling predicts", case=False))),
+                   "times what the ησ²/B scaling predicts", case=False,
+                   by_case=(("exponent of σ²", "the drift's speed grows as σ² to the power {v}, "
+                             "against the scaling's {paper}"),
+                            ("exponent of B", "the drift's speed goes as B to the power {v}, "
+                             "against the scaling's {paper}"))))),
     Part("Figure 3 (Remark 5)", "ols",
          "says that SGD on noisy labels settles in a Gaussian-like cloud centred at the "
          "optimum β*, with covariance (ησ²/B) Σ̄_N",
@@ -262,7 +275,8 @@ def sentence(part: Part, scales: Sequence[Scale], *, fallback: bool = False) -> 
         where = setting_words(sc, c, part, ev)
         measured_at = sum(1 for s in scales
                           if s.fresh == sc.fresh and s.claim(ev.claim) is not None)
-        text = ev.words.format(v=value_words(c), paper=fmt_number(c.get("paper")),
+        text = ev.words_for(deciding_case(c)).format(v=value_words(c),
+                                                     paper=fmt_number(c.get("paper")),
                                baseline=baseline_words(c))
         clauses.append(f"{text} ({_verdict(c, disagree, measured_at)}; {where}; "
                        f"`{ev.claim}`)")
