@@ -106,6 +106,11 @@ class NotebookSpec:
     module: str = ""
     gpu: bool = False
     gpu_notice: str = ""
+    answer: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, hash=False)
+    """The intro's sentence on the chapter's part of the paper (``answer:`` in profiles.yml):
+    the part's name and rank, what the paper claims, and the claims (or the roles the
+    chapter's results name) that speak for it, each with its words
+    (:mod:`dsmlib.book.site.answer`)."""
 
     @property
     def parameters_module(self) -> str:
@@ -136,7 +141,8 @@ def load_specs(notebooks_dir: str | Path) -> dict[str, NotebookSpec]:
                                    profiles={p: dict(profiles.get(p) or {}) for p in PROFILES},
                                    module=f"{package}.{name}",
                                    gpu=bool(entry.get("gpu", False)),
-                                   gpu_notice=str(entry.get("gpu_notice", "")))
+                                   gpu_notice=str(entry.get("gpu_notice", "")),
+                                   answer=dict(entry.get("answer") or {}))
     return specs
 
 

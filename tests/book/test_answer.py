@@ -16,7 +16,11 @@ from dsmlib.book.site import answer as A
 from dsmlib.book.site import ledger
 from dsmlib.figures.tables import fmt_interval, fmt_number
 from dsmlib.foundation import claims as C
+from dsmlib.book.profiles import load_specs
 from helpers import ROOT
+
+#: The parts of the paper, as the chapters declare them in profiles.yml.
+PARTS = A.parts(load_specs(ROOT / "notebooks"))
 
 NUMBER = re.compile(r"[−-]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[−+-]?\d+)?")
 
@@ -79,9 +83,9 @@ def test_the_committed_references_answer_every_part_of_the_paper():
     paper's data), from the cpu-cifar10 reference, with its images and network named."""
     refs = _committed()
     sentences = A.answer([], refs, profile="smoke", build_counts=False)
-    assert len(sentences) == len(A.PARTS) <= 6
-    assert [s.part for s in sentences] == [p.title for p in A.PARTS]
-    for s, part in zip(sentences, A.PARTS):
+    assert len(sentences) == len(PARTS) <= 6
+    assert [s.part for s in sentences] == [p.title for p in PARTS]
+    for s, part in zip(sentences, PARTS):
         assert s.basis, part.title
         check_sentence(s, part, [], refs, "smoke")
         executions = [(f"{r.profile} reference", r.doc, r.fresh) for r in refs[part.chapter]]
@@ -105,19 +109,26 @@ def test_every_part_is_declared_once_with_claims_its_chapter_makes():
     """The parts are the six the issue names, each claim id declared once, each one a claim
     of its chapter's committed reference, and no declared text types in a number of its own
     but the paper's names for its parts."""
-    assert [p.chapter for p in A.PARTS] == ["prop1_noise", "prop2_convergence",
+    assert [p.chapter for p in PARTS] == ["prop1_noise", "prop2_convergence",
                                             "prop3_regularizer", "remark3_valley", "ols",
                                             "sec5_distillation"]
-    ids = [e.claim for p in A.PARTS for e in p.evidence]
-    assert len(ids) == len(set(ids))
     refs = _committed()
-    for p in A.PARTS:
+    ids = []
+    for p in PARTS:
+        scales = [A.Scale(r.profile, r.doc) for r in refs[p.chapter]]
+        mine = [e.claim_in(scales) for e in p.evidence]
         made = {c["id"] for r in refs[p.chapter] for c in r.doc["claims"]}
-        assert {e.claim for e in p.evidence} <= made, p.title
+        assert all(mine) and set(mine) <= made, p.title
+        ids += mine
         assert not re.search(r"\d", p.claim), p.claim
         for e in p.evidence:
             assert not re.search(r"\d", e.words), e.words
             assert "{v}" in e.words
+    assert len(ids) == len(set(ids))
+    # Section 5's evidence names roles its results resolve (extra["answer_ids"]), so that no
+    # Section 5 claim id is written outside its registry
+    sec5 = next(p for p in PARTS if p.chapter == "sec5_distillation")
+    assert all(e.role and not e.claim for e in sec5.evidence)
 
 
 def _claim(cid: str, verdict: str, p: float, measured: float = 1.0, **kw) -> dict:
@@ -137,8 +148,8 @@ def _ref(profile: str, chapter: str, claims: list[dict], fresh: bool = True,
     return Reference(profile, chapter, doc, {}, "k", fresh, Path(f"{profile}/{chapter}.ipynb"))
 
 
-PROP2 = next(p for p in A.PARTS if p.chapter == "prop2_convergence")
-SEC5 = next(p for p in A.PARTS if p.chapter == "sec5_distillation")
+PROP2 = next(p for p in PARTS if p.chapter == "prop2_convergence")
+SEC5 = next(p for p in PARTS if p.chapter == "sec5_distillation")
 
 
 def test_the_strongest_decided_evidence_speaks_and_a_split_is_said():
@@ -212,7 +223,7 @@ def test_the_introduction_opens_with_the_answer_and_counts_below_it():
     answer_end = md.index("**How the ledger counts.**")
     assert md.index("At other scales") > answer_end and md.index("*Identity* claims") > answer_end
     bullets = md[:answer_end].count("\n- ")
-    assert bullets == len(A.PARTS) <= 6
+    assert bullets == len(PARTS) <= 6
     smoke = ledger.summary_markdown(docs, profile="smoke", references=refs)
     assert smoke.startswith("**What the book found**")        # the page's notice says smoke
     assert "this `smoke` build's runs test the machinery and are left out" in smoke
@@ -225,7 +236,6 @@ def test_a_claim_whose_cases_measure_different_things_is_described_by_its_headin
     """remark4.sigma2_strength's cases are an exponent of σ², an exponent of B and a small-η
     limit: where the exponent of B heads it (the quick build), the sentence says so, never that
     the limit is that number."""
-    from dsmlib.book.site.answer import PARTS
     ev = next(e for p in PARTS for e in p.evidence if e.claim == "remark4.sigma2_strength")
     assert "power {v}" in ev.words_for("exponent of B") and "B" in ev.words_for("exponent of B")
     assert ev.words_for("η → 0 limit of speed / (ησ²m₂/B)") == ev.words

@@ -36,10 +36,13 @@ def check_headlines(doc: dict) -> None:
         assert hi > lo, (c["id"], "zero-width headline")
         bounds = c.get("bounds") or [-100.0, 100.0]
         assert not (lo <= bounds[0] and hi >= bounds[1]), (c["id"], "the whole range")
-        heads = [d for d in acc if d["interval"] == c["interval"] and d["measured"] == c["measured"]]
-        assert heads and not heads[0].get("caveat"), (c["id"], "headline not a judged case")
+        # the heading case is stored as data; a row shown beside the claim never heads it
+        heads = [d for d in acc if d.get("heads")]
+        assert len(heads) == 1 and not heads[0].get("beside"), (c["id"], "one heading case")
+        assert heads[0]["interval"] == c["interval"] and heads[0]["measured"] == c["measured"]
+        assert not heads[0].get("caveat"), (c["id"], "headline not a judged case")
         if c["id"] in SOME_IDS:
-            usable = [d for d in acc if not d.get("caveat")
+            usable = [d for d in acc if not d.get("caveat") and not d.get("beside")
                       and d["interval"][1] > d["interval"][0]]
             assert lo == max(d["interval"][0] for d in usable), c["id"]
 

@@ -21,13 +21,12 @@ import html
 import math
 from typing import Any, Sequence
 
-from ...chapters.sec5_distillation import registry
 from ...figures.tables import BADGES, data_table, fmt_number
 from .contrast import Scale, split_case
 
 __all__ = ["DATA_WORDS", "scale_words", "ordered_scales", "strongest", "verdict_cell",
            "claim_cell", "PAPER_CLAIM",
-           "ANSWER_IDS", "teachers_fit", "regime", "regimes", "headline", "answer_sentence", "answer_sentences",
+           "ANSWER_ROLES", "answer_id", "teachers_fit", "regime", "regimes", "headline", "answer_sentence", "answer_sentences",
            "answer_html", "first_screen_html"]
 
 #: How the first screen names a data set.
@@ -122,8 +121,16 @@ def claim_cell(cid: str, words: str, unit: str, disagree: bool = False) -> str:
 PAPER_CLAIM = ("The paper claims that label noise lowers the students' gradient norm G(θ) and "
                "that the noisy student chosen on validation accuracy beats both its teacher and "
                "the noiseless student on the test set.")
-#: The claims an answer sentence reads: against the baseline, then against the noiseless.
-ANSWER_IDS = (registry.NOISY_BEATS_TEACHER, registry.NOISY_BEATS_NOISELESS)
+#: The roles of the claims an answer sentence reads, in its order: the selected noisy student
+#: against its baseline, then against the noiseless students. A chapter names the claim of each
+#: role in its results' ``extra["answer_ids"]`` (Section 5's registry declares them).
+ANSWER_ROLES = ("baseline", "noiseless")
+
+
+def answer_id(sc: Scale, role: str) -> str:
+    """The id of the claim that plays ``role`` (:data:`ANSWER_ROLES`) in ``sc``'s results
+    (``extra["answer_ids"]``); "" where they name none."""
+    return (sc.extra.get("answer_ids") or {}).get(role, "")
 #: A verdict of "the noisy student beats X", as the verb of the answer.
 VERBS = {"confirmed": "beat", "refuted": "fell below",
          "inconclusive": "could not be told apart from"}
@@ -163,7 +170,7 @@ def _fit(entry: dict[str, Any], judged: bool) -> bool | None:
 def teachers_fit(sc: Scale) -> bool | None:
     """Whether the teachers of the setting that heads ``sc``'s accuracy claim fit their
     training images (:func:`_fit`); None where it judged no accuracy and does not say."""
-    c = sc.claim(registry.NOISY_BEATS_TEACHER)
+    c = sc.claim(answer_id(sc, "baseline"))
     name, entry = _setting_of(sc, headline(c) if c else None)
     return _fit(entry, c is not None and name not in (sc.extra.get("not_judged") or {}))
 
@@ -176,7 +183,7 @@ def regime(sc: Scale) -> tuple[str, bool | None]:
 
 
 def _p(sc: Scale) -> float:
-    c = sc.claim(registry.NOISY_BEATS_TEACHER)
+    c = sc.claim(answer_id(sc, "baseline"))
     if c is None:
         return 2.0
     if c["verdict"] == "inconclusive" or c.get("p_value") is None:
@@ -213,7 +220,7 @@ def _against(sc: Scale, cid: str, fit: bool | None) -> str:
     and interval in points, its verdict; and a row shown beside it (the teacher itself)."""
     c = sc.claim(cid)
     row = headline(c) or {}
-    if cid == registry.NOISY_BEATS_NOISELESS:
+    if cid == answer_id(sc, "noiseless"):
         whom = "the noiseless students"
     elif row.get("baseline"):
         whom = "its teacher" if row["baseline"] == "teacher" else f"the {row['baseline']}"
@@ -234,7 +241,7 @@ def answer_sentence(sc: Scale) -> str:
     and whether its teachers fit, then whether the validation-selected noisy student beat its
     baseline and the noiseless students (:func:`_against`), or why its accuracy was not
     judged."""
-    c = sc.claim(registry.NOISY_BEATS_TEACHER)
+    c = sc.claim(answer_id(sc, "baseline"))
     fit = teachers_fit(sc)
     name, entry = _setting_of(sc, headline(c) if c else None)
     if name is None:
@@ -249,9 +256,9 @@ def answer_sentence(sc: Scale) -> str:
     if c is None:
         why = "; ".join((sc.extra.get("not_judged") or {}).values()) or "no setting passed the gate"
         return f"{head}, accuracy was not judged ({why})."
-    parts = [_against(sc, registry.NOISY_BEATS_TEACHER, fit)]
-    if sc.claim(registry.NOISY_BEATS_NOISELESS) is not None:
-        parts.append(_against(sc, registry.NOISY_BEATS_NOISELESS, fit))
+    parts = [_against(sc, answer_id(sc, "baseline"), fit)]
+    if sc.claim(answer_id(sc, "noiseless")) is not None:
+        parts.append(_against(sc, answer_id(sc, "noiseless"), fit))
     return f"{head}, the validation-selected noisy student {' and '.join(parts)}."
 
 
@@ -261,12 +268,13 @@ def answer_sentences(scales: Sequence[Scale]) -> list[tuple[str, tuple[str, ...]
     quotes, the scale's label)`` ("" for the paper's claim). None without a scale that measured
     Section 5's accuracy claims or said why not."""
     picked = [(k, sc) for k, sc in regimes(scales)
-              if sc.claim(registry.NOISY_BEATS_TEACHER) is not None or sc.extra.get("not_judged")]
+              if sc.claim(answer_id(sc, "baseline")) is not None or sc.extra.get("not_judged")]
     if not picked:
         return []
     out = [(PAPER_CLAIM, (), "")]
     for _, sc in picked:
-        ids = tuple(i for i in ANSWER_IDS if sc.claim(i) is not None)
+        ids = tuple(i for role in ANSWER_ROLES for i in [answer_id(sc, role)]
+                    if sc.claim(i) is not None)
         out.append((answer_sentence(sc), ids, sc.label))
     return out
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
-from ...chapters.sec5_distillation import registry
 from ...figures.tables import data_table
 from .contrast import Scale
-from .lead import claim_cell, first_screen_html, headline, regime, verdict_cell
+from .lead import answer_id, claim_cell, first_screen_html, headline, regime, verdict_cell
 
 __all__ = ["DATA", "REGIMES", "regime_scales", "regime_heading", "change_sentence",
            "regimes_html", "opening_html"]
@@ -58,6 +57,23 @@ def regime_heading(sc: Scale, fit: bool) -> str:
             + f"{teachers} ({sc.label})")
 
 
+def _ids(pair: dict[bool, Scale]) -> list[str]:
+    """Every claim either regime measured, in the order of the underfit one's results (then the
+    fit one's)."""
+    return list(dict.fromkeys(c["id"] for sc in (pair[False], pair[True])
+                              for c in sc.doc.get("claims", [])))
+
+
+def _unit(pair: dict[bool, Scale], cid: str) -> str:
+    return next((c.get("unit") for sc in pair.values() for c in [sc.claim(cid)]
+                 if c and c.get("unit")), "") or ""
+
+
+def _accuracy(pair: dict[bool, Scale], cid: str) -> bool:
+    """Whether claim ``cid`` is about test accuracy: its unit is points of accuracy."""
+    return _unit(pair, cid) == "points"
+
+
 def _pts(x: float) -> str:
     return f"{x:+.2f}".replace("-", "−")
 
@@ -83,11 +99,11 @@ def change_sentence(pair: dict[bool, Scale]) -> str:
     if set(pair) != set(REGIMES):
         return ""
     under, fit = pair[False], pair[True]
-    g_ids = [c.id for c in registry.CLAIMS if not c.accuracy]
+    g_ids = [cid for cid in _ids(pair) if not _accuracy(pair, cid)]
     same = sum(1 for cid in g_ids if under.claim(cid) and fit.claim(cid)
                and under.claim(cid)["verdict"] == fit.claim(cid)["verdict"])
     both = sum(1 for cid in g_ids if under.claim(cid) and fit.claim(cid))
-    t, n = registry.NOISY_BEATS_TEACHER, registry.NOISY_BEATS_NOISELESS
+    t, n = answer_id(fit, "baseline"), answer_id(fit, "noiseless")
     return (f"When the teachers fit their training images, the validation-selected noisy student "
             f"against its teacher is {_reading(fit, t)}, where with teachers that do not fit it "
             f"is {_reading(under, t)}; against the noiseless students it is "
@@ -106,10 +122,9 @@ def regimes_html(scales: Sequence[Scale]) -> str:
     order = [pair[False], pair[True]]
     head = ["Claim"] + [html.escape(regime_heading(sc, fit))
                         for fit, sc in zip((False, True), order)]
-    rows = [[claim_cell(c.id, c.short, next((sc.claim(c.id) or {}).get("unit", "")
-                                            for sc in order if sc.claim(c.id)) or "")]
-            + [verdict_cell(sc.claim(c.id)) for sc in order]
-            for c in registry.CLAIMS if any(sc.claim(c.id) for sc in order)]
+    short = {**(pair[True].extra.get("short") or {}), **(pair[False].extra.get("short") or {})}
+    rows = [[claim_cell(cid, short.get(cid, cid), _unit(pair, cid))]
+            + [verdict_cell(sc.claim(cid)) for sc in order] for cid in _ids(pair)]
     lead = ("<p class='regimes-lead'><strong>CIFAR-10 in two regimes.</strong> The same grid "
             "on the paper's data, once with the paper's crops and flips, whose teachers do not "
             "fit their training images in the epochs two CPU cores allow, and once without "

@@ -1,7 +1,8 @@
 """The book's answer, for the introduction's first screen (book layer; issue 71, item 11): one
 plain sentence per part of the paper, saying what the paper claims and what was measured.
 
-Which claims speak for each part is declared once, as data (:data:`PARTS`). Every number of a
+Which claims speak for each part is declared once, as data, by each chapter under ``answer:`` in
+profiles.yml (:func:`parts`). Every number of a
 sentence is read from a claim: its measured value and 99 % interval (and, where the words ask
 for it, the paper's value), at the execution that decides the claim most strongly, this build
 or a fresh committed reference (:func:`dsmlib.book.references.lead.strongest`: the decided
@@ -16,13 +17,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ...chapters.sec5_distillation import registry
 from ...figures.tables import fmt_interval, fmt_number
 from ..references.contrast import Scale, scales_of, split_case
 from ..references.lead import DATA_WORDS, strongest
+from ..profiles import NotebookSpec, hand_run_root, load_specs
 from ..references.stored import Reference
 
-__all__ = ["Evidence", "Part", "PARTS", "Basis", "Sentence", "ANSWER_LEAD", "execution_scales",
+__all__ = ["Evidence", "Part", "parts", "book_parts", "Basis", "Sentence", "ANSWER_LEAD", "execution_scales",
            "on_papers_data", "deciding_case", "setting_words", "baseline_words", "value_words",
            "basis_of",
            "sentence", "answer", "answer_markdown"]
@@ -41,6 +42,15 @@ class Evidence:
     words: str
     case: bool = True
     by_case: tuple[tuple[str, str], ...] = ()
+    role: str = ""
+
+    def claim_in(self, scales: Sequence[Scale]) -> str:
+        """The claim id this evidence reads: its own, or, for a ``role``, the id the
+        executions' results name for that role (``extra["answer_ids"]``)."""
+        if not self.role:
+            return self.claim
+        return next((ids[self.role] for sc in scales
+                     for ids in [sc.extra.get("answer_ids") or {}] if self.role in ids), "")
 
     def words_for(self, case: str) -> str:
         """The words that describe ``case`` (the claim's heading case): its own where
@@ -62,64 +72,33 @@ class Part:
     case_words: str = "{}"
 
 
-#: The parts of the paper, in its order, and the claims that speak for each (issue 71: Props.
-#: 1-3, the valley remarks, Figure 3's cloud, and Section 5 on the paper's data).
-PARTS: tuple[Part, ...] = (
-    Part("Proposition 1", "prop1_noise",
-         "says that the noise of one SGD step on noisy labels is a minibatch noise plus a label "
-         "noise, each of mean zero, with covariances it gives in closed form",
-         (Evidence("prop1.xi_star_cov", "the minibatch noise's covariance is {v} times the "
-                   "formula's"),
-          Evidence("prop1.xi_star_cov_without_replacement", "with distinct samples in each "
-                   "minibatch it is {v} times the formula's"),
-          Evidence("prop1.xi_uln_mean_fixed_draw", "with the label noise drawn once before "
-                   "training, as in the paper's least-squares experiment, the label noise's "
-                   "mean is {v} standard deviations"))),
-    Part("Proposition 2", "prop2_convergence",
-         "says that a doubly stochastic SDE approximates SGD on noisy labels, with a mean "
-         "squared error that falls like η²",
-         (Evidence("prop2.strong_order", "the error falls like η to the power {v}, against the "
-                   "paper's {paper}"),
-          Evidence("prop2.weak_sgd_vs_dsm", "SGD's own distribution approaches the model's at "
-                   "a rate in η of {v}, against {paper} expected"))),
-    Part("Proposition 3", "prop3_regularizer",
-         "says that the label noise's mean squared size is ησ²/(bN) times the sum of the "
-         "squared output gradients, so that it acts as a regulariser on the gradient norm G(θ)",
-         (Evidence("prop3.strength", "drawn over minibatches and labels it is {v} times the "
-                   "formula"),
-          Evidence("prop3.strength_real_steps", "on real SGD steps {v} times"))),
-    Part("Remarks 3–4", "remark3_valley",
-         "say that label noise drives SGD along a valley of minima towards a low gradient "
-         "norm G, and over barriers out of sharp minima, the more strongly the larger ησ²/B",
-         (Evidence("remark3.valley_drift", "from a high-G minimum SGD travels {v} of the way "
-                   "to the valley's lowest-G point"),
-          Evidence("remark3.barrier_escape", "it leaves a sharp minimum in a fraction {v} of "
-                   "runs"),
-          Evidence("remark4.sigma2_strength", "in the small-η limit the drift's speed is {v} "
-                   "times what the ησ²/B scaling predicts", case=False,
-                   by_case=(("exponent of σ²", "the drift's speed grows as σ² to the power {v}, "
-                             "against the scaling's {paper}"),
-                            ("exponent of B", "the drift's speed goes as B to the power {v}, "
-                             "against the scaling's {paper}"))))),
-    Part("Figure 3 (Remark 5)", "ols",
-         "says that SGD on noisy labels settles in a Gaussian-like cloud centred at the "
-         "optimum β*, with covariance (ησ²/B) Σ̄_N",
-         (Evidence("ols.stationary_mean", "the cloud's centre lies {v} cloud radii from β* "
-                   "along one coordinate"),
-          Evidence("ols.stationary_cov_paper", "its covariance is {v} times the formula's"),
-          Evidence("ols.span_vs_sigma2", "its spread still grows with σ², by a factor of {v} "
-                   "from one panel to the next")),
-         case_words="panel {}"),
-    Part("Section 5", "sec5_distillation",
-         "says that noisy self-distillation lowers a student network's gradient norm G(θ) "
-         "and lets it generalise better than its teacher",
-         (Evidence("fig1.noise_lowers_gradnorm_sigma2", "Gaussian label noise moves the "
-                   "student's G(θ) by {v} from the noiseless student's"),
-          Evidence(registry.NOISY_BEATS_TEACHER, "the noisy student chosen on validation "
-                   "scores {v} of test accuracy against {baseline}"),
-          Evidence(registry.NOISY_BEATS_NOISELESS, "{v} against the noiseless students")),
-         papers_data=True),
-)
+def parts(specs: dict[str, NotebookSpec]) -> tuple[Part, ...]:
+    """The parts of the paper, in its order (``rank``), each as its chapter declares it under
+    ``answer:`` in profiles.yml (issue 71: Props. 1-3, the valley remarks, Figure 3's cloud,
+    and Section 5 on the paper's data): the chapter is found through its declaration, never
+    named here."""
+    out = []
+    for name, spec in specs.items():
+        a = spec.answer
+        if not a:
+            continue
+        ev = tuple(Evidence(claim=str(e.get("claim", "")), words=str(e["words"]),
+                            case=bool(e.get("case", True)),
+                            by_case=tuple((str(k), str(v)) for k, v in
+                                          (e.get("by_case") or {}).items()),
+                            role=str(e.get("role", "")))
+                   for e in a.get("evidence") or [])
+        out.append((a.get("rank", len(out)), Part(str(a["part"]), name, str(a["claim"]), ev,
+                                                  papers_data=bool(a.get("papers_data", False)),
+                                                  case_words=str(a.get("case_words", "{}")))))
+    return tuple(p for _, p in sorted(out, key=lambda rp: rp[0]))
+
+
+def book_parts() -> tuple[Part, ...]:
+    """:func:`parts` of the book this ``dsmlib`` serves (the one around the working directory,
+    else the one it is installed from)."""
+    return parts(load_specs(hand_run_root() / "notebooks"))
+
 
 #: What the answer's numbers are, said once above the sentences.
 ANSWER_LEAD = ("**What the book found**, part by part of the paper. Each number is a claim's "
@@ -268,19 +247,20 @@ def sentence(part: Part, scales: Sequence[Scale], *, fallback: bool = False) -> 
     for it (the sentence says so)."""
     clauses, basis = [], []
     for ev in part.evidence:
-        found = basis_of(ev.claim, scales)
+        cid = ev.claim_in(scales)
+        found = basis_of(cid, scales) if cid else None
         if found is None:
             continue
         sc, c, disagree = found
         where = setting_words(sc, c, part, ev)
         measured_at = sum(1 for s in scales
-                          if s.fresh == sc.fresh and s.claim(ev.claim) is not None)
+                          if s.fresh == sc.fresh and s.claim(cid) is not None)
         text = ev.words_for(deciding_case(c)).format(v=value_words(c),
                                                      paper=fmt_number(c.get("paper")),
                                baseline=baseline_words(c))
         clauses.append(f"{text} ({_verdict(c, disagree, measured_at)}; {where}; "
-                       f"`{ev.claim}`)")
-        basis.append(Basis(ev.claim, sc.label, where, c["verdict"], disagree))
+                       f"`{cid}`)")
+        basis.append(Basis(cid, sc.label, where, c["verdict"], disagree))
     head = f"**{part.title}** {part.claim}"
     if not clauses:
         return Sentence(part.title, f"{head}; no execution of this book measures it yet.", ())
@@ -289,12 +269,13 @@ def sentence(part: Part, scales: Sequence[Scale], *, fallback: bool = False) -> 
 
 
 def answer(docs: Sequence[dict[str, Any]], references: dict[str, list[Reference]] | None, *,
-           profile: str, build_counts: bool = True) -> list[Sentence]:
-    """One :class:`Sentence` per part of :data:`PARTS`, from this build's results ``docs``
-    (counted unless ``build_counts`` is False: a machinery profile's runs are no evidence) and
-    the committed ``references`` (chapter -> references)."""
+           profile: str, build_counts: bool = True,
+           declared: Sequence[Part] | None = None) -> list[Sentence]:
+    """One :class:`Sentence` per part of the paper (``declared``, default :func:`book_parts`),
+    from this build's results ``docs`` (counted unless ``build_counts`` is False: a machinery
+    profile's runs are no evidence) and the committed ``references`` (chapter -> references)."""
     out = []
-    for part in PARTS:
+    for part in (book_parts() if declared is None else declared):
         scales = execution_scales(part.chapter, docs, references or {}, profile,
                                   build_counts=build_counts)
         paper = [sc for sc in scales if on_papers_data(sc)] if part.papers_data else scales

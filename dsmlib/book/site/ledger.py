@@ -10,7 +10,7 @@ from ..references.scales import (corrections_at_scale, differing_claims, errata_
                                   erratum_at_scale, scales_html, scales_overview, summary_at_scale)
 from ..references.contrast import contrast_html, scales_of, tables_html
 from ..references.stored import Reference
-from .answer import answer, answer_markdown
+from .answer import Part, answer, answer_markdown
 
 __all__ = ["PAPER_ITEMS", "MACHINERY_PROFILES", "machinery_notice", "plural", "kind_of",
            "KIND_TEXT", "SCALES_CSS", "ledger_markdown", "summary_markdown", "coverage_markdown",
@@ -162,7 +162,8 @@ def totals_line(docs: Sequence[dict[str, Any]],
 
 
 def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str,
-                     references: dict[str, list[Reference]] | None = None) -> str:
+                     references: dict[str, list[Reference]] | None = None,
+                     declared: Sequence[Part] | None = None) -> str:
     """The introduction's opening: the book's answer, one sentence per part of the paper
     (:mod:`dsmlib.book.site.answer`, from this build's claims and the committed
     ``references``), then how the ledger counts: verdicts, refutations by scope, the two kinds
@@ -176,7 +177,8 @@ def summary_markdown(docs: Sequence[dict[str, Any]], *, profile: str,
               for s in SCOPES}
     by_scope = ", ".join(f"{n} under *{s}*" for s, n in scopes.items() if n)
     counted = not machinery_notice(profile)     # every page of such a build says so above
-    found = answer_markdown(answer(docs, references, profile=profile, build_counts=counted),
+    found = answer_markdown(answer(docs, references, profile=profile, build_counts=counted,
+                                   declared=declared),
                             profile=profile, build_counts=counted)
     return (f"{found}\n"
             f"**How the ledger counts.** Under the `{profile}` profile the book checks "

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from ...figures.tables import data_table
 from ...foundation.files import atomic_write_text
+from .answer import parts
 from .citation import citation_markdown, load_citation
 from .downloads import claim_rows, claims_csv, claims_json, downloads_markdown
 from .ledger import coverage_markdown, errata_markdown, ledger_markdown, summary_markdown
@@ -156,8 +157,9 @@ def write_generated_pages(root: Path, profile: str,
     atomic_write_text(root / "book" / "errata.md",
                       errata_markdown(docs, chapter_paths=titled, profile=profile,
                                       references=by_chapter))
-    atomic_write_text(gen / "summary.md", summary_markdown(docs, profile=profile,
-                                                           references=by_chapter))
+    atomic_write_text(gen / "summary.md", summary_markdown(
+        docs, profile=profile, references=by_chapter,
+        declared=parts(load_specs(root / "notebooks"))))
     atomic_write_text(gen / "coverage.md", coverage_markdown(docs, profile=profile))
     atomic_write_text(gen / "provenance.md", provenance_table(runs, paths))
     atomic_write_text(gen / "references.md", references_markdown(refs, paths))

@@ -17,7 +17,7 @@ __all__ = ["ClaimSpec", "NOISE_LOWERS_GRADNORM_SIGMA2", "NOISE_LOWERS_GRADNORM_P
            "STUDENT_BELOW_TEACHER", "NOISY_BEATS_TEACHER", "NOISY_BEATS_NOISELESS",
            "SOME_STUDENT_BEATS_TEACHER", "VALIDATION_SELECTION_NEAR_BEST", "TRAIN_LOSS_TO_ZERO",
            "SWAP_FLATTER_AND_BETTER", "FAMILIES", "RULES", "CLAIMS", "BY_ID", "ACCURACY_IDS",
-           "SOME_IDS", "CONTRAST_IDS", "SHORT", "spec"]
+           "SOME_IDS", "CONTRAST_IDS", "SHORT", "ANSWER_IDS", "spec"]
 
 NOISE_LOWERS_GRADNORM_SIGMA2 = "fig1.noise_lowers_gradnorm_sigma2"
 NOISE_LOWERS_GRADNORM_P = "fig1.noise_lowers_gradnorm_p"
@@ -117,6 +117,12 @@ SOME_IDS = tuple(c.id for c in CLAIMS if c.rule == "some")
 CONTRAST_IDS = tuple(c.id for c in CLAIMS if c.contrast)
 #: A few words per claim for the page's summary (the ledger keeps each claim's statement).
 SHORT = {c.id: c.short for c in CLAIMS}
+#: The claims the page's answer in words reads, by role: the selected noisy student against its
+#: baseline (the teacher, or the continued teacher where teachers do not fit) and against the
+#: noiseless students; and G(θ) under Gaussian noise against the noiseless student. Passed to
+#: the book in the results' ``extra``, so that the book layer names no chapter's claims.
+ANSWER_IDS = {"baseline": NOISY_BEATS_TEACHER, "noiseless": NOISY_BEATS_NOISELESS,
+              "gradnorm": NOISE_LOWERS_GRADNORM_SIGMA2}
 
 
 def spec(claim_id: str) -> ClaimSpec:
