@@ -191,13 +191,16 @@ def test_section_5_is_read_on_the_papers_data_where_there_is_any():
     """A digits execution, however decided, does not speak for Section 5 where a CIFAR-10 one
     measured the claim; with no execution on the paper's data the sentence says so and names
     the data it was read on."""
-    cid = SEC5.evidence[1].claim
+    from dsmlib.chapters.sec5_distillation.registry import ANSWER_IDS
+    cid = ANSWER_IDS[SEC5.evidence[1].role]          # the role its results name
     digits = {"digits, full data": {"dataset": "digits", "n_train": 1000, "depth": 56}}
     cifar = {"cifar10, 1200 images": {"dataset": "cifar10", "n_train": 1200, "depth": 8}}
     on_digits = _ref("gpu", "sec5_distillation", [_claim(cid, "confirmed", 1e-12)],
                      settings=digits)
     on_cifar = _ref("cpu-cifar10", "sec5_distillation", [_claim(cid, "refuted", 1e-3)],
                     settings=cifar)
+    for r in (on_digits, on_cifar):
+        r.doc["extra"]["answer_ids"] = ANSWER_IDS
     refs = {"sec5_distillation": [on_digits, on_cifar]}
     s = A.answer([], refs, profile="quick")[-1]
     check_sentence(s, SEC5, [], refs, "quick")
