@@ -126,16 +126,22 @@ PAGE_JS = """() => {
 }"""
 
 
+def read_pages(browser, smoke_book, loads: dict, js: str) -> dict:
+    """What ``js`` reads on each of ``loads`` (key -> (page, width)) of the built smoke book,
+    with the requests it blocked and the errors it logged."""
+    got = {}
+    with served(smoke_book / "_build" / "html") as base:
+        for key, (path, width) in loads.items():
+            page, blocked, errors = open_page(browser, base, path, width=width)
+            got[key] = page.evaluate(js) | {"blocked": blocked, "errors": errors}
+            page.close()
+    return got
+
+
 @pytest.fixture(scope="module")
 def seen(browser, smoke_book):
     """What :data:`PAGE_JS` reads on the Section 5 page, one load per width."""
-    got = {}
-    with served(smoke_book / "_build" / "html") as base:
-        for width in WIDTHS:
-            page, blocked, errors = open_page(browser, base, PAGE, width=width)
-            got[width] = page.evaluate(PAGE_JS) | {"blocked": blocked, "errors": errors}
-            page.close()
-    return got
+    return read_pages(browser, smoke_book, {w: (PAGE, w) for w in WIDTHS}, PAGE_JS)
 
 
 def test_the_page_opens_with_its_finding_and_a_short_summary(seen):
@@ -286,14 +292,9 @@ SUBPAGE_JS = """() => {
 @pytest.fixture(scope="module")
 def subpages(browser, smoke_book):
     """What :data:`SUBPAGE_JS` reads on each reference page of Section 5, at 1280 px."""
-    got = {}
-    with served(smoke_book / "_build" / "html") as base:
-        for profile in REFERENCE_PAGES:
-            page, blocked, errors = open_page(
-                browser, base, f"book/chapters/sec5_distillation/{profile}.html", width=1280)
-            got[profile] = page.evaluate(SUBPAGE_JS) | {"blocked": blocked, "errors": errors}
-            page.close()
-    return got
+    return read_pages(browser, smoke_book,
+                      {p: (f"book/chapters/sec5_distillation/{p}.html", 1280)
+                       for p in REFERENCE_PAGES}, SUBPAGE_JS)
 
 
 @pytest.mark.parametrize("profile", REFERENCE_PAGES)
