@@ -271,7 +271,7 @@ def chapter_parameters(notebook: str, **values):
 def write_profile_results(claims, notebook: str, profile: str, results_dir: Path,
                           **values) -> Path:
     """``results_dir/<profile>/<notebook>.json`` as the runner's sealed run writes it."""
-    from dsmlib.book.execute.results import run_values, write_results
+    from dsmlib.foundation.handoff import run_values, write_results
     parameters = chapter_parameters(notebook, **values)
     dest = Path(results_dir) / profile / f"{notebook}.json"
     dest.parent.mkdir(parents=True, exist_ok=True)

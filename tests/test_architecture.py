@@ -160,6 +160,23 @@ def test_notebooks_set_no_global_state():
             assert bad not in text, f"{p.name} sets global state ({bad})"
 
 
+def test_no_notebook_imports_the_book():
+    """A page runs below the book (issue 68, item 1): no code cell of a chapter's notebook
+    imports ``dsmlib.book``, directly or through the modules it imports; it hands its claims
+    over through ``dsmlib.foundation.handoff``. (The cell the runner puts under an executed
+    chapter's title is the book's own, and is in no source.)"""
+    from dsmlib.book.execute.closure import import_closure, imported_names, notebook_code
+    sources = sorted(p for p in (PKG.parent / "notebooks").glob("*.md") if p.stem != "README")
+    assert len(sources) >= 6
+    for p in sources:
+        names = set().union(*(imported_names(ast.parse(code)) for code in notebook_code(p)))
+        assert "dsmlib.foundation.handoff.write_results" in names, p.name
+        book = sorted(n for n in names if n == "dsmlib.book" or n.startswith("dsmlib.book."))
+        assert not book, f"{p.name} imports {book}"
+        reached = [f.relative_to(PKG).as_posix() for f in import_closure(p, PKG)]
+        assert not [f for f in reached if f.startswith("book/")], (p.name, reached)
+
+
 # The one module allowed to import by a computed name: the book finds a chapter's Parameters
 # by the notebook's name (dsmlib.chapters.parameters.<name>, which the chapter module
 # re-exports; dsmlib.book.profiles.parameters_class), which keeps the book layer free of chapter

@@ -27,7 +27,7 @@ from ..foundation.parameters import ChapterParameters
 
 __all__ = ["PROFILES", "ON_REQUEST", "GPU_CIFAR10", "CPU_CIFAR10", "CPU_CIFAR10_FIT", "DEFAULT_PROFILE",
            "PROFILE_USES", "QUICK_GOAL_S", "GOAL_MACHINE", "RUNNER_PARAMETERS", "CHAPTERS", "NotebookSpec",
-           "find_root", "hand_run_root", "load_specs", "check_profile", "select", "parse_value",
+           "load_specs", "check_profile", "select", "parse_value",
            "parameters_class", "resolve", "chapters_with_runs"]
 
 # gpu: minutes on one GPU without downloads (chapters without a GPU setting run as quick);
@@ -71,27 +71,6 @@ RUNNER_PARAMETERS = ("profile", "live_widgets")
 #: The package of the chapters' modules (one per notebook, same name) unless
 #: ``profiles.yml`` names another under ``chapters:``.
 CHAPTERS = "dsmlib.chapters"
-
-
-def find_root(start: str | Path | None = None) -> Path:
-    """The book root: the nearest directory (upwards) holding ``_config.yml`` and ``notebooks/``."""
-    here = Path(start or Path.cwd()).resolve()
-    for d in [here, *here.parents]:
-        if (d / "_config.yml").exists() and (d / "notebooks").is_dir():
-            return d
-    raise ValueError(f"no book root (a directory with _config.yml and notebooks/) above {here}")
-
-
-def hand_run_root() -> Path:
-    """The book a run outside the runner (papermill by hand, Jupyter) belongs to: the one
-    around the working directory, else the one this ``dsmlib`` is installed from, else (a
-    ``dsmlib`` installed elsewhere, run outside any book) the working directory."""
-    for start in (Path.cwd(), Path(__file__).resolve().parents[2]):
-        try:
-            return find_root(start)
-        except ValueError:
-            continue
-    return Path.cwd()
 
 
 @dataclass(frozen=True)

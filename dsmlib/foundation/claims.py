@@ -24,7 +24,8 @@ Builders for the recurring forms: :func:`case` (estimate and standard error), :f
 (measured over predicted), :func:`interval_case` (an exact interval) and
 :func:`slope_claim` (a fitted log-log slope, with its lack of fit checked: a law that the
 lack-of-fit test rejects decides nothing, and its interval is never widened).
-:mod:`dsmlib.book.execute.results` writes each notebook's claims to ``results/<profile>/<notebook>.json``.
+:func:`dsmlib.foundation.handoff.write_results` writes each notebook's claims to
+``results/<profile>/<notebook>.json``.
 
 Every claim of the paper carries a ``scope`` saying what a refutation refutes
 (:data:`SCOPES`): ``assumptions`` (wrong even under the paper's own assumptions), ``setting``

@@ -12,7 +12,7 @@ derived from it:
   and writes the notebook's ``parameters`` cell from an object's :meth:`~ChapterParameters.cell_lines`
   (what papermill injects over, and what a re-run carries);
 - the notebook receives them in one line, ``P = chapter.Parameters.from_namespace(globals())``,
-  and hands its claims to the book with ``P`` (:func:`dsmlib.book.execute.results.write_results`).
+  and hands its claims to the book with ``P`` (:func:`dsmlib.foundation.handoff.write_results`).
   A value it refuses there (plain papermill, Jupyter) is a :class:`ParameterError`, which
   IPython, and so papermill's report of the cell, shows as one line, with no traceback.
 

@@ -138,7 +138,7 @@ def test_a_run_finishing_after_an_interrupt_is_not_published(tmp_path, monkeypat
     from dsmlib.book.profiles import load_specs
     from dsmlib.book.execute.runner import NotebookFailed, plan, run_notebook
     root = one_notebook(tmp_path, "fine", """\
-        from dsmlib.book.execute.results import write_results
+        from dsmlib.foundation.handoff import write_results
         from test_chapters.fine import Parameters
         write_results([], Parameters(), profile=profile)
         """)
@@ -235,6 +235,14 @@ def test_lab_prepares_the_chapter_with_the_runners_parameters(tmp_path):
     assert "live_widgets = True" in src and "steps = 20000" in src and "eta = 0.005" in src
     assert 'profile = "smoke"' in src and "seed = 0" in src            # every value
     assert f"os.chdir({str(root)!r})" in "".join(nb["cells"][0]["source"])
+    # and it records the live run for the chapter's write_results, below the book (issue 68,
+    # item 1): where its results go and what differs from the profile
+    import ast
+    from dsmlib.foundation.handoff import HAND_RUN, custom_results_path
+    [record] = [ast.literal_eval(n.value) for n in ast.parse("".join(nb["cells"][0]["source"])).body
+                if isinstance(n, ast.Assign) and n.targets[0].id == HAND_RUN]
+    assert record["changed"] == {"eta": 0.005} and record["profile"] == "smoke"
+    assert record["results"] == str(custom_results_path(root, "ols", record["parameters"]))
     for name in ("live_widgets", "profile"):
         assert run_cli("lab", "ols", "-p", name, "x", "--prepare-only",
                        root=root).returncode == 2
@@ -304,7 +312,7 @@ def test_only_the_grid_command_imports_torch_and_its_help_is_the_grid_modules(tm
         "---\njupytext:\n  text_representation: {extension: .md, format_name: myst}\n---\n"
         "# Tiny\n\n```{code-cell} ipython3\n:tags: [parameters]\nprofile = \"quick\"\n"
         "live_widgets = True\n```\n\n```{code-cell} ipython3\n"
-        "from dsmlib.book.execute.results import write_results\n"
+        "from dsmlib.foundation.handoff import write_results\n"
         "from dsmlib.foundation import claims as C\n"
         "from test_chapters.tiny import Parameters\n"
         "P = Parameters.from_namespace(globals())\n"

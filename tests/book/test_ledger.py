@@ -1,5 +1,5 @@
-"""Tests of dsmlib.book.site.ledger and dsmlib.book.execute.results: results files round-trip into the
-ledger, the errata, the summary and the coverage statement."""
+"""Tests of dsmlib.book.site.ledger, dsmlib.foundation.handoff and dsmlib.book.execute.results:
+results files round-trip into the ledger, the errata, the summary and the coverage statement."""
 from __future__ import annotations
 
 import copy
@@ -11,7 +11,8 @@ import pytest
 
 from dsmlib.book.site import ledger
 from dsmlib.foundation import claims as C
-from dsmlib.book.execute.results import load_results, write_results
+from dsmlib.book.execute.results import load_results
+from dsmlib.foundation.handoff import write_results
 from helpers import chapter_parameters, write_profile_results
 
 
@@ -179,7 +180,7 @@ def test_results_record_their_run_and_custom_paths(tmp_path, capsys):
     """Without the runner's seal (a hand run, library code), write_results writes to the book's
     results/custom/, keyed by the values, never to results/<profile>/, and says where; with
     it, to the runner's staging file, with its content key. Both record the run."""
-    from dsmlib.book.execute.results import custom_results_path, parameters_hash, run_values
+    from dsmlib.foundation.handoff import custom_results_path, parameters_hash, run_values
     params = chapter_parameters("ols", eta=0.01, sizes=(1, 2))
     values = run_values(params, "smoke")
     assert values == {"profile": "smoke", "eta": 0.01, "sizes": [1, 2]}     # as JSON holds it

@@ -67,13 +67,14 @@ def test_a_notebook_without_a_chapter_module_has_no_parameters(tmp_path):
 def test_the_book_root_of_a_hand_run(tmp_path, monkeypatch):
     """Inside a book, its root; outside any, the book this dsmlib is installed from (issue 46:
     a hand run from another folder wrote its results under that folder)."""
+    from dsmlib.foundation.handoff import hand_run_root
     from helpers import copy_book
     book = copy_book(tmp_path / "copy")
     (book / "notebooks" / "deep").mkdir()
     monkeypatch.chdir(book / "notebooks" / "deep")
-    assert profiles.hand_run_root() == book.resolve()
+    assert hand_run_root() == book.resolve()
     monkeypatch.chdir(tmp_path)
-    assert profiles.hand_run_root() == ROOT.resolve()
+    assert hand_run_root() == ROOT.resolve()
 
 
 def test_unknown_profile_in_yml_is_rejected(tmp_path):

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dsmlib.book.execute.results import parameters_hash
+from dsmlib.foundation.handoff import parameters_hash
 from dsmlib.book.execute.store import executed_path
 from helpers import ROOT, book_env, copy_book
 

@@ -13,7 +13,7 @@ import pytest
 from dsmlib.book.profiles import load_specs, resolve
 from dsmlib.book.execute import rerun
 from dsmlib.book.execute.rerun import UnknownParameter, announce_rerun, results_said, undeclared
-from dsmlib.book.execute.results import SEAL, custom_results_path, run_values
+from dsmlib.foundation.handoff import HAND_RUN, SEAL, custom_results_path, run_values
 from helpers import ROOT
 
 SMOKE = resolve(load_specs(ROOT / "notebooks")["ols"], "smoke")
@@ -89,3 +89,19 @@ def test_the_exit_line_says_whether_this_run_wrote_its_results(tmp_path):
     assert results_said(path, now - 5) == f"[dsmlib] This hand run's results are in {path}"
     os.utime(path, (now - 3600, now - 3600))       # an earlier run's, with the same values
     assert results_said(path, now - 5).startswith("[dsmlib] This hand run wrote no results")
+
+
+def test_a_hand_run_leaves_its_record_for_write_results_in_the_kernel():
+    """The chapter hands its claims over through the foundation (issue 68, item 1), which
+    cannot ask the book what a hand run changed: the cell under the title leaves the run's
+    record in the kernel's namespace, the one the page shows, and a second run of the notebook
+    in the same kernel (Jupyter) is not refused for it."""
+    ns = namespace(seed=1)
+    shown = announce_rerun("ols", ns)
+    values = run_values(type(SMOKE)(**{**SMOKE.as_dict(), "seed": 1}), "smoke")
+    record = ns[HAND_RUN]
+    assert record == shown.record and record["notebook"] == "ols" and record["hand_run"]
+    assert record["parameters"] == values and record["changed"] == {"seed": 1}
+    assert record["results"] == str(custom_results_path(ROOT, "ols", values))
+    ns["seed"] = 2
+    assert announce_rerun("ols", ns).record["changed"] == {"seed": 2} == ns[HAND_RUN]["changed"]

@@ -18,7 +18,7 @@ from scipy import stats as st
 
 from dsmlib.foundation import claims as C
 from dsmlib.foundation.power import RESOLUTION, resolvable, units_to_decide
-from dsmlib.book.execute.results import write_results
+from dsmlib.foundation.handoff import write_results
 from dsmlib.foundation.stats import LogLogFit, lowest_fitting_poly, poly_fit
 from helpers import chapter_parameters
 

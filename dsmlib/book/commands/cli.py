@@ -23,11 +23,11 @@ import re
 import sys
 from pathlib import Path
 
+from ...foundation.handoff import find_root
 from ...foundation.parameters import literal
 from .data import add_data_parser, data_command
 from .lab import launch_lab, prepare_lab
-from ..profiles import (DEFAULT_PROFILE, PROFILES, find_root, load_specs, parameters_class,
-                       parse_value)
+from ..profiles import DEFAULT_PROFILE, PROFILES, load_specs, parameters_class, parse_value
 from ..execute.store import BookBusy
 from ..site.build import build
 from ..execute.runner import CELL_TIMEOUT_S, NotebookFailed, NotebookRefused, execute

@@ -23,7 +23,7 @@ import zmq
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
-from .results import SEAL
+from ...foundation.handoff import SEAL
 
 __all__ = ["QuietKernelManager", "KernelWatch", "kernel_threads", "quiet_seal"]
 

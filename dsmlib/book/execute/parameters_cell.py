@@ -13,7 +13,7 @@ for papermill (``-p``, ``--help-notebook``) and for a person who re-runs a noteb
   notebook's cell is rewritten with every value of the execution (its profile included, the
   live widgets off) and the injected cell is dropped: a plain papermill re-run with one ``-p``
   runs the execution's profile with that one change (and writes, being no runner's run, to
-  ``results/custom/``; see :mod:`dsmlib.book.execute.results`). The cell goes first, before the
+  ``results/custom/``; see :mod:`dsmlib.foundation.handoff`). The cell goes first, before the
   title, so that the provenance cell under the title runs after it and can say what a hand
   run is (:mod:`dsmlib.book.execute.rerun`).
 """

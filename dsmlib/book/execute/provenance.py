@@ -38,11 +38,14 @@ def _sha(*parts: bytes) -> str:
 
 #: Modules that run outside the notebook kernel: changing them cannot change a notebook's
 #: outputs, so they are left out of the content key (a site-only change rebuilds in seconds).
-OUTSIDE_KERNEL = ("__main__.py", "book/profiles.py",
+#: That is the whole book layer: no page imports it (a page hands its claims over through
+#: :mod:`dsmlib.foundation.handoff`, which is in every content key); the cell the runner puts
+#: under an executed chapter's title runs only in a hand re-run, never in the book's execution.
+OUTSIDE_KERNEL = ("__main__.py", "book/__init__.py", "book/profiles.py",
                   *(f"book/commands/{m}.py" for m in ("__init__", "cli", "data", "grid", "lab")),
-                  *(f"book/execute/{m}.py" for m in ("cells", "closure", "kernel",
+                  *(f"book/execute/{m}.py" for m in ("__init__", "cells", "closure", "kernel",
                                                      "parameters_cell", "provenance",
-                                                     "provenance_html", "rerun",
+                                                     "provenance_html", "rerun", "results",
                                                      "runner", "store")),
                   *(f"book/references/{m}.py" for m in ("__init__", "contrast", "freshness",
                                                         "inline_markup", "lead", "records",
@@ -161,7 +164,7 @@ def versions() -> dict[str, str]:
 def provenance(root: Path, profile: str, values: dict[str, Any], wall_s: float,
                set_by: dict[str, str] | None = None) -> dict[str, Any]:
     """Everything a reader needs to say where a chapter's numbers came from: ``values`` are
-    every value the chapter ran with (:func:`dsmlib.book.execute.results.run_values`), ``set_by``
+    every value the chapter ran with (:func:`dsmlib.foundation.handoff.run_values`), ``set_by``
     names those that differ from the chapter's defaults and what set them ("profile smoke",
     "command line")."""
     return {"profile": profile, "parameters": dict(values), "set_by": dict(set_by or {}),

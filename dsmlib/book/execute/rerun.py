@@ -8,9 +8,13 @@ with the truth of this run (a *hand run*, its profile, every value it runs with,
 differ from the profile marked, and where its results will go: the book's
 ``results/custom/``, whatever the working directory, never ``results/<profile>/``), and
 refuses, in one line, a name papermill injected that the chapter does not declare (papermill
-itself only warns, then runs the defaults). As the kernel exits, it says again on papermill's
-terminal (or Jupyter's log) where its results are (:func:`results_said`), under the finished
-progress bar: the line the chapter prints as it writes them lands in the middle of the bar.
+itself only warns, then runs the defaults). It leaves the run's record in the kernel (under
+:data:`~dsmlib.foundation.handoff.HAND_RUN`): the chapter's
+:func:`~dsmlib.foundation.handoff.write_results`, which lies below the chapters and cannot ask
+the book, reads there where its results go and what the run changed. As the kernel exits, it
+says again on papermill's terminal (or Jupyter's log) where its results are
+(:func:`results_said`), under the finished progress bar: the line the chapter prints as it
+writes them lands in the middle of the bar.
 
 It reads the kernel's namespace, as the notebook's own ``Parameters.from_namespace`` does:
 at that cell it holds the parameters cell's names, papermill's and IPython's own, nothing else.
@@ -23,16 +27,19 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, MutableMapping
 
-from ...foundation.parameters import ParameterError
-from ..profiles import (CHAPTERS, PROFILES, RUNNER_PARAMETERS, NotebookSpec, hand_run_root,
-                       load_specs, parameters_class)
+from ...foundation.handoff import (HAND_RUN, SEAL, custom_results_path, environment,
+                                   hand_run_root, run_values)
+from ...foundation.parameters import ChapterParameters, ParameterError
+from ..profiles import (CHAPTERS, PROFILES, RUNNER_PARAMETERS, NotebookSpec, load_specs,
+                        parameters_class)
 from .provenance_html import parameters_html
-from .results import SEAL, changed_values, custom_results_path, environment, run_values
+from .results import changed_values
 
 __all__ = ["HAND_RUN_MIME", "ParameterRefused", "UnknownParameter", "undeclared",
-           "announce_rerun", "rerun_html", "HandRun", "results_said", "say_where_at_exit"]
+           "hand_run_record", "announce_rerun", "rerun_html", "HandRun", "results_said",
+           "say_where_at_exit"]
 
 #: The output type under which the cell under a hand run's title records that run: its profile,
 #: values, what changed, where its results go, and ``key`` None (no runner's content key).
@@ -60,10 +67,11 @@ def _literal(value: Any) -> bool:
 def undeclared(namespace: Mapping[str, Any], declared: set[str],
                hidden: set[str] = frozenset()) -> list[str]:
     """The names in ``namespace`` holding a literal that are not ``declared`` (IPython's own,
-    ``hidden``, and ``_``-names aside): what papermill injected beyond the parameters cell."""
+    ``hidden``, ``_``-names and the book's own two, the runner's seal and a hand run's record,
+    aside): what papermill injected beyond the parameters cell."""
     return sorted(n for n, v in namespace.items()
                   if not n.startswith("_") and n not in declared and n not in hidden
-                  and n != SEAL and _literal(v))
+                  and n not in (SEAL, HAND_RUN) and _literal(v))
 
 
 def _ipython_hidden() -> set[str]:
@@ -136,12 +144,27 @@ def say_where_at_exit(path: Path) -> None:
     atexit.register(_say_at_exit, path, time.time() - 1.0)   # 1 s: a coarse file clock
 
 
-def announce_rerun(notebook: str, namespace: Mapping[str, Any]):
+def hand_run_record(root: Path, parameters: ChapterParameters, profile: str
+                    ) -> dict[str, Any]:
+    """What the book knows of a run outside its runner with ``parameters`` under ``profile``:
+    its chapter, profile and values, those that differ from the profile's (``changed``, None
+    where the book at ``root`` cannot say) and where its results go (``results``: ``root``'s
+    ``results/custom/``). Put into the kernel under :data:`~dsmlib.foundation.handoff.HAND_RUN`,
+    it is what the chapter's :func:`~dsmlib.foundation.handoff.write_results` reads."""
+    values = run_values(parameters, profile)
+    return {"notebook": parameters.notebook, "hand_run": True, "key": None, "profile": profile,
+            "parameters": values, "changed": changed_values(root, parameters, profile),
+            "results": str(custom_results_path(root, parameters.notebook, values))}
+
+
+def announce_rerun(notebook: str, namespace: MutableMapping[str, Any]):
     """What the provenance cell of notebook ``notebook`` shows when a person re-runs it: that
     it is a hand run, with the values it runs with (read from ``namespace``, the kernel's
     ``globals()``), as an HTML display; a name papermill injected that its parameters cell
-    does not declare is refused. None under the runner's seal (the runner never executes this
-    cell)."""
+    does not declare is refused. The run's record (:func:`hand_run_record`) goes into
+    ``namespace`` under :data:`~dsmlib.foundation.handoff.HAND_RUN`, where the chapter's
+    ``write_results`` finds where its results go and what it changed. None under the runner's
+    seal (the runner never executes this cell)."""
     if namespace.get(SEAL):
         return None
     root = hand_run_root()
@@ -160,13 +183,10 @@ def announce_rerun(notebook: str, namespace: Mapping[str, Any]):
     except (TypeError, ValueError) as err:
         raise ParameterRefused(f"{err} (papermill -p NAME VALUE)") from None
     profile = str(namespace.get("profile"))
-    values = run_values(mine, profile)
-    changed = changed_values(root, mine, profile)
+    record = {**hand_run_record(root, mine, profile), "environment": environment()}
+    changed, results = record["changed"], record["results"]
     set_by = {k: f"profile {profile}" for k in (spec.profiles.get(profile) or {} if spec else {})}
     set_by |= {k: "this hand run" for k in changed or {}}
-    results = custom_results_path(root, notebook, values)
-    say_where_at_exit(results.resolve())
-    record = {"notebook": notebook, "hand_run": True, "key": None, "profile": profile,
-              "parameters": values, "changed": changed, "results": str(results),
-              "environment": environment()}
-    return HandRun(rerun_html(values, set_by, str(results), changed), record)
+    say_where_at_exit(Path(results).resolve())
+    namespace[HAND_RUN] = record
+    return HandRun(rerun_html(record["parameters"], set_by, results, changed), record)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...foundation.files import atomic_write_text
+from ...foundation.handoff import SEAL, run_values, same_parameters
 from ...foundation.parameters import ChapterParameters, ParameterError
 from .kernel import KernelWatch, QuietKernelManager, kernel_threads, quiet_seal
 from .parameters_cell import carry_parameters, declare_in_cell
@@ -30,7 +31,6 @@ from ..profiles import DEFAULT_PROFILE, load_specs, resolve, select
 from .provenance import code_key, provenance
 from .rerun import ParameterRefused, UnknownParameter
 from .provenance_html import decorate
-from .results import SEAL, run_values, same_parameters
 from .store import (book_lock, clear_stage, custom_paths, executed_path, failed_path, is_fresh,
                     keep_failed, publish, results_mismatch, results_path, stage_dir)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...foundation.files import atomic_write_text
-from .results import SEAL, custom_results_path, parameters_hash, same_parameters
+from ...foundation.handoff import SEAL, custom_results_path, parameters_hash, same_parameters
 
 __all__ = ["BookBusy", "executed_path", "results_path", "custom_paths", "failed_path",
            "stage_dir", "book_lock", "results_mismatch", "rerun_by_hand", "runner_metadata",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..execute.provenance import kernel_code
-from ..execute.results import same_parameters
+from ...foundation.handoff import same_parameters
 from ..execute.runner import plan
 from .records import (load_manifest, missing_records, profile_runs, rederive_command,
                       records_dir)

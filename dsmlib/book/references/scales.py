@@ -14,7 +14,7 @@ import html
 from typing import Any, Sequence
 
 from ...figures.tables import BADGES, data_table, fmt_interval, fmt_number
-from ..execute.results import same_parameters
+from ...foundation.handoff import same_parameters
 from ..execute.provenance_html import duration_text, training_text
 from .stored import Reference
 

@@ -20,7 +20,8 @@ from typing import Any, Sequence
 from ...figures.tables import fmt_interval, fmt_number
 from ..references.contrast import Scale, scales_of, split_case
 from ..references.lead import DATA_WORDS, strongest
-from ..profiles import NotebookSpec, hand_run_root, load_specs
+from ...foundation.handoff import hand_run_root
+from ..profiles import NotebookSpec, load_specs
 from ..references.stored import Reference
 
 __all__ = ["Evidence", "Part", "parts", "book_parts", "Basis", "Sentence", "ANSWER_LEAD", "execution_scales",
