@@ -94,17 +94,17 @@ def band_words(band: list[float | None]) -> str:
     return f"between {word(lo)} and {word(hi)}"
 
 
-_JARGON = [(re.compile(r" \(deciding case: (.+)\)$"), r" (shown: case \1, the one that heads the claim)"),
-           (re.compile(r", coordinate (\d+) of (\d+) \(joint (\d+) ?% box\)"),
-            r", component \1 of \2 (the intervals of all \2 components hold together at \3 %)")]
+_JOINT = re.compile(r", coordinate (\d+) of (\d+) \(joint (\d+) ?% box\)")
 
 
-def plain_quantity(text: str) -> str:
-    """A claim's quantity in a reader's words (stored results say "deciding case: e" and
-    "coordinate 2 of 2 (joint 99 % box)")."""
-    for pattern, words in _JARGON:
-        text = pattern.sub(words, text)
-    return text
+def plain_quantity(text: str, case: str = "") -> str:
+    """A claim's quantity in a reader's words, then the case that heads it (``case``, the
+    claim's own field): ``m, component 2 of 2 (the intervals of all 2 components hold together
+    at 99 %) (shown: case e, the one that heads the claim)`` for ``m, coordinate 2 of 2 (joint
+    99 % box)`` headed by case ``e``."""
+    text = _JOINT.sub(r", component \1 of \2 (the intervals of all \2 components hold "
+                      r"together at \3 %)", text)
+    return f"{text} (shown: case {case}, the one that heads the claim)".strip() if case else text
 
 
 _MATH = re.compile(r"\$([^$]+)\$")
@@ -183,7 +183,7 @@ def _cases_html(details: list[dict[str, Any]], unit: str = "") -> str:
 
 
 def _details_html(c: dict[str, Any]) -> str:
-    items = [("Quantity", math_html(plain_quantity(c.get("quantity", "")))),
+    items = [("Quantity", math_html(plain_quantity(c.get("quantity", ""), c.get("case", "")))),
              ("Band (fixed before measuring)", fmt_band(c["band"]))]
     if c.get("scope"):
         items.append(("Scope", f"<em>{c['scope']}</em>: {SCOPE_TEXT[c['scope']]}"))

@@ -94,6 +94,8 @@ class Claim:
     bounds: list[float] | None = None  # the quantity's possible range (see :func:`case`)
     unit: str = ""                 # the unit of measured, interval and band ("": a pure number)
     size: str = ""                 # a directional verdict's size against the smallest gain worth having
+    case: str = ""                 # the case that heads it (:func:`deciding_case`), by its key in
+    #                                ``details``; "" for a claim of one case
 
 
 def case(*, paper: float, measured: float, se: float, band: Sequence[float | None],
@@ -202,8 +204,9 @@ def joint_case(estimates: Sequence[float], ses: Sequence[float], *, paper: float
 
 def from_case(id: str, statement: str, c: Case, *, note: str = "",
               details: list[dict[str, Any]] | None = None, scope: str | None = None,
-              condition: str = "", kind: str = "empirical", size: str = "") -> Claim:
-    """A claim whose verdict is that of one case (``size``: see :class:`Claim`)."""
+              condition: str = "", kind: str = "empirical", size: str = "",
+              case: str = "") -> Claim:
+    """A claim whose verdict is that of one case (``size``, ``case``: see :class:`Claim`)."""
     if c.caveat and c.caveat not in note:
         note = f"{note} {c.caveat}".strip()
     return Claim(id=id, statement=statement, paper=c.paper, measured=c.measured,
@@ -213,7 +216,7 @@ def from_case(id: str, statement: str, c: Case, *, note: str = "",
                  scope=None if scope is None else check_choice("scope", scope, SCOPES),
                  condition=condition, kind=check_choice("kind", kind, KINDS),
                  p_value=p_towards(c)[0], bounds=getattr(c, "bounds", None),
-                 unit=getattr(c, "unit", ""), size=size)
+                 unit=getattr(c, "unit", ""), size=size, case=case)
 
 
 def measure(id: str, statement: str, *, paper: float, measured: float, se: float,
@@ -323,7 +326,7 @@ def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note:
     Each case is decided under the family-wise rule (:func:`holm_verdicts`); the claim is
     refuted if any case is, confirmed if all are, else inconclusive (:func:`combine_all`). The
     headline numbers are those of the deciding case (:func:`deciding_case`, the one headline
-    rule). Every case is kept
+    rule), whose key the claim stores as ``case``. Every case is kept
     in ``details`` with its p-value, and, where its own interval alone would give another
     verdict, that verdict (``verdict_alone``).
     """
@@ -357,10 +360,9 @@ def every_case(id: str, statement: str, cases: dict[str, Case | Claim], *, note:
                 f"{len(held)} that {'its' if len(held) == 1 else 'their'} own "
                 f"{CONFIDENCE:.0%} interval alone would decide: {', '.join(held)}.").strip()
     head = Case(**{**{f.name: getattr(head, f.name, f.default) for f in fields(Case)},
-                   "verdict": overall,
-                   "quantity": f"{head.quantity} (deciding case: {key})".strip()})
+                   "verdict": overall})
     claim = from_case(id, statement, head, note=note, details=details, scope=scope,
-                      condition=condition, kind=kind)
+                      condition=condition, kind=kind, case=key)
     claim.p_value = family_p(values)
     return claim
 
@@ -372,7 +374,8 @@ def some_case(id: str, statement: str, cases: dict[str, Case], *, note: str = ""
     every case is refuted, else inconclusive (:func:`some_verdict`), each case by its own
     interval. The cases' intervals must form a joint box (:func:`joint_level`), or "some"
     would be confirmed by chance among many. The headline is the best evidence for "some"
-    (:func:`deciding_case` with ``some``); ``extras`` go into each case's row of ``details``."""
+    (:func:`deciding_case` with ``some``), whose key the claim stores as ``case``; ``extras``
+    go into each case's row of ``details``."""
     if not cases:
         raise ValueError("cases must not be empty")
     verdicts = [c.verdict for c in cases.values()]
@@ -385,10 +388,9 @@ def some_case(id: str, statement: str, cases: dict[str, Case], *, note: str = ""
                 **({"unit": c.unit} if c.unit else {}),
                 **(extras or {}).get(k, {})}
                for k, c in cases.items()]
-    head = Case(**{**head.__dict__, "verdict": overall,
-                   "quantity": f"{head.quantity} (deciding case: {key})"})
+    head = Case(**{**head.__dict__, "verdict": overall})
     return from_case(id, statement, head, note=note, details=details, scope=scope,
-                     condition=condition)
+                     condition=condition, case=key)
 
 
 def exact_verdict(c: Claim | Case) -> str | None:

@@ -30,7 +30,7 @@ def _doc(measured: float, se: float, *, depth: int, lr: float, verdict="inconclu
     claim = dict(id="fig1.noisy_beats_teacher", statement="s", verdict=verdict,
                  measured=measured, interval=details[0]["interval"],
                  band=[1e-12, None], paper=0.0, unit="points", size="size not decided",
-                 quantity=f"gain (deciding case: {setting})", details=details)
+                 quantity="gain", case=setting, details=details)
     other = dict(claim, id="fig2.train_loss_to_zero", unit="", quantity="loss")
     return {"notebook": "sec5_distillation", "claims": [claim, other],
             "extra": {"contrast": ["fig1.noisy_beats_teacher"], "setting_words": WORDS,

@@ -115,7 +115,7 @@ def test_barrier_claims_pinned(sweep):
     assert ctl.verdict == "inconclusive" and ctl.interval[1] == pytest.approx(0.104508, abs=1e-6)
     # the case that keeps it undecided (issue 31): B = 2, not the B = 1 case nearest a verdict
     assert tim.verdict == "inconclusive" and tim.measured == pytest.approx(2.436102, rel=1e-5)
-    assert tim.quantity.endswith("(deciding case: η = 0.01, σ² = 2, B = 2)")
+    assert tim.case == "η = 0.01, σ² = 2, B = 2"
     # θ-independent noise of the label noise's strength at the sharp minimum: within 1000
     # steps it leaves the sharp minimum in 30 of 48 runs, the flat one in 12 of 48, whose
     # interval [0.11, 0.44] straddles the 0.2 edge

@@ -370,7 +370,7 @@ def test_claims_confirmed_and_pinned_when_the_paper_holds():
     step = claims["fig1.gradnorm_falls_with_sigma2"]
     assert len(step.details) == 2 and "joint" not in step.quantity
     some = claims["fig1.some_student_beats_teacher"]
-    assert "symmetric" not in some.quantity and "p = 0.1" in some.quantity
+    assert "symmetric" not in some.quantity and "p = 0.1" in some.case
     assert len(some.details) == 8 and some.measured == pytest.approx(5, abs=0.5)
     # headed by the case with the highest lower bound
     assert some.interval[0] == max(d["interval"][0] for d in some.details)
@@ -513,7 +513,7 @@ def test_some_case_logic():
     def c(m, se):
         return case(paper=0, measured=m, se=se, band=(0, None), quantity="q")
     claim = some_case("x", "s", {"a": c(-1, 0.01), "b": c(1, 0.01), "c": c(2, 0.5)})
-    assert claim.verdict == "confirmed" and claim.measured == 1 and "(deciding case: b)" in claim.quantity
+    assert claim.verdict == "confirmed" and claim.measured == 1 and claim.case == "b"
     assert [d["verdict"] for d in claim.details] == ["refuted", "confirmed", "confirmed"]
     claim = some_case("x", "s", {"a": c(-1, 0.01), "b": c(-3, 0.01)})
     assert claim.verdict == "refuted" and claim.measured == -1

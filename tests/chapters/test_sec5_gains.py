@@ -97,7 +97,7 @@ def test_some_student_is_headed_by_the_highest_lower_bound():
     narrow = case(paper=0, measured=0.9, se=0.05, band=(1, None), quantity="narrow")
     claim = some_case("x", "s", {"wide": wide, "narrow": narrow})
     assert claim.verdict == "inconclusive"
-    assert "(deciding case: narrow)" in claim.quantity and claim.interval == narrow.interval
+    assert claim.case == "narrow" and claim.interval == narrow.interval
     assert wide.interval[1] > narrow.interval[1] and narrow.interval[0] > wide.interval[0]
 
 
@@ -111,7 +111,7 @@ def test_the_headline_is_never_a_case_that_cannot_decide():
     assert whole.interval == [-100, 100]
     cases_ = {"tie": tie, "whole": whole, "judged": judged}
     claim = every_case("x", "s", cases_)
-    assert claim.verdict == "inconclusive" and "(deciding case: judged)" in claim.quantity
+    assert claim.verdict == "inconclusive" and claim.case == "judged"
     assert not can_decide(tie) and not can_decide(whole) and can_decide(judged)
 
 
@@ -122,9 +122,8 @@ def test_inconclusive_every_case_claims_are_headed_by_the_case_that_keeps_them_s
     near = case(paper=0, measured=2.0, se=0.45, band=(1, None), quantity="near")
     far = case(paper=0, measured=1.1, se=0.5, band=(1, None), quantity="far")
     claim = every_case("x", "s", {"far": far, "near": near})
-    assert claim.verdict == "inconclusive" and "(deciding case: far)" in claim.quantity
-    assert some_case("x", "s", {"far": far, "near": near}).quantity.endswith(
-        "(deciding case: near)")
+    assert claim.verdict == "inconclusive" and claim.case == "far"
+    assert some_case("x", "s", {"far": far, "near": near}).case == "near"
 
 
 def _ceiling(c) -> dict:
@@ -196,7 +195,7 @@ def test_a_claim_is_headed_by_its_judged_case_not_its_tie():
     c = claims["fig1.noisy_beats_teacher"]
     full, head = cases(c)[f"{FULL}: vs teacher"], cases(c)[f"{HEAD}: vs teacher"]
     assert full["caveat"].startswith("a tie")
-    assert c.verdict == "inconclusive" and f"(deciding case: {HEAD}: vs teacher)" in c.quantity
+    assert c.verdict == "inconclusive" and c.case == f"{HEAD}: vs teacher"
     # the heading case is stored as data, and it is the one whose numbers the claim shows
     assert head["heads"] and not full["heads"]
     assert c.interval == head["interval"] and c.interval[1] > c.interval[0]

@@ -104,11 +104,31 @@ def test_a_verdict_row_shows_what_it_was_tested_against():
 
 
 def test_plain_quantity_says_the_jargon_in_words():
-    q = tables.plain_quantity("mean of x, coordinate 2 of 2 (joint 99% box) (deciding case: e)")
+    q = tables.plain_quantity("mean of x, coordinate 2 of 2 (joint 99% box)", "e")
     assert q == ("mean of x, component 2 of 2 (the intervals of all 2 components hold together "
                  "at 99 %) (shown: case e, the one that heads the claim)")
     assert tables.plain_quantity("slope of y") == "slope of y"
     stored = C.every_case("x.b", "B.", {"e": C.joint_case([0.0, 5.0], [0.1, 0.1], paper=0.0,
                                                           band=(-1.0, 1.0), quantity="m")})
-    assert "deciding" not in tables.plain_quantity(stored.quantity)
-    assert "joint" not in tables.plain_quantity(stored.quantity)
+    assert stored.case == "e" and "deciding" not in stored.quantity      # the case is data
+    assert "joint" not in tables.plain_quantity(stored.quantity, stored.case)
+
+
+def test_the_case_that_heads_a_claim_is_named_in_the_readers_words():
+    """Issue 70, item 4: the heading case is stored on the claim (``case``), no longer written
+    into its quantity and parsed back; the table and the errata say it in the words they used
+    ("(shown: case e, the one that heads the claim)"), and a stored claim from before the field
+    (no ``case``) is shown without it."""
+    from dataclasses import asdict
+    from dsmlib.book.site.ledger import errata_markdown
+    a = C.case(paper=1, measured=1.0, se=0.01, band=(0.9, 1.1), quantity="ratio of x")
+    b = C.case(paper=1, measured=3.0, se=0.01, band=(0.9, 1.1), quantity="ratio of x")
+    claim = C.every_case("x.r", "R.", {"η = 0.1": a, "η = 0.2": b}, scope="setting",
+                         condition="c")
+    assert (claim.case, claim.quantity) == ("η = 0.2", "ratio of x")
+    words = "ratio of x (shown: case η = 0.2, the one that heads the claim)"
+    assert f"<dt>Quantity</dt><dd>{words}</dd>" in tables.claims_html([claim])
+    doc = {"notebook": "n", "profile": "quick", "claims": [asdict(claim)]}
+    assert f"({words}; `x.r`)" in errata_markdown([doc], chapter_paths={}, profile="quick")
+    old = {k: v for k, v in asdict(claim).items() if k != "case"}
+    assert "<dt>Quantity</dt><dd>ratio of x</dd>" in tables.claims_html([old])

@@ -149,7 +149,7 @@ def test_every_case_headlines_the_case_nearest_to_changing_the_verdict():
     near = C.case(paper=2, measured=2.309, se=0.129, band=band)      # 0.18 inside the band
     claim = C.every_case("id", "st", {"first": first, "near": near})
     assert claim.verdict == "confirmed" and claim.measured == near.measured
-    assert "deciding case: near" in claim.quantity
+    assert claim.case == "near" and "deciding" not in claim.quantity     # the case is data
     assert C.verdict_margin(near) == pytest.approx(near.interval[0] - 1.8)
     # Inconclusive: b reaches 0.25 beyond the band, a 0.2.
     a = C.case(paper=1, measured=0.9, se=0.3 / Z99, band=(0.8, 1.2))     # [0.6, 1.2]: 0.2 out
@@ -177,5 +177,5 @@ def test_a_decided_claim_is_headed_by_a_case_with_its_verdict():
     bad = C.case(paper=1, measured=0.1, se=0.0, band=(0.8, 1.2), unit="ln ratio")
     ok = C.case(paper=1, measured=1.0, se=0.01, band=(0.8, 1.2), unit="ln ratio")
     claim = C.every_case("x", "s", {"ok": ok, "bad": bad})
-    assert claim.verdict == "refuted" and "(deciding case: bad)" in claim.quantity
+    assert claim.verdict == "refuted" and claim.case == "bad"
     assert all(d["unit"] == "ln ratio" for d in claim.details)

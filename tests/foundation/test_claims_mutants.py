@@ -29,7 +29,7 @@ def test_measure_forwards_every_field():
         "verdict": "inconclusive", "quantity": "ratio", "source": "book", "se": 0.1,
         "note": "A note. heavy tails", "details": [{"case": "x"}], "exact": 2.05,
         "scope": "setting", "condition": "if so", "kind": "identity", "p_value": 1.0,
-        "bounds": [0.0, 2.2], "unit": "points", "size": ""}
+        "bounds": [0.0, 2.2], "unit": "points", "size": "", "case": ""}
 
 
 def test_measure_defaults():
@@ -82,7 +82,7 @@ def test_every_case_details_note_and_headline():
     assert claim.verdict == "inconclusive"          # the caveat makes b inconclusive
     assert claim.note == "N. Untrustworthy intervals: (b) heavy tails"
     # a caveat case never heads a claim while one that can decide is there (issue 62)
-    assert claim.quantity == "(deciding case: a)"
+    assert (claim.case, claim.quantity) == ("a", "")
     iv = pytest.approx([1 - Z99 * 0.01, 1 + Z99 * 0.01])
     p = pytest.approx(2 * st.norm.sf(10.0))                 # 0.1 from the edges, se 0.01
     assert claim.details == [
@@ -116,15 +116,15 @@ def test_every_case_picks_the_deciding_case():
     refuted = {"z": _case(1.3), "a": _case(2.0), "m": _case(1.5)}
     claim = C.every_case("x", "s", refuted)
     assert claim.verdict == "refuted" and claim.measured == 2.0
-    assert claim.quantity == "(deciding case: a)"
+    assert (claim.case, claim.quantity) == ("a", "")
     confirmed = {"a": _case(1.0), "b": _case(1.05, band=(0.0, 10.0))}
-    assert C.every_case("x", "s", confirmed).quantity == "(deciding case: a)"
+    assert C.every_case("x", "s", confirmed).case == "a"
     assert C.every_case("x", "s", confirmed).band == [0.9, 1.1]
     # not refuted: the case nearest its band's edge decides, wherever it stands
     first_wide = {"a": _case(1.05, band=(0.0, 10.0)), "b": _case(1.0)}
-    assert C.every_case("x", "s", first_wide).quantity == "(deciding case: b)"
+    assert C.every_case("x", "s", first_wide).case == "b"
     tie = {"a": _case(1.0), "b": _case(1.0)}
-    assert C.every_case("x", "s", tie).quantity == "(deciding case: a)"
+    assert C.every_case("x", "s", tie).case == "a"
 
 
 def test_slope_claim_defaults_and_note():
@@ -196,7 +196,7 @@ def test_band_gap_measures_from_the_near_edge():
     far = C.case(paper=1.0, measured=1.65, se=0.01, band=(0.9, 1.1))       # [1.62, 1.68]
     assert near.verdict == "inconclusive"
     claim = C.every_case("x", "s", {"wide": wide, "far": far})
-    assert claim.quantity == "(deciding case: far)"
+    assert claim.case == "far"
 
 
 def test_joint_case_forwards_every_field():

@@ -186,7 +186,7 @@ def test_the_headline_is_the_case_that_decides():
     fine = C.case(paper=1.0, measured=1.0, se=0.01, band=band)
     claim = C.every_case("x", "s", {"B = 1": near_confirmed, "B = 2": near_refuted, "ok": fine})
     assert claim.verdict == "inconclusive" and claim.measured == 2.6
-    assert claim.quantity.endswith("(deciding case: B = 2)")
+    assert claim.case == "B = 2"
     cav = C.case(paper=1.0, measured=1.0, se=0.001, band=band, caveat="tails")
     # a caveat case heads no claim while a case that can decide is there (issue 62)
     assert C.every_case("x", "s", {"a": near_refuted, "c": cav}).measured == near_refuted.measured

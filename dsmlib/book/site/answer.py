@@ -13,7 +13,6 @@ p-value) and called inconclusive. Each :class:`Sentence` carries the claims it r
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -25,7 +24,7 @@ from ..profiles import NotebookSpec, load_specs
 from ..references.stored import Reference
 
 __all__ = ["Evidence", "Part", "parts", "book_parts", "Basis", "Sentence", "ANSWER_LEAD", "execution_scales",
-           "on_papers_data", "deciding_case", "setting_words", "baseline_words", "value_words",
+           "on_papers_data", "setting_words", "baseline_words", "value_words",
            "basis_of",
            "sentence", "answer", "answer_markdown"]
 
@@ -148,15 +147,6 @@ def on_papers_data(scale: Scale) -> bool:
     return bool(sets) and all(s.get("dataset") != "digits" for s in sets)
 
 
-_DECIDING = re.compile(r"\(deciding case: (.+)\)\s*$")
-
-
-def deciding_case(claim: dict[str, Any]) -> str:
-    """The case that heads a claim, as its quantity names it ("" where it names none)."""
-    m = _DECIDING.search(claim.get("quantity") or "")
-    return m.group(1) if m else ""
-
-
 def _label(scale: Scale) -> str:
     """An execution in words: ``the `paper` reference``, ``this `quick` build``."""
     name, _, rest = scale.label.partition(" ")
@@ -169,7 +159,7 @@ def setting_words(scale: Scale, claim: dict[str, Any], part: Part, evidence: Evi
     ``CIFAR-10, 1,200 images, ResNet-8, `cpu-cifar10` reference``); otherwise the execution,
     then its deciding case (up to any ": " that explains it)."""
     settings = scale.extra.get("settings") or {}
-    case = deciding_case(claim)
+    case = claim.get("case", "")     # the case that heads it, stored on the claim
     if settings:
         name, _ = split_case(case, settings)
         if name is None and len(settings) == 1:
@@ -256,9 +246,8 @@ def sentence(part: Part, scales: Sequence[Scale], *, fallback: bool = False) -> 
         where = setting_words(sc, c, part, ev)
         measured_at = sum(1 for s in scales
                           if s.fresh == sc.fresh and s.claim(cid) is not None)
-        text = ev.words_for(deciding_case(c)).format(v=value_words(c),
-                                                     paper=fmt_number(c.get("paper")),
-                               baseline=baseline_words(c))
+        text = ev.words_for(c.get("case", "")).format(
+            v=value_words(c), paper=fmt_number(c.get("paper")), baseline=baseline_words(c))
         clauses.append(f"{text} ({_verdict(c, disagree, measured_at)}; {where}; "
                        f"`{cid}`)")
         basis.append(Basis(cid, sc.label, where, c["verdict"], disagree))

@@ -1,7 +1,8 @@
 """Every claim as data (book layer): ``claims.json`` and ``claims.csv``, linked from the
 ledger, one row per claim per execution (the built profile's and each committed reference's),
 with what a reader needs to use a number elsewhere: verdict, value, interval, band, the
-paper's and the exact value, scope, kind, and the profile and commit that measured it."""
+paper's and the exact value, scope, kind, the case that heads a claim of several, and the
+profile and commit that measured it."""
 from __future__ import annotations
 
 import csv
@@ -16,7 +17,7 @@ __all__ = ["FIELDS", "claim_rows", "claims_json", "claims_csv", "downloads_markd
 
 #: The columns, in order (a list value is split into ``_low`` / ``_high`` in the CSV).
 FIELDS = ("notebook", "id", "statement", "verdict", "measured", "interval", "band", "unit",
-          "size", "paper", "exact", "scope", "kind", "source", "quantity", "profile",
+          "size", "paper", "exact", "scope", "kind", "source", "quantity", "case", "profile",
           "commit", "current")
 
 
@@ -28,7 +29,7 @@ def _row(nb: str, c: dict[str, Any], profile: str, commit: str, current: bool) -
             "size": c.get("size", ""), "paper": c.get("paper"),
             "exact": c.get("exact"), "scope": c.get("scope"), "kind": c.get("kind"),
             "source": c.get("source", "paper"), "quantity": c.get("quantity", ""),
-            "profile": profile, "commit": commit, "current": current}
+            "case": c.get("case", ""), "profile": profile, "commit": commit, "current": current}
 
 
 def claim_rows(docs: Sequence[dict[str, Any]], commits: dict[str, str], profile: str,

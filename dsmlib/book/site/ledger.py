@@ -277,7 +277,7 @@ def errata_markdown(docs: Sequence[dict[str, Any]], *, chapter_paths: dict[str, 
                       f"{fmt_interval(c['interval'])}; the claim holds if the value is "
                       f"{band_words(c['band'])} (the paper's value: "
                       f"{fmt_number(c['paper'])}).{exact} "
-                      f"({plain_quantity(c.get('quantity', ''))}; `{c['id']}`)"]
+                      f"({plain_quantity(c.get('quantity', ''), c.get('case', ''))}; `{c['id']}`)"]
             if c.get("condition"):
                 label = "Correction" if c["verdict"] == "refuted" else condition_label(c["verdict"])
                 lines += [f": *{label}.* {c['condition']}"]
