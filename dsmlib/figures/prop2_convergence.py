@@ -95,12 +95,11 @@ def _eta_axes(fig: go.Figure, rows: int, title: str) -> None:
                          matches=None if row == 1 else "x", row=row, col=1)
 
 
-def strong_error_figure(sweeps: Sequence[Any], *, alpha: float = 0.01) -> go.Figure:
+def strong_error_figure(sweeps: Sequence[Any]) -> go.Figure:
     """One log-log panel per model (stacked, so the figure fits a phone): the constant
     ``max_k E||Theta(k eta) - theta_bar_k||^2 / eta^2`` against the step, with 99 % error bars,
     for Eq. (16) and the control; the exact value where theory gives it (dotted). Each legend
-    entry gives the claim's local slope between the two smallest steps with its interval.
-    ``alpha`` is kept for callers of the earlier signature."""
+    entry gives the claim's local slope between the two smallest steps with its interval."""
     names = list(dict.fromkeys(s.name for s in sweeps))
     fig = make_subplots(len(names), 1, subplot_titles=names, vertical_spacing=0.12)
     for s in sweeps:
@@ -130,7 +129,7 @@ def strong_error_figure(sweeps: Sequence[Any], *, alpha: float = 0.01) -> go.Fig
     return fig
 
 
-def weak_figure(weak: Any, *, alpha: float) -> go.Figure:
+def weak_figure(weak: Any) -> go.Figure:
     """The sliced energy coefficient ``H`` of SGD against Eq. (17) at ``T``, unbiased (with 99 %
     bars and its fit) and naive (scipy's V-statistic, which never falls below its ~1/n floor)."""
     fig = go.Figure()
@@ -158,9 +157,9 @@ def weak_figure(weak: Any, *, alpha: float) -> go.Figure:
     return fig
 
 
-def weak_figures(weaks: Sequence[Any], *, alpha: float = 0.01) -> go.Figure:
+def weak_figures(weaks: Sequence[Any]) -> go.Figure:
     """:func:`weak_figure` for each model, stacked (one panel per model)."""
-    figs = [weak_figure(w, alpha=alpha) for w in weaks]
+    figs = [weak_figure(w) for w in weaks]
     fig = make_subplots(len(weaks), 1, subplot_titles=[w.name for w in weaks],
                         vertical_spacing=0.14)
     for row, f in enumerate(figs, start=1):

@@ -34,7 +34,7 @@ def _legend_lines(fig) -> list[str]:
 
 def test_strong_error_figure(runs):
     sweeps, _, _ = runs
-    fig = figs.strong_error_figure(sweeps, alpha=p2.LOF_ALPHA)
+    fig = figs.strong_error_figure(sweeps)
     n_exact = sum(s.exact_peak is not None for s in sweeps)
     assert n_exact == 2 and len(fig.data) == len(sweeps) + n_exact
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
@@ -72,7 +72,7 @@ def test_legend_interval_is_the_claims(runs):
 
 def test_weak_and_moments_figures(runs):
     _, weak, _ = runs
-    fig = figs.weak_figure(weak[0], alpha=p2.LOF_ALPHA)
+    fig = figs.weak_figure(weak[0])
     assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.title.text
     assert any("naive" in t.name for t in fig.data)
     m = figs.moments_figure(weak[0])
