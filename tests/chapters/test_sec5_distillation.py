@@ -21,6 +21,7 @@ from dsmlib.chapters.sec5_distillation import scope as scope
 from dsmlib.foundation.claims import case, some_case
 from dsmlib.foundation.power import units_to_decide
 from dsmlib.foundation.stats import crossed_mean
+from dsmlib.models.sec5_distillation.run_config import Noise
 from dsmlib.models.sec5_distillation.runs import RunRecord
 
 PARAMS = dict(headroom_sigma2s=None, headroom_seeds=None, headroom_passes=1, curve_sizes=[], curve_seeds=[], n_train_eval=None,
@@ -124,10 +125,10 @@ def test_grid_runs_teachers_first_with_a_control_per_p_in_each_setting():
     assert all(r.teacher.seed == r.seed and r.train_limit == r.teacher.train_limit
                for r in students)
     assert len({r.key() for r in runs}) == len(runs)
-    controls = [r for r in runs if r.noise == sg.CONTROL and r.train_limit is None]
+    controls = [r for r in runs if r.noise == Noise.CONTROL and r.train_limit is None]
     assert sorted((r.seed, r.level) for r in controls) == [(s, p) for s in range(4) for p in (0.1, 0.3)]
     assert all(r.epochs == PARAMS["student_epochs"] for r in controls)
-    hinton = [r for r in runs if r.noise == sg.HINTON]
+    hinton = [r for r in runs if r.noise == Noise.HINTON]
     assert len(hinton) == 8 and {r.level for r in hinton} == {4.0}
     assert [s.name for s in grid.settings] == [FULL, HEAD]
 
@@ -200,7 +201,7 @@ def test_summarise_needs_every_run_and_pairs_each_student_with_its_control():
         for cell in res.noisy(s, "symmetric"):
             ctrl = res.control(cell)
             assert (ctrl.kind, ctrl.level, ctrl.name, ctrl.setting) == (
-                sg.CONTROL, cell.level, f"control of p = {cell.level:g}", s)
+                Noise.CONTROL, cell.level, f"control of p = {cell.level:g}", s)
         assert all(res.control(c) is res.noiseless(s) for c in res.noisy(s, "gaussian"))
         assert res.hinton(s).name == "Hinton student (T = 4)" and res.hinton(s).setting == s
     with pytest.raises(ValueError, match="cell must be a noisy student"):
@@ -449,7 +450,7 @@ def test_each_swap_student_is_judged_against_its_own_control():
     student and above the other p's control: against any other run the verdict flips."""
     def own_control(c):
         f = good(c)
-        if c.noise == sg.CONTROL:
+        if c.noise == Noise.CONTROL:
             f["gradnorm"] = 1000.0 * math.exp(-1.0 * position(c) + jitter(c))
         elif c.noise == "symmetric":
             f["gradnorm"] = 1000.0 * math.exp(-1.0 * position(c) - 0.1 + jitter(c))
@@ -552,7 +553,7 @@ def test_selection_averages_ties_within_a_seed():
 def test_controls_are_never_selected():
     """A control with the best validation accuracy is not a noisy student: selection ignores it."""
     def control_best(c):
-        return good(c) | (dict(val_acc=1.0, test_acc=0.2) if c.noise == sg.CONTROL else {})
+        return good(c) | (dict(val_acc=1.0, test_acc=0.2) if c.noise == Noise.CONTROL else {})
     res, claims = claims_of(control_best)
     assert claims["fig1.noisy_beats_teacher"].verdict == "confirmed"
     assert distill.selected_levels(res, HEAD)["symmetric"].kind == "symmetric"

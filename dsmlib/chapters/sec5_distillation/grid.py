@@ -17,12 +17,10 @@ from ...models.sec5_distillation.recipe import PAPER
 from ...models.sec5_distillation.run_config import RunConfig, student_of as _student_of_config
 from ...models.sec5_distillation.run_config import Noise
 
-__all__ = ["KINDS", "CONTROL", "HINTON", "CONTINUED", "Setting", "teacher_config", "grid_levels",
+__all__ = ["KINDS", "CONTINUED", "Setting", "teacher_config", "grid_levels",
            "students_of", "curve_runs", "Grid", "build_grid", "grid_runs"]
 
 KINDS = {Noise.GAUSSIAN: "σ²", Noise.SYMMETRIC: "p"}   # the paper's noise kinds, and their level
-CONTROL = Noise.CONTROL   # the swap's control: no noise, target E[y~] = M_p y (Eq. 24)
-HINTON = Noise.HINTON     # the paper's noiseless student: softened cross-entropy, level = T
 CONTINUED = Noise.CONTINUED   # the teacher trained on its labels as long as a student
 
 
@@ -79,8 +77,8 @@ def grid_levels(grid: Any, setting: Setting) -> list[tuple[str, float]]:
     """The students of a teacher, as (kind, level): the noiseless one, each σ² and p, each
     p's control, the Hinton student and, where the grid asks for it, the continued teacher."""
     return ([(Noise.NONE, 0.0)] + [(Noise.GAUSSIAN, s) for s in setting.sigma2s]
-            + [(Noise.SYMMETRIC, p) for p in grid.ps] + [(CONTROL, p) for p in grid.ps]
-            + [(HINTON, grid.temperature)]
+            + [(Noise.SYMMETRIC, p) for p in grid.ps] + [(Noise.CONTROL, p) for p in grid.ps]
+            + [(Noise.HINTON, grid.temperature)]
             + ([(CONTINUED, 0.0)] if grid.continued_teacher else []))
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from ...foundation.checks import check_int, check_probability
 from ...models.sec5_distillation.correctness import unpack_flags
 from ...models.sec5_distillation.run_config import Noise, RunConfig
-from .grid import CONTINUED, CONTROL, HINTON, KINDS, Setting, grid_levels
+from .grid import CONTINUED, KINDS, Setting, grid_levels
 
 if TYPE_CHECKING:    # the runs' module imports torch (this one reads their records alone), and
     from ...models.sec5_distillation.runs import RunRecord    # the parameters import .grid
@@ -54,9 +54,9 @@ class Cell:
     def name(self) -> str:
         if self.role == "teacher":
             return "teacher"
-        if self.kind == CONTROL:
+        if self.kind == Noise.CONTROL:
             return f"control of p = {self.level:g}"
-        if self.kind == HINTON:
+        if self.kind == Noise.HINTON:
             return f"Hinton student (T = {self.level:g})"
         if self.kind == CONTINUED:
             return "continued teacher"
@@ -101,7 +101,7 @@ class DistillResults:
 
     def hinton(self, setting: str) -> Cell:
         """The paper's noiseless student (Hinton et al.'s softened cross-entropy)."""
-        return next(c for c in self.cells if c.setting == setting and c.kind == HINTON)
+        return next(c for c in self.cells if c.setting == setting and c.kind == Noise.HINTON)
 
     def continued(self, setting: str) -> Cell | None:
         """The continued teacher (trained on its labels as long as a student), None where the
@@ -110,7 +110,8 @@ class DistillResults:
                     None)
 
     def noisy(self, setting: str, kind: str) -> list[Cell]:
-        """The students of one noise kind (or of the swap's controls, ``kind=CONTROL``), by level."""
+        """The students of one noise kind (or of the swap's controls, ``Noise.CONTROL``), by
+        level."""
         return sorted((c for c in self.cells if c.setting == setting and c.kind == kind),
                       key=lambda c: c.level)
 
@@ -123,8 +124,8 @@ class DistillResults:
                              f"got {cell.name!r}")
         if cell.kind == Noise.GAUSSIAN:
             return self.noiseless(cell.setting)
-        return next(c for c in self.cells if c.setting == cell.setting and c.kind == CONTROL
-                    and c.level == cell.level)
+        return next(c for c in self.cells if c.setting == cell.setting
+                    and c.kind == Noise.CONTROL and c.level == cell.level)
 
 
 METRICS = ("train_loss", "val_loss", "val_acc", "test_acc", "train_acc", "gradnorm",
