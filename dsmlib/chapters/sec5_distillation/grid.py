@@ -17,11 +17,10 @@ from ...models.sec5_distillation.recipe import PAPER
 from ...models.sec5_distillation.run_config import RunConfig, student_of as _student_of_config
 from ...models.sec5_distillation.run_config import Noise
 
-__all__ = ["KINDS", "CONTINUED", "Setting", "teacher_config", "grid_levels",
+__all__ = ["KINDS", "Setting", "teacher_config", "grid_levels",
            "students_of", "curve_runs", "Grid", "build_grid", "grid_runs"]
 
 KINDS = {Noise.GAUSSIAN: "σ²", Noise.SYMMETRIC: "p"}   # the paper's noise kinds, and their level
-CONTINUED = Noise.CONTINUED   # the teacher trained on its labels as long as a student
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,7 @@ def grid_levels(grid: Any, setting: Setting) -> list[tuple[str, float]]:
     return ([(Noise.NONE, 0.0)] + [(Noise.GAUSSIAN, s) for s in setting.sigma2s]
             + [(Noise.SYMMETRIC, p) for p in grid.ps] + [(Noise.CONTROL, p) for p in grid.ps]
             + [(Noise.HINTON, grid.temperature)]
-            + ([(CONTINUED, 0.0)] if grid.continued_teacher else []))
+            + ([(Noise.CONTINUED, 0.0)] if grid.continued_teacher else []))
 
 
 def students_of(grid: Any, setting: Setting, teacher: RunConfig) -> list[RunConfig]:

@@ -24,7 +24,7 @@ import numpy as np
 from ...foundation.checks import check_int, check_probability
 from ...models.sec5_distillation.correctness import unpack_flags
 from ...models.sec5_distillation.run_config import Noise, RunConfig
-from .grid import CONTINUED, KINDS, Setting, grid_levels
+from .grid import KINDS, Setting, grid_levels
 
 if TYPE_CHECKING:    # the runs' module imports torch (this one reads their records alone), and
     from ...models.sec5_distillation.runs import RunRecord    # the parameters import .grid
@@ -58,7 +58,7 @@ class Cell:
             return f"control of p = {self.level:g}"
         if self.kind == Noise.HINTON:
             return f"Hinton student (T = {self.level:g})"
-        if self.kind == CONTINUED:
+        if self.kind == Noise.CONTINUED:
             return "continued teacher"
         return "noiseless student" if self.kind == Noise.NONE else f"{KINDS[self.kind]} = {self.level:g}"
 
@@ -106,8 +106,8 @@ class DistillResults:
     def continued(self, setting: str) -> Cell | None:
         """The continued teacher (trained on its labels as long as a student), None where the
         grid has none."""
-        return next((c for c in self.cells if c.setting == setting and c.kind == CONTINUED),
-                    None)
+        return next((c for c in self.cells
+                     if c.setting == setting and c.kind == Noise.CONTINUED), None)
 
     def noisy(self, setting: str, kind: str) -> list[Cell]:
         """The students of one noise kind (or of the swap's controls, ``Noise.CONTROL``), by
