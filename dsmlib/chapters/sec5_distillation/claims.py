@@ -573,7 +573,7 @@ def _with_size(claims: list[Claim]) -> list[Claim]:
 def distill_claims(res: DistillResults, *, scope_note: str = "",
                    delta_scale: float = 1.0) -> list[Claim]:
     """Every claim of Figures 1 and 2, one case per setting (and per student, level or step).
-    ``scope_note`` (see :func:`dsmlib.chapters.sec5_distillation.grid.scope_note`) goes into every
+    ``scope_note`` (see :func:`dsmlib.chapters.sec5_distillation.scope.scope_note`) goes into every
     claim's note; ``delta_scale`` scales every smallest useful gain (the δ table's δ/2, 2δ)."""
     claims = _with_size(gradnorm_claims(res, scope_note)
                              + accuracy_claims(res, scope_note, delta_scale)
