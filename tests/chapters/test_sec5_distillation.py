@@ -14,6 +14,7 @@ from scipy import stats
 
 from dsmlib.chapters.sec5_distillation import claims as sc
 from dsmlib.chapters import sec5_distillation as distill
+from dsmlib.chapters.parameters.sec5_distillation import Parameters
 from dsmlib.chapters.sec5_distillation import gains as gains
 from dsmlib.chapters.sec5_distillation import grid as sg
 from dsmlib.chapters.sec5_distillation import readouts as ro
@@ -102,7 +103,7 @@ def good(c) -> dict:
 
 
 def claims_of(final, early=None, per_image=True, **change):
-    grid = distill.Parameters.from_dict({**PARAMS, **change})
+    grid = Parameters.from_dict({**PARAMS, **change})
     res = distill.summarise(grid, fake_records(grid, final, early, per_image))
     return res, {c.id: c for c in sc.distill_claims(res, scope_note="synthetic")}
 
@@ -112,7 +113,7 @@ def cases(claim) -> dict[str, dict]:
 
 
 def test_grid_runs_teachers_first_with_a_control_per_p_in_each_setting():
-    grid = distill.Parameters.from_dict({**PARAMS, "curve_sizes": [100, 150, 300],
+    grid = Parameters.from_dict({**PARAMS, "curve_sizes": [100, 150, 300],
                                          "curve_seeds": [0, 1]})
     runs = sg.grid_runs(grid)
     per_teacher = 1 + 2 + 2 + 2 + 1           # noiseless, σ², p, controls, Hinton
@@ -134,7 +135,7 @@ def test_grid_runs_teachers_first_with_a_control_per_p_in_each_setting():
 
 
 def test_students_train_as_long_as_their_teacher_unless_told_otherwise():
-    grid = distill.Parameters.from_dict({**PARAMS, "student_epochs": None, "teacher_epochs": 5})
+    grid = Parameters.from_dict({**PARAMS, "student_epochs": None, "teacher_epochs": 5})
     assert {r.epochs for r in sg.grid_runs(grid)} == {5}
     res, _ = claims_of(good, student_epochs=None, teacher_epochs=5)
     note = scope.scope_note(res)
@@ -145,7 +146,7 @@ def test_students_train_as_long_as_their_teacher_unless_told_otherwise():
 
 
 def test_each_setting_has_its_seeds_levels_and_passes():
-    grid = distill.Parameters.from_dict({**PARAMS, "headroom_seeds": [5, 6, 7],
+    grid = Parameters.from_dict({**PARAMS, "headroom_seeds": [5, 6, 7],
                                          "headroom_sigma2s": [0.25, 1.0], "headroom_passes": 2})
     runs = sg.grid_runs(grid)
     head = [r for r in runs if r.train_limit == 150]
@@ -154,7 +155,7 @@ def test_each_setting_has_its_seeds_levels_and_passes():
     full = [r for r in runs if r.train_limit is None]
     assert {r.seed for r in full} == {0, 1, 2, 3} and {r.passes for r in full} == {1}
     assert {r.level for r in full if r.noise == "gaussian"} == {1.0, 4.0}
-    own = sg.grid_runs(distill.Parameters.from_dict({**PARAMS, "own_streams": True}))
+    own = sg.grid_runs(Parameters.from_dict({**PARAMS, "own_streams": True}))
     one_teacher = [r for r in own if r.role == "student" and r.seed == 0 and r.train_limit is None]
     assert len({r.stream for r in one_teacher}) == len(one_teacher) == 8
 
@@ -185,11 +186,11 @@ def test_each_setting_has_its_seeds_levels_and_passes():
 
 def test_bad_grid_parameters(change, match):
     with pytest.raises(ValueError, match=match):
-        distill.Parameters.from_dict({**PARAMS, **change})
+        Parameters.from_dict({**PARAMS, **change})
 
 
 def test_summarise_needs_every_run_and_pairs_each_student_with_its_control():
-    grid = distill.Parameters.from_dict(PARAMS)
+    grid = Parameters.from_dict(PARAMS)
     recs = fake_records(grid, good)
     with pytest.raises(ValueError, match="1 run\\(s\\) of the grid are not finished"):
         distill.summarise(grid, recs[:-1])
@@ -213,7 +214,7 @@ def test_a_seed_with_a_diverged_run_leaves_its_setting_and_the_page_says_so():
     and the claims stopped the page with 'measured must be finite'. A diverged run's seed now
     leaves every cell of its setting (its students are compared within the seed), the other
     setting keeps all its seeds, and the departures list the runs and the seeds kept."""
-    grid = distill.Parameters.from_dict(PARAMS)
+    grid = Parameters.from_dict(PARAMS)
 
     def final(c):
         blown = c.train_limit == 150 and c.seed == 2 and c.noise == "gaussian" and c.level == 4.0
@@ -256,7 +257,7 @@ def test_a_seed_with_a_diverged_run_leaves_its_setting_and_the_page_says_so():
 def test_the_all_seeds_reading_counts_a_diverged_run_at_chance():
     """A diverged student whose test accuracy is not finite counts at chance (1/L) in the
     reading with every seed, per image too; one with a finite accuracy counts at it."""
-    grid = distill.Parameters.from_dict(PARAMS)
+    grid = Parameters.from_dict(PARAMS)
 
     def final(c):
         blown = c.train_limit == 150 and c.seed == 1 and c.noise == "symmetric" and c.level == 0.1
@@ -992,7 +993,7 @@ def test_run_config_defaults_are_the_chapters_or_none():
     from dataclasses import MISSING, fields
     from dsmlib.models.sec5_distillation.run_config import RunConfig
     run = {f.name: f.default for f in fields(RunConfig)}
-    chapter = distill.Parameters().as_dict()
+    chapter = Parameters().as_dict()
     assert run["epochs"] is MISSING and run["n_gradnorm"] is MISSING
     shared = sorted(set(run) & set(chapter) - {"n_train_eval"})
     assert len(shared) >= 8, shared
