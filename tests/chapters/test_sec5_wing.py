@@ -51,14 +51,7 @@ def test_the_reader_sees_an_import_of_the_parameters_however_it_is_written(src):
     assert any(n == PARAMETERS or n.startswith(PARAMETERS + ".") for n in names)
 
 
-# The package's face hands on Parameters for the page's `distill.Parameters`
-# (notebooks/sec5_distillation.md); it goes once the page imports them from
-# dsmlib.chapters.parameters.sec5_distillation (then this mark goes too: strict).
-FACE = pytest.mark.xfail(strict=True, reason="the face re-exports Parameters for the page")
-
-
-@pytest.mark.parametrize("name", [pytest.param(p.name, marks=FACE) if p.name == "__init__.py"
-                                  else p.name for p in sorted(WING.glob("*.py"))])
+@pytest.mark.parametrize("name", [p.name for p in sorted(WING.glob("*.py"))])
 def test_no_module_of_the_wing_imports_the_chapters_parameters(name):
     assert not upward(name), f"chapters/sec5_distillation/{name} imports {upward(name)}"
 

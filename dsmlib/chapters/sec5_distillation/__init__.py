@@ -17,22 +17,10 @@ Read in this order:
 - :mod:`.gpu_cost` and :mod:`.cpu_budget`: what the paper's grid costs on a GPU, and the rule
   that sized the CPU's CIFAR-10 reference.
 
-This module re-exports the chapter's results' API; it imports no torch. On first use it also
-hands on the chapter's ``Parameters``, for the page's ``distill.Parameters``: the one import of
-the wing that reaches up to its parameters (their module imports :mod:`.grid`), left until the
-page imports them from :mod:`dsmlib.chapters.parameters.sec5_distillation` itself
-(tests/chapters/test_sec5_wing.py).
+This module re-exports the chapter's results' API; it imports no torch, and nothing of the
+chapter's parameters (tests/chapters/test_sec5_wing.py).
 """
-from typing import Any
-
 from . import results
 from .results import *  # noqa: F401,F403
 
-__all__ = ["Parameters", *results.__all__]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "Parameters":
-        from ..parameters.sec5_distillation import Parameters
-        return Parameters
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = list(results.__all__)
