@@ -178,8 +178,7 @@ def test_no_notebook_imports_the_book():
 
 
 # The one module allowed to import by a computed name: the book finds a chapter's Parameters
-# by the notebook's name (dsmlib.chapters.parameters.<name>, which the chapter module
-# re-exports; dsmlib.book.profiles.parameters_class), which keeps the book layer free of chapter
+# by the notebook's name (dsmlib.chapters.parameters.<name>; dsmlib.book.profiles.parameters_class), which keeps the book layer free of chapter
 # names. No content key depends on that import: each notebook imports its chapter module itself
 # (test_each_notebook_imports_its_chapter_module), so its import closure covers it.
 FINDS_CHAPTERS = "dsmlib.book.profiles"

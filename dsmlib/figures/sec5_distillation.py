@@ -22,7 +22,7 @@ from plotly.subplots import make_subplots
 
 from ..chapters.sec5_distillation.claims import family_level_text
 from ..chapters.sec5_distillation.results import DistillResults, selected_levels, shrinkage_rows
-from ..chapters.sec5_distillation.grid import CONTROL, HINTON, KINDS
+from ..chapters.sec5_distillation.grid import KINDS
 from ..chapters.sec5_distillation.gains import MIN_SEEDS
 from ..chapters.sec5_distillation.readouts import TARGET_ACCURACY, teacher_curve
 from ..foundation.claims import CONFIDENCE
@@ -38,7 +38,7 @@ __all__ = ["KIND_COLORS", "CONTROL_NAME", "curve_title", "curve_figure", "figure
            "distillation_table", "target_sources"]
 
 KIND_COLORS = {Noise.GAUSSIAN: "#1f77b4", Noise.SYMMETRIC: "#d62728", Noise.NONE: "#2ca02c",
-               "teacher": "#555555", CONTROL: "#ff9896", HINTON: "#9467bd"}
+               "teacher": "#555555", Noise.CONTROL: "#ff9896", Noise.HINTON: "#9467bd"}
 CONTROL_NAME = "swap control (no noise, target E[ỹ] = M_p y)"
 _ROWS1 = (("gradnorm", "G(θ) (log scale)"), ("val_acc", "validation accuracy (%)"),
           ("test_acc", "test accuracy (%)"))
@@ -171,7 +171,7 @@ def figure1(res: DistillResults) -> go.Figure:
             first = i == 1 and j == 1
             span: list[float] = []          # an accuracy row's points and bars: its axis range
             for kind, label in [(k, f"{k} noise ({sym})") for k, sym in KINDS.items()] + [
-                    (CONTROL, CONTROL_NAME)]:
+                    (Noise.CONTROL, CONTROL_NAME)]:
                 cells = [res.noiseless(s)] + res.noisy(s, kind)
                 if len(cells) < 2:
                     continue
@@ -189,12 +189,12 @@ def figure1(res: DistillResults) -> go.Figure:
                     error_y=bars,
                     name=label, legendgroup=kind,
                     showlegend=first, line=dict(color=KIND_COLORS[kind],
-                                                dash="dash" if kind == CONTROL else "solid"),
+                                                dash="dash" if kind == Noise.CONTROL else "solid"),
                     text=[c.name for c in cells],
                     hovertemplate="%{text}: %{y:.4g}<extra>" + kind + "</extra>"), row=i, col=j)
             for cell, dash, key in ((res.teacher(s), "dash", "teacher"),
                                     (res.noiseless(s), "dot", Noise.NONE),
-                                    (res.hinton(s), "dashdot", HINTON)):
+                                    (res.hinton(s), "dashdot", Noise.HINTON)):
                 m = _SCALE.get(metric, 1.0) * float(cell.final[metric].mean())
                 span.append(m)
                 fig.add_trace(go.Scatter(

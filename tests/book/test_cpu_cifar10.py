@@ -26,7 +26,7 @@ from dsmlib.chapters.sec5_distillation.cpu_budget import (BUDGET_S, EPOCHS, FIT_
                                                           validation_images)
 from dsmlib.chapters.sec5_distillation import registry
 from dsmlib.chapters.sec5_distillation.gains import FIT_ACCURACY
-from dsmlib.chapters.sec5_distillation.grid import CONTINUED, grid_levels
+from dsmlib.chapters.sec5_distillation.grid import grid_levels
 from dsmlib.chapters.sec5_distillation.seed_runs import needs_teacher_again, seed_groups
 from dsmlib.models.sec5_distillation import cifar10_npm as npm
 from dsmlib.models.sec5_distillation import cifar10_store as cs
@@ -59,7 +59,7 @@ def test_the_setting_is_the_rules_at_the_pilots_rates():
                if k not in ("epochs", "passes", "batch_size"))
     assert P.augment and s.batch_size == PAPER.batch_size and s.passes == 1
     levels = grid_levels(P, s)
-    assert (CONTINUED, 0.0) in levels and len(levels) == rates.students == 12
+    assert (Noise.CONTINUED, 0.0) in levels and len(levels) == rates.students == 12
     assert grid_seconds(rates, s.train_limit) <= BUDGET_S < grid_seconds(rates, s.train_limit + 100)
 
 

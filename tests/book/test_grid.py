@@ -11,7 +11,7 @@ from dsmlib.book.commands.cli import main
 from dsmlib.book.commands.grid import profile_grid
 from dsmlib.chapters.sec5_distillation.launch import (GridJob, balance, collect, group_cost,
                                                   launch, status)
-from dsmlib.chapters.sec5_distillation import Parameters
+from dsmlib.chapters.parameters.sec5_distillation import Parameters
 from dsmlib.chapters.sec5_distillation.grid import grid_runs
 from dsmlib.models.sec5_distillation.runs import run_many
 from helpers import ROOT

@@ -14,6 +14,7 @@ from scipy import stats
 
 from dsmlib.chapters.sec5_distillation import claims as sc
 from dsmlib.chapters import sec5_distillation as distill
+from dsmlib.chapters.parameters.sec5_distillation import Parameters
 from dsmlib.chapters.sec5_distillation import gains as gains
 from dsmlib.chapters.sec5_distillation import grid as sg
 from dsmlib.chapters.sec5_distillation import readouts as ro
@@ -21,6 +22,7 @@ from dsmlib.chapters.sec5_distillation import scope as scope
 from dsmlib.foundation.claims import case, some_case
 from dsmlib.foundation.power import units_to_decide
 from dsmlib.foundation.stats import crossed_mean
+from dsmlib.models.sec5_distillation.run_config import Noise
 from dsmlib.models.sec5_distillation.runs import RunRecord
 
 PARAMS = dict(headroom_sigma2s=None, headroom_seeds=None, headroom_passes=1, curve_sizes=[], curve_seeds=[], n_train_eval=None,
@@ -101,7 +103,7 @@ def good(c) -> dict:
 
 
 def claims_of(final, early=None, per_image=True, **change):
-    grid = distill.Parameters.from_dict({**PARAMS, **change})
+    grid = Parameters.from_dict({**PARAMS, **change})
     res = distill.summarise(grid, fake_records(grid, final, early, per_image))
     return res, {c.id: c for c in sc.distill_claims(res, scope_note="synthetic")}
 
@@ -111,7 +113,7 @@ def cases(claim) -> dict[str, dict]:
 
 
 def test_grid_runs_teachers_first_with_a_control_per_p_in_each_setting():
-    grid = distill.Parameters.from_dict({**PARAMS, "curve_sizes": [100, 150, 300],
+    grid = Parameters.from_dict({**PARAMS, "curve_sizes": [100, 150, 300],
                                          "curve_seeds": [0, 1]})
     runs = sg.grid_runs(grid)
     per_teacher = 1 + 2 + 2 + 2 + 1           # noiseless, σ², p, controls, Hinton
@@ -124,16 +126,16 @@ def test_grid_runs_teachers_first_with_a_control_per_p_in_each_setting():
     assert all(r.teacher.seed == r.seed and r.train_limit == r.teacher.train_limit
                for r in students)
     assert len({r.key() for r in runs}) == len(runs)
-    controls = [r for r in runs if r.noise == sg.CONTROL and r.train_limit is None]
+    controls = [r for r in runs if r.noise == Noise.CONTROL and r.train_limit is None]
     assert sorted((r.seed, r.level) for r in controls) == [(s, p) for s in range(4) for p in (0.1, 0.3)]
     assert all(r.epochs == PARAMS["student_epochs"] for r in controls)
-    hinton = [r for r in runs if r.noise == sg.HINTON]
+    hinton = [r for r in runs if r.noise == Noise.HINTON]
     assert len(hinton) == 8 and {r.level for r in hinton} == {4.0}
     assert [s.name for s in grid.settings] == [FULL, HEAD]
 
 
 def test_students_train_as_long_as_their_teacher_unless_told_otherwise():
-    grid = distill.Parameters.from_dict({**PARAMS, "student_epochs": None, "teacher_epochs": 5})
+    grid = Parameters.from_dict({**PARAMS, "student_epochs": None, "teacher_epochs": 5})
     assert {r.epochs for r in sg.grid_runs(grid)} == {5}
     res, _ = claims_of(good, student_epochs=None, teacher_epochs=5)
     note = scope.scope_note(res)
@@ -144,7 +146,7 @@ def test_students_train_as_long_as_their_teacher_unless_told_otherwise():
 
 
 def test_each_setting_has_its_seeds_levels_and_passes():
-    grid = distill.Parameters.from_dict({**PARAMS, "headroom_seeds": [5, 6, 7],
+    grid = Parameters.from_dict({**PARAMS, "headroom_seeds": [5, 6, 7],
                                          "headroom_sigma2s": [0.25, 1.0], "headroom_passes": 2})
     runs = sg.grid_runs(grid)
     head = [r for r in runs if r.train_limit == 150]
@@ -153,7 +155,7 @@ def test_each_setting_has_its_seeds_levels_and_passes():
     full = [r for r in runs if r.train_limit is None]
     assert {r.seed for r in full} == {0, 1, 2, 3} and {r.passes for r in full} == {1}
     assert {r.level for r in full if r.noise == "gaussian"} == {1.0, 4.0}
-    own = sg.grid_runs(distill.Parameters.from_dict({**PARAMS, "own_streams": True}))
+    own = sg.grid_runs(Parameters.from_dict({**PARAMS, "own_streams": True}))
     one_teacher = [r for r in own if r.role == "student" and r.seed == 0 and r.train_limit is None]
     assert len({r.stream for r in one_teacher}) == len(one_teacher) == 8
 
@@ -184,11 +186,11 @@ def test_each_setting_has_its_seeds_levels_and_passes():
 
 def test_bad_grid_parameters(change, match):
     with pytest.raises(ValueError, match=match):
-        distill.Parameters.from_dict({**PARAMS, **change})
+        Parameters.from_dict({**PARAMS, **change})
 
 
 def test_summarise_needs_every_run_and_pairs_each_student_with_its_control():
-    grid = distill.Parameters.from_dict(PARAMS)
+    grid = Parameters.from_dict(PARAMS)
     recs = fake_records(grid, good)
     with pytest.raises(ValueError, match="1 run\\(s\\) of the grid are not finished"):
         distill.summarise(grid, recs[:-1])
@@ -200,7 +202,7 @@ def test_summarise_needs_every_run_and_pairs_each_student_with_its_control():
         for cell in res.noisy(s, "symmetric"):
             ctrl = res.control(cell)
             assert (ctrl.kind, ctrl.level, ctrl.name, ctrl.setting) == (
-                sg.CONTROL, cell.level, f"control of p = {cell.level:g}", s)
+                Noise.CONTROL, cell.level, f"control of p = {cell.level:g}", s)
         assert all(res.control(c) is res.noiseless(s) for c in res.noisy(s, "gaussian"))
         assert res.hinton(s).name == "Hinton student (T = 4)" and res.hinton(s).setting == s
     with pytest.raises(ValueError, match="cell must be a noisy student"):
@@ -212,7 +214,7 @@ def test_a_seed_with_a_diverged_run_leaves_its_setting_and_the_page_says_so():
     and the claims stopped the page with 'measured must be finite'. A diverged run's seed now
     leaves every cell of its setting (its students are compared within the seed), the other
     setting keeps all its seeds, and the departures list the runs and the seeds kept."""
-    grid = distill.Parameters.from_dict(PARAMS)
+    grid = Parameters.from_dict(PARAMS)
 
     def final(c):
         blown = c.train_limit == 150 and c.seed == 2 and c.noise == "gaussian" and c.level == 4.0
@@ -255,7 +257,7 @@ def test_a_seed_with_a_diverged_run_leaves_its_setting_and_the_page_says_so():
 def test_the_all_seeds_reading_counts_a_diverged_run_at_chance():
     """A diverged student whose test accuracy is not finite counts at chance (1/L) in the
     reading with every seed, per image too; one with a finite accuracy counts at it."""
-    grid = distill.Parameters.from_dict(PARAMS)
+    grid = Parameters.from_dict(PARAMS)
 
     def final(c):
         blown = c.train_limit == 150 and c.seed == 1 and c.noise == "symmetric" and c.level == 0.1
@@ -449,7 +451,7 @@ def test_each_swap_student_is_judged_against_its_own_control():
     student and above the other p's control: against any other run the verdict flips."""
     def own_control(c):
         f = good(c)
-        if c.noise == sg.CONTROL:
+        if c.noise == Noise.CONTROL:
             f["gradnorm"] = 1000.0 * math.exp(-1.0 * position(c) + jitter(c))
         elif c.noise == "symmetric":
             f["gradnorm"] = 1000.0 * math.exp(-1.0 * position(c) - 0.1 + jitter(c))
@@ -552,7 +554,7 @@ def test_selection_averages_ties_within_a_seed():
 def test_controls_are_never_selected():
     """A control with the best validation accuracy is not a noisy student: selection ignores it."""
     def control_best(c):
-        return good(c) | (dict(val_acc=1.0, test_acc=0.2) if c.noise == sg.CONTROL else {})
+        return good(c) | (dict(val_acc=1.0, test_acc=0.2) if c.noise == Noise.CONTROL else {})
     res, claims = claims_of(control_best)
     assert claims["fig1.noisy_beats_teacher"].verdict == "confirmed"
     assert distill.selected_levels(res, HEAD)["symmetric"].kind == "symmetric"
@@ -991,7 +993,7 @@ def test_run_config_defaults_are_the_chapters_or_none():
     from dataclasses import MISSING, fields
     from dsmlib.models.sec5_distillation.run_config import RunConfig
     run = {f.name: f.default for f in fields(RunConfig)}
-    chapter = distill.Parameters().as_dict()
+    chapter = Parameters().as_dict()
     assert run["epochs"] is MISSING and run["n_gradnorm"] is MISSING
     shared = sorted(set(run) & set(chapter) - {"n_train_eval"})
     assert len(shared) >= 8, shared

@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 from dsmlib.chapters import sec5_distillation as distill
+from dsmlib.chapters.parameters.sec5_distillation import Parameters
 from dsmlib.chapters.sec5_distillation import claims as sc
 from dsmlib.chapters.sec5_distillation import gains as gains
 from dsmlib.chapters.sec5_distillation import grid as sg
@@ -25,7 +26,7 @@ COLUMNS = ["digits, full data", "svhn, full data"]
 
 
 def results(**change):
-    grid = distill.Parameters.from_dict({**PARAMS, **change})
+    grid = Parameters.from_dict({**PARAMS, **change})
     recs = []
     for c in sg.grid_runs(grid):
         lvl = (c.level if c.noise == "gaussian" else 0 if c.noise == "hinton" else

@@ -3,13 +3,18 @@ bad fields and noise levels, a student that must match its teacher, integral flo
 integers."""
 from __future__ import annotations
 
+import json
 from dataclasses import fields
 
 import pytest
 
 from dsmlib.models.sec5_distillation.recipe import Recipe
 from dsmlib.models.sec5_distillation.run_config import IMPLIED, RunConfig, student_of
+from helpers import ROOT
 from tiny_runs import tiny_teacher as tiny
+
+#: Every committed run's configuration (and those of a reference still training).
+COMMITTED = sorted((ROOT / "reference").glob("*/runs/*/config.json"))
 
 
 def test_config_key_and_roundtrip():
@@ -105,3 +110,15 @@ def test_the_schedule_of_recipe_2_keeps_the_keys_of_runs_keyed_before_it_was_a_f
     assert RunConfig.from_dict(other.to_dict()) == other
     s = student_of(other, "none", 0.0)
     assert RunConfig.from_dict(s.to_dict()) == s and s.teacher.lr_drops == other.lr_drops
+
+
+def test_every_committed_run_keeps_its_key_and_its_config_file():
+    """Each committed run's ``config.json`` loads, hashes to its directory's name (the run's
+    key), and is written back byte for byte as :mod:`dsmlib.models.sec5_distillation.runs`
+    writes it: a change to the configuration's code keeps the keys and the file format of
+    the runs trained before it (issue 68)."""
+    assert {p.parents[2].name for p in COMMITTED} >= {"cpu-cifar10", "gpu"}
+    for path in COMMITTED:
+        config = RunConfig.from_dict(json.loads(path.read_text()))
+        assert config.key() == path.parent.name, path
+        assert json.dumps(config.to_dict(), indent=1) == path.read_text(), path

@@ -46,7 +46,7 @@ if TYPE_CHECKING:   # the models layer imports torch: 2 s of every command's sta
 __all__ = ["RUNS", "RECORD_FILES", "records_dir", "manifest_path", "profile_runs",
            "training_key", "missing_records", "rederive_overrides", "rederive_command",
            "store_run_records", "TIMING", "record_seconds", "records_seconds",
-           "training_seconds", "complete_records", "load_manifest"]
+           "training_seconds", "load_manifest"]
 
 RUNS = "runs"
 #: What a committed record holds: the configuration and the finished run's metrics
@@ -126,31 +126,6 @@ def training_seconds(configs: Sequence[RunConfig], runs_dir: Path) -> float:
     """The seconds the runs of ``configs`` took, summed from their records under ``runs_dir``
     (:func:`records_seconds`)."""
     return records_seconds(runs_dir, (c.key() for c in configs))
-
-
-def complete_records(runs_dir: Path) -> int:
-    """Rewrite every committed record under ``runs_dir`` (``<key>/config.json`` and the
-    ``config`` of its ``done.json``) with every field of its configuration, the recipe's
-    included (records made before issue 62 left out the fields at their implied values); the
-    keys stay as they are, and a record whose configuration does not hash to its directory's
-    name is an error. Returns the records rewritten."""
-    from ...models.sec5_distillation.run_config import RunConfig
-    changed = 0
-    for path in sorted(runs_dir.glob("*/config.json")):
-        config = RunConfig.from_dict(json.loads(path.read_text()))
-        if config.key() != path.parent.name:
-            raise ValueError(f"{path} does not hash to its directory's name ({config.key()})")
-        full = json.dumps(config.to_dict(), indent=1)
-        if path.read_text() != full:
-            atomic_write_text(path, full)
-            changed += 1
-        done = path.parent / "done.json"
-        if done.exists():
-            record = json.loads(done.read_text())
-            if record.get("config") != json.loads(full):
-                record["config"] = config.to_dict()
-                atomic_write_text(done, json.dumps(record, indent=1))
-    return changed
 
 
 def load_manifest(root: Path, profile: str, name: str) -> dict[str, Any] | None:

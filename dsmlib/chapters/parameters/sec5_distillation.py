@@ -1,5 +1,7 @@
 """Chapter ``sec5_distillation``'s parameters: noisy self-distillation (Section 5, Figures 1
-and 2), and so the grid of its runs."""
+and 2), and so the grid of its runs. They stand above the chapter's wing
+(:mod:`dsmlib.chapters.sec5_distillation`), which reads them as its
+:class:`~dsmlib.chapters.sec5_distillation.grid.GridParameters` and imports nothing of theirs."""
 from __future__ import annotations
 
 import dataclasses

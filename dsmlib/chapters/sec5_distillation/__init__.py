@@ -3,8 +3,9 @@ of its own (chapters layer). Its page imports this package and the chapter's fig
 
 Read in this order:
 
-- :mod:`.grid`: the grid of runs, built once from the chapter's parameters
-  (:mod:`dsmlib.chapters.parameters.sec5_distillation`): per setting and seed a teacher and its
+- :mod:`.grid`: the grid of runs, built once from the chapter's parameters (what the wing
+  reads of them: :class:`.grid.GridParameters`; they are declared above the wing, in
+  :mod:`dsmlib.chapters.parameters.sec5_distillation`): per setting and seed a teacher and its
   students;
 - :mod:`.launch` (and :mod:`.seed_runs`, the CPU's way): training the grid's runs, resuming
   them, collecting their records (the models are :mod:`dsmlib.models.sec5_distillation`);
@@ -16,20 +17,10 @@ Read in this order:
 - :mod:`.gpu_cost` and :mod:`.cpu_budget`: what the paper's grid costs on a GPU, and the rule
   that sized the CPU's CIFAR-10 reference.
 
-This module re-exports the chapter's results' API and, on first use, its ``Parameters`` (their
-module imports :mod:`.grid`, so an eager import here would go round a circle); it imports no
-torch.
+This module re-exports the chapter's results' API; it imports no torch, and nothing of the
+chapter's parameters (tests/chapters/test_sec5_wing.py).
 """
-from typing import Any
-
 from . import results
 from .results import *  # noqa: F401,F403
 
-__all__ = ["Parameters", *results.__all__]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "Parameters":
-        from ..parameters.sec5_distillation import Parameters
-        return Parameters
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = list(results.__all__)

@@ -47,7 +47,7 @@ from . import registry as R
 from .gains import (ACCURACY_RULE, DELTA_FRACTION, LOG_RATIO, STRICT, baseline, delta_of,
                     delta_rows, delta_scores, difference, gain_case, judged_settings, scores,
                     seed_case, shortfall_case, size_in_claim, test_images)
-from .grid import HINTON, KINDS
+from .grid import KINDS
 from .results import (Cell, DistillResults, selected_correct, selected_levels,
                       selected_test_acc, selection, shrinkage_rows)
 
@@ -488,8 +488,8 @@ def figure2_claims(res: DistillResults, note: str = "", delta_scale: float = 1.0
                 "final training loss against E[ỹ] / variance of E[ỹ]; paper: ≈ 0")
         if Noise.SYMMETRIC in sel:
             swap = sel[Noise.SYMMETRIC]
-            others = [(k, c) for k, c in sel.items() if k != Noise.SYMMETRIC] + [(HINTON,
-                                                                                 res.hinton(s))]
+            others = ([(k, c) for k, c in sel.items() if k != Noise.SYMMETRIC]
+                      + [(Noise.HINTON, res.hinton(s))])
             for _, other in others:
                 flat[f"{s}: flatter than {other.name}"] = seed_case(
                     _log_g(swap) - _log_g(other), BELOW_BAND,
@@ -573,7 +573,7 @@ def _with_size(claims: list[Claim]) -> list[Claim]:
 def distill_claims(res: DistillResults, *, scope_note: str = "",
                    delta_scale: float = 1.0) -> list[Claim]:
     """Every claim of Figures 1 and 2, one case per setting (and per student, level or step).
-    ``scope_note`` (see :func:`dsmlib.chapters.sec5_distillation.grid.scope_note`) goes into every
+    ``scope_note`` (see :func:`dsmlib.chapters.sec5_distillation.scope.scope_note`) goes into every
     claim's note; ``delta_scale`` scales every smallest useful gain (the δ table's δ/2, 2δ)."""
     claims = _with_size(gradnorm_claims(res, scope_note)
                              + accuracy_claims(res, scope_note, delta_scale)

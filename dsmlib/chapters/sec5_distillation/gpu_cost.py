@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from .grid import grid_levels
+from .grid import GridParameters, grid_levels
 
 __all__ = ["GPU_RUNS", "cost_rows", "PROFILE_BUDGET_S", "SETUP_S",
            "SIZE_STEP", "SIZE_RANGE", "measured_rates", "largest_size", "hours_per_seed",
@@ -83,7 +83,7 @@ def hours_per_seed(rates: dict[str, Any], *, images: int, epochs: int, students:
     return epochs * images * per_image / 3600.0
 
 
-def paper_cifar10_cost(root: Path, paper: Any) -> str:
+def paper_cifar10_cost(root: Path, paper: GridParameters) -> str:
     """One sentence: what the ``paper`` profile's CIFAR-10 grid costs per seed at the H200's
     measured rates (``paper``: the chapter's parameters under that profile)."""
     from ...models.sec5_distillation.datasets import train_images   # torch, on first use

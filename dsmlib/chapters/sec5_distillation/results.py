@@ -1,8 +1,8 @@
 """Chapter ``sec5_distillation``: noisy self-distillation (Section 5, Figures 1 and 2), the
-results of its grid (:mod:`dsmlib.chapters.sec5_distillation.grid`, from its parameters,
-:mod:`dsmlib.chapters.parameters.sec5_distillation`) arranged by cell and seed for the
-figures; the claims are in :mod:`dsmlib.chapters.sec5_distillation.claims`, the page's other read-outs in
-:mod:`dsmlib.chapters.sec5_distillation.readouts`.
+results of its grid (:mod:`dsmlib.chapters.sec5_distillation.grid`, built from the chapter's
+parameters, a :class:`~dsmlib.chapters.sec5_distillation.grid.GridParameters`) arranged by
+cell and seed for the figures; the claims are in :mod:`dsmlib.chapters.sec5_distillation.claims`,
+the page's other read-outs in :mod:`dsmlib.chapters.sec5_distillation.readouts`.
 
 A noisy student is judged against the student trained noiselessly on its noise's mean target:
 the control for the swap (``E[y~] = M_p y``, Eq. 24, every logit vector shrunk towards its mean
@@ -24,11 +24,10 @@ import numpy as np
 from ...foundation.checks import check_int, check_probability
 from ...models.sec5_distillation.correctness import unpack_flags
 from ...models.sec5_distillation.run_config import Noise, RunConfig
-from .grid import CONTINUED, CONTROL, HINTON, KINDS, Setting, grid_levels
+from .grid import KINDS, GridParameters, Setting, grid_levels
 
-if TYPE_CHECKING:    # the runs' module imports torch (this one reads their records alone), and
-    from ...models.sec5_distillation.runs import RunRecord    # the parameters import .grid
-    from ..parameters.sec5_distillation import Parameters
+if TYPE_CHECKING:    # the runs' module imports torch (this one reads their records alone)
+    from ...models.sec5_distillation.runs import RunRecord
 
 __all__ = ["Cell", "DistillResults", "METRICS", "ACCURACIES", "correct_flags",
            "diverged", "divergence_rows", "summarise", "selected_levels", "selected_test_acc",
@@ -54,18 +53,18 @@ class Cell:
     def name(self) -> str:
         if self.role == "teacher":
             return "teacher"
-        if self.kind == CONTROL:
+        if self.kind == Noise.CONTROL:
             return f"control of p = {self.level:g}"
-        if self.kind == HINTON:
+        if self.kind == Noise.HINTON:
             return f"Hinton student (T = {self.level:g})"
-        if self.kind == CONTINUED:
+        if self.kind == Noise.CONTINUED:
             return "continued teacher"
         return "noiseless student" if self.kind == Noise.NONE else f"{KINDS[self.kind]} = {self.level:g}"
 
 
 @dataclass
 class DistillResults:
-    grid: Parameters
+    grid: GridParameters
     cells: list[Cell]
     curve: list[dict[str, Any]] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)
@@ -101,16 +100,17 @@ class DistillResults:
 
     def hinton(self, setting: str) -> Cell:
         """The paper's noiseless student (Hinton et al.'s softened cross-entropy)."""
-        return next(c for c in self.cells if c.setting == setting and c.kind == HINTON)
+        return next(c for c in self.cells if c.setting == setting and c.kind == Noise.HINTON)
 
     def continued(self, setting: str) -> Cell | None:
         """The continued teacher (trained on its labels as long as a student), None where the
         grid has none."""
-        return next((c for c in self.cells if c.setting == setting and c.kind == CONTINUED),
-                    None)
+        return next((c for c in self.cells
+                     if c.setting == setting and c.kind == Noise.CONTINUED), None)
 
     def noisy(self, setting: str, kind: str) -> list[Cell]:
-        """The students of one noise kind (or of the swap's controls, ``kind=CONTROL``), by level."""
+        """The students of one noise kind (or of the swap's controls, ``Noise.CONTROL``), by
+        level."""
         return sorted((c for c in self.cells if c.setting == setting and c.kind == kind),
                       key=lambda c: c.level)
 
@@ -123,8 +123,8 @@ class DistillResults:
                              f"got {cell.name!r}")
         if cell.kind == Noise.GAUSSIAN:
             return self.noiseless(cell.setting)
-        return next(c for c in self.cells if c.setting == cell.setting and c.kind == CONTROL
-                    and c.level == cell.level)
+        return next(c for c in self.cells if c.setting == cell.setting
+                    and c.kind == Noise.CONTROL and c.level == cell.level)
 
 
 METRICS = ("train_loss", "val_loss", "val_acc", "test_acc", "train_acc", "gradnorm",
@@ -181,7 +181,8 @@ def _arm(config: RunConfig) -> str:
     return Cell("", "student", config.noise, config.level, np.array([])).name
 
 
-def divergence_rows(grid: Parameters, by_key: dict[str, RunRecord]) -> list[dict[str, Any]]:
+def divergence_rows(grid: GridParameters,
+                    by_key: dict[str, RunRecord]) -> list[dict[str, Any]]:
     """Per setting and arm (the teacher, each student kind and level): its runs, one per seed,
     and how many of them diverged (:func:`diverged`), with the seeds that did. A diverged run
     is a result: these are the arms' divergence rates."""
@@ -196,7 +197,7 @@ def divergence_rows(grid: Parameters, by_key: dict[str, RunRecord]) -> list[dict
     return rows
 
 
-def _setting_cells(grid: Parameters, s: Setting, seeds: Sequence[int],
+def _setting_cells(grid: GridParameters, s: Setting, seeds: Sequence[int],
                    by_key: dict[str, RunRecord], *, counted: bool = False) -> list[Cell]:
     """The cells of setting ``s`` over ``seeds``: its teachers, then each student kind and
     level. ``counted``: diverged runs count at their measured accuracy, or at chance."""
@@ -214,7 +215,7 @@ def _setting_cells(grid: Parameters, s: Setting, seeds: Sequence[int],
     return cells
 
 
-def summarise(grid: Parameters, records: Sequence[RunRecord]) -> DistillResults:
+def summarise(grid: GridParameters, records: Sequence[RunRecord]) -> DistillResults:
     """Arrange finished records by cell and seed (every run of the grid must be finished), and
     the teachers' test accuracy by training-set size
     (:func:`dsmlib.chapters.sec5_distillation.readouts.teacher_curve`).
@@ -225,7 +226,8 @@ def summarise(grid: Parameters, records: Sequence[RunRecord]) -> DistillResults:
     ``divergence``, and the reading that keeps every seed in ``all_seeds``. Fewer than two
     seeds left in a setting is an error: no interval over seeds exists."""
     by_key = {r.config.key(): r for r in records}
-    missing = [c.label() for c in grid.runs() if c.key() not in by_key or not by_key[c.key()].done]
+    missing = [c.label() for c in grid.grid.runs
+               if c.key() not in by_key or not by_key[c.key()].done]
     if missing:
         raise ValueError(f"{len(missing)} run(s) of the grid are not finished, e.g. {missing[:3]}")
     cells, every, dropped = [], [], {}
@@ -249,7 +251,7 @@ def summarise(grid: Parameters, records: Sequence[RunRecord]) -> DistillResults:
                           divergence=divergence_rows(grid, by_key), all_seeds=all_seeds)
 
 
-def _curve(grid: Parameters, by_key: dict[str, RunRecord],
+def _curve(grid: GridParameters, by_key: dict[str, RunRecord],
            dropped: dict[str, dict[int, list[str]]]) -> list[dict[str, Any]]:
     """Per data set and training-set size, the teachers' final test accuracy over their seeds
     (the settings' teachers over the seeds judged, ``dropped`` left out; the curve's teachers
