@@ -1,10 +1,10 @@
 """A chapter's parameters, declared once (foundation).
 
 Each chapter declares one frozen dataclass ``Parameters(ChapterParameters)`` in
-``dsmlib.chapters.parameters.<notebook>``, which its module ``dsmlib.chapters.<notebook>``
-re-exports: a field per knob of the chapter, its default the ``quick`` profile's value, made
-with :func:`param` (default and a one-line help). Everything else is
-derived from it:
+``dsmlib.chapters.parameters.<notebook>`` (which a one-module chapter re-exports; Section 5's
+wing sits below its parameters, which build its grid, and its page imports them): a field per
+knob of the chapter, its default the ``quick`` profile's value, made with :func:`param`
+(default and a one-line help). Everything else is derived from it:
 
 - ``notebooks/profiles.yml`` only overrides fields;
 - the book resolves a chapter's parameters under a profile and ``-p`` overrides with
