@@ -40,8 +40,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...foundation.claims import (CONFIDENCE, VERDICTS, Case, Claim, deciding_case, every_case,
-                                  holm_verdicts, joint_level, p_towards, some_case)
+from ...foundation.claims import (CONFIDENCE, VERDICTS, Case, Claim, every_case, joint_level,
+                                  p_towards, some_case)
 from ...models.sec5_distillation.run_config import Noise
 from . import registry as R
 from .gains import (ACCURACY_RULE, DELTA_FRACTION, LOG_RATIO, STRICT, baseline, delta_of,
@@ -80,13 +80,12 @@ def _every_case(id: str, statement: str, cases: dict[str, Case],
     in its row of ``details``; headed by the book's one rule
     (:func:`dsmlib.foundation.claims.deciding_case`)."""
     claim = every_case(id, statement, cases, **kw)
-    head, _ = deciding_case(cases, holm_verdicts(list(cases.values())))
     for row, (k, c) in zip(claim.details, cases.items()):
         row["se"] = c.se
         row.update((extras or {}).get(k, {}))
         if "size" in row:       # a size the family-wise rule's verdict does not contradict
             row["size"] = size_in_claim(row)
-        row["heads"] = k == head
+        row["heads"] = k == claim.case
     return claim
 
 
@@ -238,11 +237,10 @@ def _baseline_note(res: DistillResults, settings: Sequence[str]) -> str:
 
 def _some_case(id: str, statement: str, cases: dict[str, Case],
                extras: dict[str, dict[str, Any]], **kw: Any) -> Claim:
-    """:func:`some_case` with the heading case stored as data (``heads``)."""
+    """:func:`some_case` with the heading case (``claim.case``) marked in its row (``heads``)."""
     claim = some_case(id, statement, cases, extras=extras, **kw)
-    head, _ = deciding_case(cases, [c.verdict for c in cases.values()], some=True)
     for row in claim.details:
-        row["heads"] = row["case"] == head
+        row["heads"] = row["case"] == claim.case
     return claim
 
 
