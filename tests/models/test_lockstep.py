@@ -41,6 +41,7 @@ from dsmlib.models.sec5_distillation.lockstep import (across_seeds_key, lanes_of
                                     member_optimizer_state, member_state,
                                     stack_optimizer_states, stack_states)
 from dsmlib.models.networks import cifar_resnet
+from dsmlib.models.sec5_distillation.recipe import PAPER
 from dsmlib.models.sec5_distillation.run_config import RunConfig, student_of
 from dsmlib.models.sec5_distillation.runs import FINAL, lockstep_groups, run_dir, run_many, run_status
 from dsmlib.models.sec5_distillation.loop import build_model, plan_epoch, train, train_group
@@ -154,7 +155,7 @@ def _one_step_equals_members(group, nets, x_group, x_member, y, dtype, relu_inpu
     k_all, tol = len(nets), STEP_TOL[dtype]
 
     def sgd(model):
-        return torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+        return PAPER.optimizer(model.parameters())
     opt = sgd(group)
     out = group(x_group)
     seen_group = list(relu_inputs)
@@ -232,7 +233,7 @@ def test_optimizer_states_stack_and_split():
     nets = members(2, "cpu")
     opts = []
     for m in nets:
-        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        opt = PAPER.optimizer(m.parameters())
         m.train()
         m(torch.randn(3, 2, 8, 8, dtype=torch.float64,
                       generator=torch.Generator().manual_seed(len(opts)))).sum().backward()

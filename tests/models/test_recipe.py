@@ -40,9 +40,13 @@ def test_students_draw_their_own_stream_not_their_teachers():
     assert "-stream1" in own.label() and own.key() != s1.key()
 
 
-def test_the_recipe_is_part_of_every_key():
-    assert TEACHER.recipe == RECIPE and TEACHER.to_dict()["recipe"] == RECIPE
+def test_the_recipe_version_is_part_of_every_key_as_recipe():
+    """The version is ``recipe_version`` in the code and ``"recipe"`` in ``config.json`` and in
+    the key, as the runs keyed before the attribute's name changed (issue 68) record it."""
+    assert TEACHER.recipe_version == RECIPE and TEACHER.to_dict()["recipe"] == RECIPE
+    assert TEACHER.key_dict()["recipe"] == RECIPE and "recipe_version" not in TEACHER.to_dict()
     assert student_of(TEACHER, "none", 0.0).to_dict()["teacher"]["recipe"] == RECIPE
+    assert RunConfig.from_dict(TEACHER.to_dict()) == TEACHER
 
 
 def test_passes_cover_the_images_again_each_pass():
