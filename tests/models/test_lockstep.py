@@ -41,10 +41,12 @@ from dsmlib.models.sec5_distillation.lockstep import (across_seeds_key, lanes_of
                                     member_optimizer_state, member_state,
                                     stack_optimizer_states, stack_states)
 from dsmlib.models.networks import cifar_resnet
-from dsmlib.models.sec5_distillation.recipe import PAPER
 from dsmlib.models.sec5_distillation.run_config import RunConfig, student_of
 from dsmlib.models.sec5_distillation.runs import FINAL, lockstep_groups, run_dir, run_many, run_status
-from dsmlib.models.sec5_distillation.loop import build_model, plan_epoch, train, train_group
+from dsmlib.models.sec5_distillation.loop import train, train_group
+from dsmlib.models.sec5_distillation.nets import build_model
+from dsmlib.models.sec5_distillation.plan import plan_epoch
+from dsmlib.models.sec5_distillation.recipe import PAPER
 from dsmlib.theory.gradient_norm import gradient_norm_probe, gradient_norm_probe_members
 from dsmlib.theory.label_noise import GaussianNoise, SymmetricSwapNoise
 from tiny_runs import tiny_teacher
@@ -254,7 +256,7 @@ def test_epoch_plan_draws_what_a_per_step_loop_draws(device):
                       num_classes=4, kinds={"gaussian", "symmetric"})
     assert plan.steps == 6 and plan.batches.idx.shape == (6, 8)
     from dsmlib.foundation.rng import child_seed
-    from dsmlib.models.sec5_distillation.loop import STREAM_DATA, STREAM_NOISE
+    from dsmlib.models.sec5_distillation.seeds import STREAM_DATA, STREAM_NOISE
     g = as_torch_generator(child_seed(7, STREAM_DATA, 3), device)
     assert torch.equal(torch.randperm(50, generator=g, device=device)[:48].view(6, 8), plan.batches.idx)
     gn = as_torch_generator(child_seed(7, STREAM_NOISE, 3), device)

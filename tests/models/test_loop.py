@@ -14,9 +14,15 @@ from dsmlib.models.sec5_distillation.datasets import apply_augment, load_dataset
 from dsmlib.models.sec5_distillation.device import device_policy, execution
 from dsmlib.models.networks import count_parameters
 from dsmlib.models.sec5_distillation.run_config import RunConfig, student_of
-from dsmlib.models.sec5_distillation.loop import (STREAM_NOISE, Member, Trainer, build_model, member_noise,
-                                plan_epoch, plan_lanes, predict, train)
+from dsmlib.models.sec5_distillation.group import Group
+from dsmlib.models.sec5_distillation.loop import train
+from dsmlib.models.sec5_distillation.measure import predict
+from dsmlib.models.sec5_distillation.nets import build_model
+from dsmlib.models.sec5_distillation.plan import plan_epoch, plan_lanes
 from dsmlib.models.sec5_distillation.recipe import PAPER
+from dsmlib.models.sec5_distillation.seeds import STREAM_NOISE
+from dsmlib.models.sec5_distillation.targets import Member, member_noise
+from dsmlib.models.sec5_distillation.trainer import Trainer
 from dsmlib.foundation.rng import as_torch_generator, child_seed
 from dsmlib.theory.label_noise import swap_expectation_matrix
 from tiny_runs import tiny_teacher
@@ -57,8 +63,10 @@ def _linear_trainer(students: bool) -> Trainer:
         with torch.no_grad():
             net[1].weight.copy_(0.3 * torch.randn(rows, 64, generator=gen, dtype=torch.float64))
         return net.double()
-    trainer = Trainer(configs, data, linear(10).eval() if students else None,
-                      device_policy("fp64", torch.device("cpu"), "eager"))
+    group = Group.of(configs, data, device_policy("fp64", torch.device("cpu"), "eager"))
+    resnet = [build_model(t, data, policy=group.policy).eval()] if students else []
+    trainer = Trainer(group, resnet)
+    trainer.teacher = linear(10).eval() if students else None
     trainer.model = linear(10 * len(configs))
     trainer.opt = torch.optim.SGD(trainer.model.parameters(), lr=LR, momentum=MOMENTUM,
                                   weight_decay=DECAY)

@@ -12,9 +12,13 @@ import torch
 
 from dsmlib.models.sec5_distillation.datasets import load_dataset
 from dsmlib.models.sec5_distillation.lockstep import lockstep_key
-from dsmlib.models.sec5_distillation.loop import (Member, build_model, hinton_loss, logit_variance, member_losses,
-                                member_targets, noise_variance, plan_epoch, stream_seed, train,
-                                train_group)
+from dsmlib.models.sec5_distillation.loop import train, train_group
+from dsmlib.models.sec5_distillation.nets import build_model
+from dsmlib.models.sec5_distillation.plan import plan_epoch
+from dsmlib.models.sec5_distillation.seeds import stream_seed
+from dsmlib.models.sec5_distillation.targets import (Member, hinton_loss, logit_variance,
+                                                     member_losses, member_targets,
+                                                     noise_variance)
 from dsmlib.models.sec5_distillation.run_config import RECIPE, RunConfig, student_of
 from dsmlib.theory.label_noise import SymmetricSwapNoise
 from tiny_runs import tiny_teacher
