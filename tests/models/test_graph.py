@@ -473,15 +473,15 @@ def test_a_captured_epoch_equals_the_eager_epoch(students):
                 fn()
         return replay, "pool"
     eager, loop = _trainer(data, students), CapturedEpoch(_trainer(data, students), capture)
-    for epoch, lr in enumerate([0.1, 0.1, 0.01, 0.001]):
+    for epoch in range(TEACHER.epochs):   # its rate drops in each of its last two epochs
         plan = _plan(data, epoch)
         for t in (eager, loop.trainer):
-            for g in t.opt.param_groups:
-                g["lr"] = lr
-            t.model.train()
+            t.start_epoch(TEACHER, epoch)
         a, b = eager.epoch(plan), loop(plan)
         assert torch.equal(a, b) and int(loop.counter) == plan.steps
-    assert loop.eager_steps == WARMUP_STEPS and captured == [0.1, 0.01, 0.001]
+    rates = [TEACHER.lr_at(e) for e in range(TEACHER.epochs)]
+    assert loop.eager_steps == WARMUP_STEPS and captured == list(dict.fromkeys(rates))
+    assert len(captured) == 3
     assert loop.pool.handle == "pool"     # one pool, shared by the captures
     for (name, p), q in zip(eager.model.state_dict().items(),
                             loop.trainer.model.state_dict().values()):

@@ -1,7 +1,8 @@
-"""Section 5's training loop (dsmlib.models.sec5_distillation.loop): one step on small exact inputs, computed
-here by hand (the losses of every noise kind, their scale, one backward pass, SGD's update), an
-epoch's sum of its steps' losses, the networks' shapes and parameter counts, the paper's
-schedule, the noise the students see, clear errors, and reproducibility."""
+"""Section 5's training loop (dsmlib.models.sec5_distillation.loop and what it trains with:
+trainer, targets, plan, nets, recipe): one step on small exact inputs, computed here by hand (the
+losses of every noise kind, their scale, one backward pass, SGD's update), an epoch's sum of its
+steps' losses, the networks' shapes and parameter counts, the paper's schedule, the noise the
+students see, clear errors, and reproducibility."""
 from __future__ import annotations
 
 import math
@@ -46,7 +47,7 @@ def tiny(**kw) -> RunConfig:
 
 KINDS = [("none", 0.0), ("gaussian", 4.0), ("symmetric", 0.3), ("symmetric_mean", 0.3),
          ("hinton", 2.0)]
-LR, MOMENTUM, DECAY = 0.05, PAPER.momentum, 0.01   # a larger rate and decay than the paper's
+LR, MOMENTUM, DECAY = 0.05, PAPER.momentum, 0.01   # a decay large enough for its term to show
 
 
 def _linear_trainer(students: bool) -> Trainer:
