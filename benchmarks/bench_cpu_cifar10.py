@@ -1,5 +1,5 @@
 """Benchmark: the ``cpu-cifar10`` profile's two roles on this CPU (issue 61), through the library's
-own training step (:class:`dsmlib.models.sec5_distillation.loop.Trainer`), each against the same
+own training step (:class:`dsmlib.models.sec5_distillation.trainer.Trainer`), each against the same
 work done one run at a time in eager PyTorch, timed in the same run.
 
 Rows (one JSON line each, ``{"name", "ours_s", "baseline_s", "ratio", ...}``, ``ratio =
@@ -38,9 +38,11 @@ from dsmlib.models.networks import cifar_resnet  # noqa: E402
 from dsmlib.models.sec5_distillation.datasets import DataSplit, apply_augment, augment_draws  # noqa: E402
 from dsmlib.models.sec5_distillation.dataset_specs import SPECS  # noqa: E402
 from dsmlib.models.sec5_distillation.device import device_policy  # noqa: E402
-from dsmlib.models.sec5_distillation.loop import Trainer, plan_epoch  # noqa: E402
+from dsmlib.models.sec5_distillation.group import Group  # noqa: E402
+from dsmlib.models.sec5_distillation.plan import plan_epoch  # noqa: E402
 from dsmlib.models.sec5_distillation.recipe import PAPER, paper_values  # noqa: E402
 from dsmlib.models.sec5_distillation.run_config import RunConfig, student_of  # noqa: E402
+from dsmlib.models.sec5_distillation.trainer import Trainer  # noqa: E402
 
 STUDENTS = (("none", 0.0), ("gaussian", 0.5), ("gaussian", 2.0), ("gaussian", 8.0),
             ("symmetric", 0.1), ("symmetric", 0.3), ("symmetric", 0.5),
@@ -97,7 +99,7 @@ def teacher_config() -> RunConfig:
 def ours(configs, data, teacher, steps: int) -> float:
     """``steps`` SGD steps of the library's trainer (after two of warm-up)."""
     policy = device_policy("fp32", torch.device("cpu"))
-    tr = Trainer(configs, data, teacher, policy)
+    tr = Trainer(Group.of(configs, data, policy), [] if teacher is None else [teacher])
     kinds = {c.noise for c in configs}
     plan = plan_epoch(7, 0, n=data.X_train.shape[0], batch_size=64, device=torch.device("cpu"),
                       pad=4, flip=True, augment=True, num_classes=10, kinds=kinds)

@@ -82,7 +82,9 @@ from dsmlib.models.sec5_distillation.run_config import Noise, RunConfig, student
 from dsmlib.models.sec5_distillation.runs import epoch_saver, run_dir  # noqa: E402
 from dsmlib.models.sec5_distillation.graph import Trainers  # noqa: E402
 from dsmlib.models.sec5_distillation.lockstep import member_optimizer_state, member_state  # noqa: E402
-from dsmlib.models.sec5_distillation.loop import build_model, clock, train, train_group  # noqa: E402
+from dsmlib.models.sec5_distillation.loop import train, train_group  # noqa: E402
+from dsmlib.models.sec5_distillation.measure import clock  # noqa: E402
+from dsmlib.models.sec5_distillation.nets import build_model  # noqa: E402
 
 PAPER_TRAIN_IMAGES = {"svhn": 58_606, "cifar10": 40_000, "cifar100": 40_000}   # 80 % splits
 PAPER_STUDENTS, PAPER_EPOCHS = 11, 200

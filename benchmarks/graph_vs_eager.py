@@ -26,7 +26,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from dsmlib.models.sec5_distillation.datasets import load_dataset  # noqa: E402
 from dsmlib.models.sec5_distillation.graph import Trainers  # noqa: E402
-from dsmlib.models.sec5_distillation.loop import build_model, train_group  # noqa: E402
+from dsmlib.models.sec5_distillation.loop import train_group  # noqa: E402
+from dsmlib.models.sec5_distillation.nets import build_model  # noqa: E402
 from dsmlib.models.sec5_distillation.recipe import paper_values  # noqa: E402
 from dsmlib.models.sec5_distillation.run_config import Noise, RunConfig, student_of  # noqa: E402
 

@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_distill import synthetic_split  # noqa: E402
-from dsmlib.models.sec5_distillation.loop import build_model, train_group  # noqa: E402
+from dsmlib.models.sec5_distillation.loop import train_group  # noqa: E402
+from dsmlib.models.sec5_distillation.nets import build_model  # noqa: E402
 from dsmlib.models.sec5_distillation.recipe import paper_values  # noqa: E402
 from dsmlib.models.sec5_distillation.run_config import RunConfig, student_of  # noqa: E402
 

@@ -30,7 +30,7 @@ from dsmlib.chapters.sec5_distillation.grid import grid_levels
 from dsmlib.chapters.sec5_distillation.seed_runs import needs_teacher_again, seed_groups
 from dsmlib.models.sec5_distillation import cifar10_npm as npm
 from dsmlib.models.sec5_distillation import cifar10_store as cs
-from dsmlib.models.sec5_distillation.loop import Member, member_losses
+from dsmlib.models.sec5_distillation.targets import Member, member_losses
 from dsmlib.models.sec5_distillation.recipe import PAPER, paper_values
 from dsmlib.models.sec5_distillation.run_config import Noise, student_of
 from dsmlib.models.sec5_distillation.runs import DONE, FINAL, execute_group, execute_run, run_dir

@@ -30,13 +30,17 @@ from torch.utils._pytree import tree_flatten
 
 from dsmlib.models.sec5_distillation.dataset_specs import SPECS
 from dsmlib.models.sec5_distillation.datasets import DataSplit, load_dataset
-from dsmlib.models.sec5_distillation.recipe import PAPER
+from dsmlib.models.sec5_distillation.recipe import PAPER, Recipe
 from dsmlib.models.sec5_distillation.device import device_policy
 from dsmlib.models.sec5_distillation.graph import (WARMUP_STEPS, CapturedEpoch, CapturedGradNorm, CompiledLosses,
                                  Shape, Trainers, load_optimizer_in_place)
 from dsmlib.models.sec5_distillation.lockstep import member_optimizer_state, member_state
-from dsmlib.models.sec5_distillation.loop import (Batch, GradNormMeter, Trainer, build_model, plan_epoch, plan_lanes,
-                                train_group)
+from dsmlib.models.sec5_distillation.gradnorm import GradNormMeter
+from dsmlib.models.sec5_distillation.group import Group
+from dsmlib.models.sec5_distillation.loop import train_group
+from dsmlib.models.sec5_distillation.nets import build_model
+from dsmlib.models.sec5_distillation.plan import Batch, plan_epoch, plan_lanes
+from dsmlib.models.sec5_distillation.trainer import Trainer
 from dsmlib.models.sec5_distillation.run_config import student_of
 from helpers import deterministic_fp32
 from tiny_runs import tiny_teacher
@@ -224,7 +228,7 @@ def test_a_run_resumed_on_a_reused_trainer_equals_its_whole_run():
 
 def test_the_check_catches_a_step_that_reads_a_new_tensor():
     data = _data(0)
-    trainer = Trainer([dataclasses.replace(TEACHER, augment=False)], data, None, CPU_EAGER)
+    trainer = Trainer(Group.of([dataclasses.replace(TEACHER, augment=False)], data, CPU_EAGER))
     capture = CheckedCapture()
     loop = CapturedEpoch(trainer, capture)
     plan = plan_lanes([plan_epoch(0, 0, n=64, batch_size=8, device=data.device, pad=data.pad,
@@ -288,9 +292,61 @@ def test_data_sets_that_augment_differently_get_their_own_trainers():
     data = _data(0)
     other = dataclasses.replace(data, spec=dataclasses.replace(data.spec, flip=not data.spec.flip))
     policy = CPU_EAGER
-    assert Shape.of([TEACHER], data, False, policy) == \
-        Shape.of([TEACHER], dataclasses.replace(data), False, policy)
-    assert Shape.of([TEACHER], data, False, policy) != Shape.of([TEACHER], other, False, policy)
+    def shape(d):
+        return Shape.of(Group.of([TEACHER], d, policy), False)
+    assert shape(data) == shape(dataclasses.replace(data))
+    assert shape(data) != shape(other)
+
+
+#: Another value of every field of the recipe than :data:`TEACHER`'s (a field added to the
+#: recipe needs one here).
+OTHER = dict(epochs=3, passes=2, batch_size=16, lr=0.05, lr_drops=(0.25,), lr_drop_factor=0.5,
+             momentum=0.5, weight_decay=5e-4, augment=False, precision="fp64")
+
+
+def _sgd_settings(opt: torch.optim.Optimizer) -> list[dict]:
+    return [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+
+
+def _reaches_sgd(name: str) -> bool:
+    """Whether the recipe's field ``name`` changes SGD's settings in some epoch, or those of a
+    fresh optimizer: what a trainer kept from another run must not keep."""
+    other = dataclasses.replace(TEACHER, **{name: OTHER[name]})
+    p = [torch.nn.Parameter(torch.zeros(1))]
+    epochs = range(max(TEACHER.epochs, other.epochs))
+    return (_sgd_settings(other.optimizer(p)) != _sgd_settings(TEACHER.optimizer(p))
+            or [other.sgd(e) for e in epochs] != [TEACHER.sgd(e) for e in epochs])
+
+
+SGD_FIELDS = [f.name for f in dataclasses.fields(Recipe) if _reaches_sgd(f.name)]
+
+
+def test_every_field_of_the_recipe_is_tried_on_a_kept_trainer():
+    assert set(OTHER) == {f.name for f in dataclasses.fields(Recipe)}
+    assert {"lr", "momentum", "weight_decay", "lr_drops", "lr_drop_factor"} <= set(SGD_FIELDS)
+
+
+@pytest.mark.parametrize("name", SGD_FIELDS)
+def test_a_run_on_a_kept_trainer_trains_with_its_own_sgd_settings(name):
+    """Issue 68: a run that differs from the run before it in one field of its recipe that
+    reaches SGD (its settings or its schedule), on the trainer kept from that run, trains with
+    its own value -- SGD's settings in every epoch as a fresh trainer's, and the numbers of its
+    eager run, bit for bit -- and not the previous run's."""
+    capture, trainers = CheckedCapture(), Trainers()
+    policy = graph_policy(capture)
+    data = _data(0)
+    train_group([TEACHER], data, step=policy, trainers=trainers)
+    kept = trainers.kept["teacher"]
+    second = dataclasses.replace(TEACHER, **{name: OTHER[name]})
+    settings: dict[str, list] = {"kept": [], "fresh": []}
+
+    def record(into: str):
+        return lambda epoch, histories, model, opt: settings[into].append(_sgd_settings(opt))
+    again = train_group([second], data, step=policy, trainers=trainers, on_epoch=record("kept"))
+    fresh = train_group([second], data, step="eager", on_epoch=record("fresh"))
+    assert trainers.kept["teacher"] is kept          # reused, not rebuilt
+    assert settings["kept"] == settings["fresh"] and len(settings["fresh"]) == second.epochs
+    _same(fresh, again)
 
 
 def test_momentum_switched_on_gets_a_trainer_that_warms_up():
@@ -326,10 +382,11 @@ def test_kernel_settings_are_part_of_the_shape(monkeypatch):
     (deterministic kernels, TF32) must not replay another's graphs."""
     data = _data(0)
     policy = CPU_EAGER
-    before = Shape.of([TEACHER], data, False, policy)
+    group = Group.of([TEACHER], data, policy)
+    before = Shape.of(group, False)
     monkeypatch.setattr(torch.backends.cudnn, "deterministic",
                         not torch.backends.cudnn.deterministic)
-    assert Shape.of([TEACHER], data, False, policy) != before
+    assert Shape.of(group, False) != before
 
 
 def test_compiled_trainers_give_eager_numbers_and_drop_their_code_when_replaced():
@@ -365,9 +422,9 @@ def _trainer(data, students: bool) -> Trainer:
     """An eager trainer of 4 students (an untrained teacher will do) or of a teacher."""
     t = dataclasses.replace(TEACHER, epochs=3)
     if not students:
-        return Trainer([t], data, None, CPU_EAGER)
-    return Trainer([student_of(t, k, lv) for k, lv in LEVELS], data, build_model(t, data).eval(),
-                   CPU_EAGER)
+        return Trainer(Group.of([t], data, CPU_EAGER))
+    return Trainer(Group.of([student_of(t, k, lv) for k, lv in LEVELS], data, CPU_EAGER),
+                   [build_model(t, data).eval()])
 
 
 def _plan(data, epoch: int):
@@ -416,15 +473,15 @@ def test_a_captured_epoch_equals_the_eager_epoch(students):
                 fn()
         return replay, "pool"
     eager, loop = _trainer(data, students), CapturedEpoch(_trainer(data, students), capture)
-    for epoch, lr in enumerate([0.1, 0.1, 0.01, 0.001]):
+    for epoch in range(TEACHER.epochs):   # its rate drops in each of its last two epochs
         plan = _plan(data, epoch)
         for t in (eager, loop.trainer):
-            for g in t.opt.param_groups:
-                g["lr"] = lr
-            t.model.train()
+            t.start_epoch(TEACHER, epoch)
         a, b = eager.epoch(plan), loop(plan)
         assert torch.equal(a, b) and int(loop.counter) == plan.steps
-    assert loop.eager_steps == WARMUP_STEPS and captured == [0.1, 0.01, 0.001]
+    rates = [TEACHER.lr_at(e) for e in range(TEACHER.epochs)]
+    assert loop.eager_steps == WARMUP_STEPS and captured == list(dict.fromkeys(rates))
+    assert len(captured) == 3
     assert loop.pool.handle == "pool"     # one pool, shared by the captures
     for (name, p), q in zip(eager.model.state_dict().items(),
                             loop.trainer.model.state_dict().values()):
@@ -436,7 +493,7 @@ def test_captured_gradient_norm_equals_eager_and_is_sync_free():
     running) and replays that read the probes from a static buffer -- the same estimates as
     the eager meter, every epoch, and nothing in the pass that a CUDA graph cannot hold."""
     from dsmlib.foundation.rng import as_torch_generator, child_seed
-    from dsmlib.models.sec5_distillation.loop import STREAM_GRADNORM
+    from dsmlib.models.sec5_distillation.seeds import STREAM_GRADNORM
     from dsmlib.theory.gradient_norm import gradient_norm_probe_members
     data = _data(0)
     net = build_model(TEACHER, data, 3).eval()
@@ -526,7 +583,8 @@ def test_compiled_losses_of_many_trainers_each_compile_once():
     for i in range(limit + 2):   # a shape each, as the trainers of a process have
         X = torch.randn(16, 1, 4, 4 + i, generator=torch.Generator().manual_seed(i))
         data = DataSplit(SPECS["digits"], 4, 0, X, y, X, y, X, y, "")
-        trainer = Trainer([dataclasses.replace(TEACHER, augment=False)], data, None, CPU_EAGER)
+        config = dataclasses.replace(TEACHER, augment=False, batch_size=8)
+        trainer = Trainer(Group.of([config], data, CPU_EAGER))
         trainer.model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 + 4 * i, 10))
         compiled = CompiledLosses(trainer, backend="eager")
         for first in (0, 8):

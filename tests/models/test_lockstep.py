@@ -43,7 +43,10 @@ from dsmlib.models.sec5_distillation.lockstep import (across_seeds_key, lanes_of
 from dsmlib.models.networks import cifar_resnet
 from dsmlib.models.sec5_distillation.run_config import RunConfig, student_of
 from dsmlib.models.sec5_distillation.runs import FINAL, lockstep_groups, run_dir, run_many, run_status
-from dsmlib.models.sec5_distillation.loop import build_model, plan_epoch, train, train_group
+from dsmlib.models.sec5_distillation.loop import train, train_group
+from dsmlib.models.sec5_distillation.nets import build_model
+from dsmlib.models.sec5_distillation.plan import plan_epoch
+from dsmlib.models.sec5_distillation.recipe import PAPER
 from dsmlib.theory.gradient_norm import gradient_norm_probe, gradient_norm_probe_members
 from dsmlib.theory.label_noise import GaussianNoise, SymmetricSwapNoise
 from tiny_runs import tiny_teacher
@@ -154,7 +157,7 @@ def _one_step_equals_members(group, nets, x_group, x_member, y, dtype, relu_inpu
     k_all, tol = len(nets), STEP_TOL[dtype]
 
     def sgd(model):
-        return torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+        return PAPER.optimizer(model.parameters())
     opt = sgd(group)
     out = group(x_group)
     seen_group = list(relu_inputs)
@@ -232,7 +235,7 @@ def test_optimizer_states_stack_and_split():
     nets = members(2, "cpu")
     opts = []
     for m in nets:
-        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        opt = PAPER.optimizer(m.parameters())
         m.train()
         m(torch.randn(3, 2, 8, 8, dtype=torch.float64,
                       generator=torch.Generator().manual_seed(len(opts)))).sum().backward()
@@ -253,7 +256,7 @@ def test_epoch_plan_draws_what_a_per_step_loop_draws(device):
                       num_classes=4, kinds={"gaussian", "symmetric"})
     assert plan.steps == 6 and plan.batches.idx.shape == (6, 8)
     from dsmlib.foundation.rng import child_seed
-    from dsmlib.models.sec5_distillation.loop import STREAM_DATA, STREAM_NOISE
+    from dsmlib.models.sec5_distillation.seeds import STREAM_DATA, STREAM_NOISE
     g = as_torch_generator(child_seed(7, STREAM_DATA, 3), device)
     assert torch.equal(torch.randperm(50, generator=g, device=device)[:48].view(6, 8), plan.batches.idx)
     gn = as_torch_generator(child_seed(7, STREAM_NOISE, 3), device)

@@ -1,7 +1,8 @@
-"""Section 5's training loop (dsmlib.models.sec5_distillation.loop): one step on small exact inputs, computed
-here by hand (the losses of every noise kind, their scale, one backward pass, SGD's update), an
-epoch's sum of its steps' losses, the networks' shapes and parameter counts, the paper's
-schedule, the noise the students see, clear errors, and reproducibility."""
+"""Section 5's training loop (dsmlib.models.sec5_distillation.loop and what it trains with:
+trainer, targets, plan, nets, recipe): one step on small exact inputs, computed here by hand (the
+losses of every noise kind, their scale, one backward pass, SGD's update), an epoch's sum of its
+steps' losses, the networks' shapes and parameter counts, the paper's schedule, the noise the
+students see, clear errors, and reproducibility."""
 from __future__ import annotations
 
 import math
@@ -14,8 +15,15 @@ from dsmlib.models.sec5_distillation.datasets import apply_augment, load_dataset
 from dsmlib.models.sec5_distillation.device import device_policy, execution
 from dsmlib.models.networks import count_parameters
 from dsmlib.models.sec5_distillation.run_config import RunConfig, student_of
-from dsmlib.models.sec5_distillation.loop import (STREAM_NOISE, Member, Trainer, build_model, lr_at, member_noise,
-                                plan_epoch, plan_lanes, predict, train)
+from dsmlib.models.sec5_distillation.group import Group
+from dsmlib.models.sec5_distillation.loop import train
+from dsmlib.models.sec5_distillation.measure import predict
+from dsmlib.models.sec5_distillation.nets import build_model
+from dsmlib.models.sec5_distillation.plan import plan_epoch, plan_lanes
+from dsmlib.models.sec5_distillation.recipe import PAPER
+from dsmlib.models.sec5_distillation.seeds import STREAM_NOISE
+from dsmlib.models.sec5_distillation.targets import Member, member_noise
+from dsmlib.models.sec5_distillation.trainer import Trainer
 from dsmlib.foundation.rng import as_torch_generator, child_seed
 from dsmlib.theory.label_noise import swap_expectation_matrix
 from tiny_runs import tiny_teacher
@@ -39,7 +47,7 @@ def tiny(**kw) -> RunConfig:
 
 KINDS = [("none", 0.0), ("gaussian", 4.0), ("symmetric", 0.3), ("symmetric_mean", 0.3),
          ("hinton", 2.0)]
-LR, MOMENTUM, DECAY = 0.05, 0.9, 0.01
+LR, MOMENTUM, DECAY = 0.05, PAPER.momentum, 0.01   # a decay large enough for its term to show
 
 
 def _linear_trainer(students: bool) -> Trainer:
@@ -56,8 +64,10 @@ def _linear_trainer(students: bool) -> Trainer:
         with torch.no_grad():
             net[1].weight.copy_(0.3 * torch.randn(rows, 64, generator=gen, dtype=torch.float64))
         return net.double()
-    trainer = Trainer(configs, data, linear(10).eval() if students else None,
-                      device_policy("fp64", torch.device("cpu"), "eager"))
+    group = Group.of(configs, data, device_policy("fp64", torch.device("cpu"), "eager"))
+    resnet = [build_model(t, data, policy=group.policy).eval()] if students else []
+    trainer = Trainer(group, resnet)
+    trainer.teacher = linear(10).eval() if students else None
     trainer.model = linear(10 * len(configs))
     trainer.opt = torch.optim.SGD(trainer.model.parameters(), lr=LR, momentum=MOMENTUM,
                                   weight_decay=DECAY)
@@ -141,27 +151,32 @@ def test_models_shapes_and_parameter_counts(device):
     assert count_parameters(cifar_resnet(56, 100)) == 853_018 + 64 * 90 + 90
 
 
-def test_paper_schedule():
-    c = tiny(epochs=200)
-    assert [lr_at(c, e) for e in (0, 99, 100, 149, 150, 199)] == pytest.approx(
-        [0.1, 0.1, 0.01, 0.01, 0.001, 0.001])
+def test_the_papers_schedule_drops_at_its_fractions_of_the_epochs():
+    """The paper's schedule (:data:`PAPER`; Section 5: divided by 10 at epochs 100 and 150 of
+    200): its rate starts at ``lr`` and drops by its factor at each of its fractions of its
+    epochs, and nowhere else."""
+    lrs = [PAPER.lr_at(e) for e in range(PAPER.epochs)]
+    drops = [e for e in range(1, PAPER.epochs) if lrs[e] != lrs[e - 1]]
+    assert drops == [round(f * PAPER.epochs) for f in PAPER.lr_drops] and lrs[0] == PAPER.lr
+    assert all(lrs[e] == pytest.approx(lrs[e - 1] * PAPER.lr_drop_factor) for e in drops)
 
 
 @pytest.mark.parametrize("epochs", [1, 2, 3, 5, 7, 10, 12, 13, 200])
 def test_the_schedule_of_recipe_2_is_the_one_it_had_in_code(epochs):
     """At its implied values the schedule's fields give, bit for bit, the learning rates the
-    drops hard-coded in lr_at gave (epochs // 2 and 3 * epochs // 4), so runs of recipe 2 train
-    as they did."""
+    drops hard-coded in the loop's lr_at gave (epochs // 2 and 3 * epochs // 4), so runs of
+    recipe 2 train as they did."""
     c = tiny(epochs=epochs)
     old = [c.lr * 0.1 ** ((e >= epochs // 2) + (e >= (3 * epochs) // 4)) for e in range(epochs)]
-    assert [lr_at(c, e) for e in range(epochs)] == old
+    assert [c.lr_at(e) for e in range(epochs)] == old
 
 
 def test_a_schedule_of_other_drops_and_factor():
     """Drops at the decimals written (0.3 of 10 epochs is epoch 3, not 2 by rounding)."""
     c = tiny(epochs=10, lr=1.0, lr_drops=[0.3, 0.7, 0.9], lr_drop_factor=0.5)
-    assert [lr_at(c, e) for e in range(10)] == [1, 1, 1, 0.5, 0.5, 0.5, 0.5, 0.25, 0.25, 0.125]
-    assert [lr_at(tiny(epochs=4, lr_drops=[1.0]), e) for e in range(4)] == [0.1] * 4
+    assert [c.lr_at(e) for e in range(10)] == [1, 1, 1, 0.5, 0.5, 0.5, 0.5, 0.25, 0.25, 0.125]
+    late = tiny(epochs=4, lr_drops=[1.0])
+    assert [late.lr_at(e) for e in range(4)] == [late.lr] * 4
 
 
 def _teacher_logits(n: int, L: int, device) -> torch.Tensor:

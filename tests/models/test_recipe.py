@@ -12,9 +12,13 @@ import torch
 
 from dsmlib.models.sec5_distillation.datasets import load_dataset
 from dsmlib.models.sec5_distillation.lockstep import lockstep_key
-from dsmlib.models.sec5_distillation.loop import (Member, build_model, hinton_loss, logit_variance, member_losses,
-                                member_targets, noise_variance, plan_epoch, stream_seed, train,
-                                train_group)
+from dsmlib.models.sec5_distillation.loop import train, train_group
+from dsmlib.models.sec5_distillation.nets import build_model
+from dsmlib.models.sec5_distillation.plan import plan_epoch
+from dsmlib.models.sec5_distillation.seeds import stream_seed
+from dsmlib.models.sec5_distillation.targets import (Member, hinton_loss, logit_variance,
+                                                     member_losses, member_targets,
+                                                     noise_variance)
 from dsmlib.models.sec5_distillation.run_config import RECIPE, RunConfig, student_of
 from dsmlib.theory.label_noise import SymmetricSwapNoise
 from tiny_runs import tiny_teacher
@@ -40,9 +44,13 @@ def test_students_draw_their_own_stream_not_their_teachers():
     assert "-stream1" in own.label() and own.key() != s1.key()
 
 
-def test_the_recipe_is_part_of_every_key():
-    assert TEACHER.recipe == RECIPE and TEACHER.to_dict()["recipe"] == RECIPE
+def test_the_recipe_version_is_part_of_every_key_as_recipe():
+    """The version is ``recipe_version`` in the code and ``"recipe"`` in ``config.json`` and in
+    the key, as the runs keyed before the attribute's name changed (issue 68) record it."""
+    assert TEACHER.recipe_version == RECIPE and TEACHER.to_dict()["recipe"] == RECIPE
+    assert TEACHER.key_dict()["recipe"] == RECIPE and "recipe_version" not in TEACHER.to_dict()
     assert student_of(TEACHER, "none", 0.0).to_dict()["teacher"]["recipe"] == RECIPE
+    assert RunConfig.from_dict(TEACHER.to_dict()) == TEACHER
 
 
 def test_passes_cover_the_images_again_each_pass():

@@ -8,8 +8,8 @@ from dataclasses import fields
 
 import pytest
 
-from dsmlib.models.sec5_distillation.recipe import Recipe
-from dsmlib.models.sec5_distillation.run_config import IMPLIED, RunConfig, student_of
+from dsmlib.models.sec5_distillation.recipe import FIXED_IN_CODE, Recipe
+from dsmlib.models.sec5_distillation.run_config import LEFT_OUT_OF_KEY, RunConfig, student_of
 from helpers import ROOT
 from tiny_runs import tiny_teacher as tiny
 
@@ -39,7 +39,7 @@ def test_config_key_and_roundtrip():
     (dict(precision="fp16"), "precision must be one of"),
     (dict(noise="gaussian", level=1.0), "a teacher has no teacher, no noise"),
     (dict(stream=1), "a teacher has no teacher, no noise and no student stream"),
-    (dict(recipe=1), "recipe must be >= 2"),
+    (dict(recipe_version=1), "recipe_version must be >= 2"),
     (dict(passes=0), "passes must be >= 1"),
     (dict(n_train_eval=0), "n_train_eval must be >= 1"),
     (dict(role="student"), "a student needs teacher"),
@@ -81,19 +81,19 @@ def test_integral_floats_are_stored_as_integers():
 def test_training_hyperparameters_have_no_defaults():
     """Every hyperparameter that shapes training is stated by the configuration's maker (the
     chapter's parameters), never taken from a default here."""
-    stated = {k: v for k, v in tiny().key_dict().items() if k != "teacher"}
+    t = tiny()
+    stated = {f.name: getattr(t, f.name) for f in fields(RunConfig)
+              if f.name not in LEFT_OUT_OF_KEY and f.name != "teacher"}
     for name in ("epochs", "batch_size", "lr", "momentum", "weight_decay", "precision"):
         with pytest.raises(TypeError, match=name):
-            RunConfig(**{k: v for k, v in stated.items() if k != name},
-                      lr_drops=(0.5, 0.75), lr_drop_factor=0.1)
-    for name in ("lr_drops", "lr_drop_factor"):
+            RunConfig(**{k: v for k, v in stated.items() if k != name}, **FIXED_IN_CODE)
+    for name in FIXED_IN_CODE:
         with pytest.raises(TypeError, match=name):
-            RunConfig(**stated, **{k: v for k, v in dict(lr_drops=(0.5, 0.75),
-                                                          lr_drop_factor=0.1).items() if k != name})
+            RunConfig(**stated, **{k: v for k, v in FIXED_IN_CODE.items() if k != name})
 
 
 def test_the_schedule_of_recipe_2_keeps_the_keys_of_runs_keyed_before_it_was_a_field():
-    """At the schedule recipe 2 had in code (IMPLIED) the schedule's fields are left out of
+    """At the schedule recipe 2 had in code (FIXED_IN_CODE) the schedule's fields are left out of
     what the key hashes, so a run's key is what it was, while its config.json records every
     field of its recipe (issue 62); another schedule is another run. The key below is the tiny
     teacher's as computed before the fields existed."""
@@ -102,7 +102,7 @@ def test_the_schedule_of_recipe_2_keeps_the_keys_of_runs_keyed_before_it_was_a_f
     assert {f.name for f in fields(Recipe)} <= set(t.to_dict())
     assert t.key() == "c09ce7f4a71be759"
     assert RunConfig.from_dict(t.to_dict()) == t
-    old = {k: v for k, v in t.to_dict().items() if k not in IMPLIED}     # a record from before
+    old = {k: v for k, v in t.to_dict().items() if k not in LEFT_OUT_OF_KEY}     # a record from before
     assert RunConfig.from_dict(old) == t
     other = tiny(lr_drops=[0.25, 0.5, 0.75])
     assert other.lr_drops == (0.25, 0.5, 0.75) and other.to_dict()["lr_drops"] == (0.25, 0.5, 0.75)

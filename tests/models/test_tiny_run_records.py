@@ -31,7 +31,8 @@ from typing import Any
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # run as a script: tests/
+if __name__ == "__main__":   # run as a script (re-making the fixture): tests/, as under pytest
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dsmlib.models.sec5_distillation.run_config import Noise, student_of  # noqa: E402
 from dsmlib.models.sec5_distillation.runs import FINAL, run_dir, run_many  # noqa: E402

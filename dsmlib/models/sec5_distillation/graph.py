@@ -1,7 +1,9 @@
 """The graph and compiled forms of Section 5's training step, and the trainers kept from run to
-run (models layer). Both forms run the loop of :mod:`dsmlib.models.sec5_distillation.loop` as it is -- its
-:meth:`~dsmlib.models.sec5_distillation.loop.Trainer.step`, :meth:`~dsmlib.models.sec5_distillation.loop.Trainer.losses` and
-:class:`~dsmlib.models.sec5_distillation.loop.GradNormMeter` -- and never a copy of its arithmetic.
+run (models layer). Both forms run the trainer of :mod:`dsmlib.models.sec5_distillation.trainer` as it is
+-- its :meth:`~dsmlib.models.sec5_distillation.trainer.Trainer.step` and
+:meth:`~dsmlib.models.sec5_distillation.trainer.Trainer.losses`, and the
+:class:`~dsmlib.models.sec5_distillation.gradnorm.GradNormMeter` -- and never a copy of its
+arithmetic.
 
 1. **The graph step** (``step="graph"``, the default on CUDA). :class:`CapturedEpoch` runs the
    loop's step on batches read from *static* buffers -- the epoch plan, copied in once per
@@ -25,7 +27,9 @@ run (models layer). Both forms run the loop of :mod:`dsmlib.models.sec5_distilla
    a later run of its :class:`Shape` by copying values only: the run's initial weights, SGD's
    momentum (zero, which makes the first step equal a fresh optimizer's, whose buffer starts as
    the first gradient: there is no dampening), the images of the run's split, and the seed of
-   ``G``'s probes. A run on a reset trainer gives the numbers of a run on a fresh one.
+   ``G``'s probes. SGD's settings are not set here: every epoch sets them from the run's recipe
+   (:meth:`~dsmlib.models.sec5_distillation.trainer.Trainer.start_epoch`), on a fresh trainer
+   as on a reset one. A run on a reset trainer gives the numbers of a run on a fresh one.
    :class:`Trainers` keeps one per role; it is what :func:`~dsmlib.models.sec5_distillation.loop.train_group`'s
    ``trainers`` takes.
 """
@@ -41,13 +45,13 @@ import torch
 from torch import Tensor, nn
 
 from .dataset_specs import DatasetSpec
-from .datasets import DataSplit
 from .device import Capture, DevicePolicy
-from .lanes import Lanes
-from .lockstep import lanes_of
-from .loop import (Batch, EpochPlan, GradNormMeter, Member, Trainer, initial_state, lane_seeds,
-                   members_of, teacher_model)
-from .run_config import RunConfig
+from .gradnorm import GradNormMeter
+from .group import Group
+from .nets import start_state, teacher_model, teachers_state
+from .plan import Batch, EpochPlan
+from .targets import Member
+from .trainer import Trainer
 
 __all__ = ["WARMUP_STEPS", "cuda_capture", "GraphPool", "on_side_stream", "Replayed",
            "CapturedEpoch", "CapturedGradNorm", "CompiledLosses", "Shape",
@@ -115,7 +119,7 @@ class Replayed:
 
 class CapturedEpoch:
     """``trainer``'s epoch with every step's batch read from static buffers at a step counter
-    on the device, so that its :meth:`~dsmlib.models.sec5_distillation.loop.Trainer.step` can be captured once
+    on the device, so that its :meth:`~dsmlib.models.sec5_distillation.trainer.Trainer.step` can be captured once
     and replayed: with ``capture`` (:func:`cuda_capture` on CUDA), after :data:`WARMUP_STEPS`
     eager steps, once per learning rate, in ``pool``. The members' training losses are summed
     on the device (:attr:`total`), so an epoch needs no host synchronisation until its end."""
@@ -168,7 +172,7 @@ class CapturedEpoch:
                                                       for g in self.trainer.opt.param_groups)
 
     def __call__(self, plan: EpochPlan) -> Tensor:
-        """Every step of ``plan``, as :meth:`~dsmlib.models.sec5_distillation.loop.Trainer.epoch`."""
+        """Every step of ``plan``, as :meth:`~dsmlib.models.sec5_distillation.trainer.Trainer.epoch`."""
         self.load(plan)
         for _ in range(plan.steps):
             self.replayed(self.baked())
@@ -216,7 +220,7 @@ class CapturedGradNorm:
 # --- compiling ----------------------------------------------------------------------------------
 
 class CompiledLosses:
-    """``trainer``'s :meth:`~dsmlib.models.sec5_distillation.loop.Trainer.losses` through ``torch.compile`` as
+    """``trainer``'s :meth:`~dsmlib.models.sec5_distillation.trainer.Trainer.losses` through ``torch.compile`` as
     one graph, with ``backend`` and ``mode`` (:class:`~dsmlib.models.sec5_distillation.device.DevicePolicy`'s
     ``compile_backend`` and ``compile_mode``; the backend ``"eager"`` traces without
     compiling). Called as the losses are.
@@ -284,13 +288,12 @@ class Shape:
     kernels: tuple[bool, ...]
 
     @classmethod
-    def of(cls, configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSplit] | Lanes,
-           students: bool, policy: DevicePolicy) -> Shape:
-        c, lanes = configs[0], Lanes.of_group(lanes_of(configs), data)
+    def of(cls, group: Group, students: bool) -> Shape:
+        c, lanes = group.config, group.lanes
         X = lanes.first.X_train
-        return cls(members_of(configs), lanes.of, c.depth, c.num_classes, c.batch_size,
-                   c.passes, c.augment, lanes.first.spec, (lanes.count, *X.shape), X.dtype,
-                   lanes.first.pad, c.n_gradnorm, c.gradnorm_probes, students, policy,
+        return cls(group.members, lanes.of, c.depth, c.num_classes, c.batch_size, c.passes,
+                   c.augment, lanes.first.spec, (lanes.count, *X.shape), X.dtype,
+                   lanes.first.pad, c.n_gradnorm, c.gradnorm_probes, students, group.policy,
                    c.momentum != 0, _kernel_settings())
 
 
@@ -324,7 +327,7 @@ def load_optimizer_in_place(opt: torch.optim.Optimizer, state_dict: dict[str, An
 
 
 class ReusableTrainer(Trainer):
-    """A :class:`~dsmlib.models.sec5_distillation.loop.Trainer` on the ``graph`` or ``compiled`` step, kept for
+    """A :class:`~dsmlib.models.sec5_distillation.trainer.Trainer` on the ``graph`` or ``compiled`` step, kept for
     later runs of its :class:`Shape`: it owns copies of the training images and of the teacher,
     its epochs are :class:`CapturedEpoch`'s, its ``G`` pass :class:`CapturedGradNorm`'s, and
     (compiled) its losses :class:`CompiledLosses`'. On the compiled step each step sets the
@@ -333,13 +336,10 @@ class ReusableTrainer(Trainer):
     gradients must not be touched; a captured step zeroes them in place instead (it keeps their
     addresses)."""
 
-    def __init__(self, configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSplit] | Lanes,
-                 teacher: nn.Module | None, policy: DevicePolicy) -> None:
-        c, lanes = configs[0], Lanes.of_group(lanes_of(configs), data)
-        self.shape = Shape.of(configs, lanes, teacher is not None, policy)
-        own_teacher = (None if teacher is None else
-                       teacher_model(c.teacher, lanes.count, policy, lanes.first))
-        super().__init__(configs, lanes, own_teacher, policy)
+    def __init__(self, group: Group, teachers: Sequence[nn.Module] = ()) -> None:
+        policy = group.policy
+        self.shape = Shape.of(group, bool(teachers))
+        super().__init__(group, teachers)
         self.X, self.y = self.X.clone(), self.y.clone()   # its own: a capture keeps addresses
         self.drop_grads = policy.compiled
         self.compiled: CompiledLosses | None = None
@@ -356,7 +356,6 @@ class ReusableTrainer(Trainer):
         pool = GraphPool()
         self.gradnorm = CapturedGradNorm(self.gradnorm, capture, pool)
         self.captured = CapturedEpoch(self, capture, pool)
-        self._bind(configs, teacher)
 
     def losses(self, batch: Batch) -> Tensor:
         return super().losses(batch) if self.compiled is None else self.compiled(batch)
@@ -367,59 +366,59 @@ class ReusableTrainer(Trainer):
     def load_optimizer(self, state_dict: dict[str, Any]) -> None:
         load_optimizer_in_place(self.opt, state_dict)
 
-    def fits(self, configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSplit] | Lanes,
-             teacher: nn.Module | None, policy: DevicePolicy) -> bool:
-        """Whether a run of ``configs`` can be trained by this trainer after :meth:`reset`."""
-        return self.shape == Shape.of(configs, data, teacher is not None, policy)
+    def teacher_of(self, group: Group, teachers: Sequence[nn.Module]) -> nn.Module | None:
+        """A network of its own with the lanes' ``teachers``' weights (a capture keeps its
+        tensors' addresses; :meth:`reset` copies another group's teachers into it)."""
+        if not teachers:
+            return None
+        own = teacher_model(group.config.teacher, group.lanes.count, group.policy,
+                            group.lanes.first)
+        own.load_state_dict(teachers_state(teachers))
+        return own
 
-    def reset(self, configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSplit] | Lanes,
-              teacher: nn.Module | None) -> None:
-        """Bind this trainer to another run of its shape, in place (every tensor a capture
+    def fits(self, group: Group, teachers: Sequence[nn.Module]) -> bool:
+        """Whether ``group`` can be trained by this trainer after :meth:`reset`."""
+        return self.shape == Shape.of(group, bool(teachers))
+
+    def reset(self, group: Group, teachers: Sequence[nn.Module]) -> None:
+        """Bind this trainer to another group of its shape, in place (every tensor a capture
         read stays where it is): the runs' training images, ``G``'s images and seeds, zero
-        momentum, a teacher run's initialisation (a student starts from its teacher, set by
-        :func:`~dsmlib.models.sec5_distillation.loop.train_group`), the teacher's weights and the optimizer's
-        hyper-parameters."""
-        c = configs[0]
-        self.lanes = lanes = Lanes.of_group(lanes_of(configs), data)
+        momentum, the group's starting point
+        (:func:`~dsmlib.models.sec5_distillation.nets.start_state`) and its teachers' weights.
+        SGD's settings are the epochs' to set, from the runs' recipe
+        (:meth:`~dsmlib.models.sec5_distillation.trainer.Trainer.start_epoch`)."""
+        self.lanes = lanes = group.lanes
         X, y = lanes.training_images()
         self.X.copy_(X)
         self.y.copy_(y)
-        self.gradnorm.rebind(lanes.subsample(c.n_gradnorm), lane_seeds(configs, lanes))
+        self.gradnorm.rebind(lanes.subsample(group.config.n_gradnorm), group.probe_seeds)
         _zero_momentum(self.opt)
-        if teacher is None:
-            self.model.load_state_dict(initial_state(configs, lanes, self.policy))
-        self._bind(configs, teacher)
-
-    def _bind(self, configs: Sequence[RunConfig], teacher: nn.Module | None) -> None:
-        c = configs[0]
-        if teacher is not None:
-            self.teacher.load_state_dict(teacher.state_dict())
-        for group in self.opt.param_groups:
-            group.update(lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
+        self.model.load_state_dict(start_state(group.configs, lanes, self.policy, teachers))
+        if teachers:
+            self.teacher.load_state_dict(teachers_state(teachers))
 
 
 class Trainers:
     """The trainers kept for later runs: at most one per role (teacher or students) -- a grid's
     runs come data set by data set, and a trainer's graphs and data copies hold device memory.
     A run of the kept trainer's shape resets it; a run of another shape on a reusable step
-    replaces it; an eager run gets a fresh :class:`~dsmlib.models.sec5_distillation.loop.Trainer`, and neither
+    replaces it; an eager run gets a fresh :class:`~dsmlib.models.sec5_distillation.trainer.Trainer`, and neither
     uses nor drops the kept one."""
 
     def __init__(self) -> None:
         self.kept: dict[str, ReusableTrainer] = {}
 
-    def get(self, configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSplit] | Lanes,
-            teacher: nn.Module | None, policy: DevicePolicy) -> Trainer:
-        role = "students" if teacher is not None else "teacher"
+    def get(self, group: Group, teachers: Sequence[nn.Module]) -> Trainer:
+        role = "students" if teachers else "teacher"
         kept = self.kept.get(role)
-        if kept is not None and kept.fits(configs, data, teacher, policy):
-            kept.reset(configs, data, teacher)
+        if kept is not None and kept.fits(group, teachers):
+            kept.reset(group, teachers)
             return kept
         del kept
-        if not policy.reusable:
-            return Trainer(configs, data, teacher, policy)
+        if not group.policy.reusable:
+            return Trainer(group, teachers)
         if self.kept.pop(role, None) is not None:
             gc.collect()   # a trainer's parts refer to each other: free its memory (and its
                            # compiled code) now
-        self.kept[role] = trainer = ReusableTrainer(configs, data, teacher, policy)
+        self.kept[role] = trainer = ReusableTrainer(group, teachers)
         return trainer

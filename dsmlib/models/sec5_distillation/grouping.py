@@ -34,9 +34,11 @@ import torch
 from .datasets import DataSplit, load_dataset
 from .device import DevicePolicy, device_policy
 from .lockstep import across_seeds_key, lockstep_key
-from .loop import (EpochPlan, Trainer, members_of, plan_epoch, plan_lanes, stream_seed,
-                   teacher_model)
+from .group import Group
+from .nets import teacher_model
+from .plan import EpochPlan, plan_group
 from .run_config import RunConfig
+from .trainer import Trainer
 
 __all__ = ["GAIN", "MEMORY_SHARE", "GroupSize", "choose_members", "seed_copies",
            "trial_group", "member_bytes", "free_bytes", "group_rate", "group_size",
@@ -90,16 +92,10 @@ def trial_group(lane: Sequence[RunConfig], data: DataSplit, policy: DevicePolicy
     """An eager trainer of ``copies`` seeds of ``lane`` (an untrained teacher for students:
     the rate is the same) on ``data``, and its first epoch's plan."""
     configs, c = seed_copies(lane, copies), lane[0]
-    teacher = None if c.teacher is None else teacher_model(c.teacher, copies, policy, data)
-    trainer = Trainer(configs, [data] * copies, teacher, policy)
-    kinds = {m.kind for m in members_of(configs)}
-    plan = plan_lanes([plan_epoch(stream_seed(lc), 0, n=data.X_train.shape[0],
-                                  batch_size=c.batch_size, device=data.device, pad=data.pad,
-                                  flip=data.spec.flip, augment=c.augment,
-                                  num_classes=c.num_classes, kinds=kinds, dtype=policy.dtype,
-                                  passes=c.passes)
-                       for lc in configs[::len(lane)]])
-    return trainer, plan
+    teachers = [] if c.teacher is None else [teacher_model(c.teacher, 1, policy, data)] * copies
+    group = Group.of(configs, [data] * copies, policy)
+    plan = plan_group(group.streams, 0, c, data, group.kinds, policy.dtype)
+    return Trainer(group, teachers), plan
 
 
 def member_bytes(trainer: Trainer, plan: EpochPlan) -> int:

@@ -5,15 +5,16 @@ Section 5 follows "the standard training procedure [He et al. 2016]": SGD at lea
 with momentum 0.9 and weight decay 1e-4, batches of 64, the rate divided by 10 at epochs 100 and
 150 of 200, 4-pixel padded random crops and horizontal flips; the students "the same setting".
 Every field of :class:`Recipe` is a field of every run's configuration
-(:class:`dsmlib.models.sec5_distillation.run_config.RunConfig` inherits them), a parameter of the Section 5
-chapter where it is not set per setting (:func:`chapter_fields`), and is used here, where the
-optimizer and the schedule are built (:meth:`Recipe.optimizer`, :meth:`Recipe.lr_at`): adding
-an optimiser setting is one field below, with its default and help, and its use in
-:meth:`Recipe.optimizer`.
+(:class:`dsmlib.models.sec5_distillation.run_config.RunConfig` inherits them) and a parameter of
+the Section 5 chapter where it is not set per setting (:func:`chapter_fields`). The fields that
+SGD reads reach it through one method, :meth:`Recipe.sgd` (the schedule, :meth:`Recipe.lr_at`,
+among them): a fresh optimizer is built from it and every epoch sets it again, on a fresh
+trainer as on one kept from another run. Adding an optimiser setting is one field below, with
+its default and help, and its entry in :meth:`Recipe.sgd`.
 
-A field added after the runs of recipe 2 were keyed declares the value those runs trained with
-(``implied``): at that value it is left out of a run's key, so the runs trained before keep
-their keys, while a run's ``config.json`` records every field (:data:`IMPLIED`).
+A field added after the runs of recipe 2 were keyed declares the value that recipe fixed in
+code (``fixed_in_code``, :data:`FIXED_IN_CODE`): at that value it is left out of a run's key, so
+the runs trained before keep their keys, while a run's ``config.json`` records every field.
 
 This module imports no torch: commands resolve a chapter's parameters from it in well under a
 second.
@@ -29,7 +30,7 @@ from typing import Any
 from ...foundation.checks import check_choice, check_int, check_nonnegative, check_positive, \
     check_probability
 
-__all__ = ["PRECISIONS", "Recipe", "PAPER", "IMPLIED", "PER_SETTING", "chapter_fields",
+__all__ = ["PRECISIONS", "Recipe", "PAPER", "FIXED_IN_CODE", "PER_SETTING", "chapter_fields",
            "paper_values"]
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp64")   # fp64: CPU tests of exactness
@@ -37,8 +38,10 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp64")   # fp64: CPU tests of exactness
 PER_SETTING = ("epochs", "passes", "batch_size")
 
 
-def _f(help: str, default: Any = dataclasses.MISSING, implied: Any = dataclasses.MISSING) -> Any:
-    meta = {"help": help} | ({} if implied is dataclasses.MISSING else {"implied": implied})
+def _f(help: str, default: Any = dataclasses.MISSING,
+       fixed_in_code: Any = dataclasses.MISSING) -> Any:
+    meta = {"help": help} | ({} if fixed_in_code is dataclasses.MISSING
+                             else {"fixed_in_code": fixed_in_code})
     return field(default=default, metadata=meta)
 
 
@@ -57,8 +60,8 @@ class Recipe:
     lr: float = _f("SGD's learning rate at the start")
     lr_drops: tuple[float, ...] = _f("fractions of the epochs at which the learning rate drops "
                                      "(the paper: epochs 100 and 150 of 200)",
-                                     implied=(0.5, 0.75))
-    lr_drop_factor: float = _f("the learning rate's factor at each drop", implied=0.1)
+                                     fixed_in_code=(0.5, 0.75))
+    lr_drop_factor: float = _f("the learning rate's factor at each drop", fixed_in_code=0.1)
     momentum: float = _f("SGD's momentum")
     weight_decay: float = _f("SGD's weight decay")
     augment: bool = _f("random crops (and flips where the data set allows them)", True)
@@ -107,12 +110,20 @@ class Recipe:
         drops = sum(epoch >= math.floor(Fraction(repr(f)) * self.epochs) for f in self.lr_drops)
         return self.lr * self.lr_drop_factor ** drops
 
+    def sgd(self, epoch: int) -> dict[str, Any]:
+        """SGD's settings in epoch ``epoch`` (from 0): every field of the recipe that the
+        optimizer reads -- the learning rate of the schedule (:meth:`lr_at`), the momentum and
+        the weight decay -- as ``torch.optim.SGD``'s keywords. The one place where the recipe
+        reaches the optimizer: :meth:`optimizer` builds SGD from it, and each epoch sets it
+        (:meth:`dsmlib.models.sec5_distillation.trainer.Trainer.start_epoch`), so that a
+        trainer kept from another run trains with this run's settings."""
+        return {"lr": self.lr_at(epoch), "momentum": self.momentum,
+                "weight_decay": self.weight_decay}
+
     def optimizer(self, parameters: Any) -> Any:
-        """SGD over ``parameters`` as the recipe says (the learning rate of epoch 0; each
-        epoch sets its own, :meth:`lr_at`)."""
+        """SGD over ``parameters`` with the settings of epoch 0 (:meth:`sgd`)."""
         import torch
-        return torch.optim.SGD(parameters, lr=self.lr, momentum=self.momentum,
-                               weight_decay=self.weight_decay)
+        return torch.optim.SGD(parameters, **self.sgd(0))
 
 
 #: The paper's recipe (Section 5, after He et al. 2016): 200 epochs, batch 64, lr 0.1 divided
@@ -121,10 +132,11 @@ class Recipe:
 PAPER = Recipe(epochs=200, passes=1, batch_size=64, lr=0.1, lr_drops=(0.5, 0.75),
                lr_drop_factor=0.1, momentum=0.9, weight_decay=1e-4, augment=True,
                precision="auto")
-#: Fields added after the runs of recipe 2 were keyed, with the value those runs trained with:
-#: at it, a field is left out of the key (never out of ``config.json``).
-IMPLIED: dict[str, Any] = {f.name: f.metadata["implied"] for f in fields(Recipe)
-                           if "implied" in f.metadata}
+#: The recipe's fields that recipe 2 fixed in code before they were fields, with the value it
+#: fixed, which its runs trained with: at it, a field is left out of the key (never out of
+#: ``config.json``).
+FIXED_IN_CODE: dict[str, Any] = {f.name: f.metadata["fixed_in_code"] for f in fields(Recipe)
+                                 if "fixed_in_code" in f.metadata}
 
 
 def chapter_fields() -> list[tuple[str, Any, Any]]:

@@ -9,11 +9,12 @@ do not change what is computed (device, progress bars, threads, determinism, how
 train together) are deliberately not fields. A configuration's other defaults are Section 5's
 chapter's, but for ``n_train_eval``, whose None (every training image) the chapter narrows.
 
-Fields that came after the runs of recipe 2 were keyed (:data:`IMPLIED`: the schedule's, and
-the class-balanced pool's) are left out of the key at the values those runs trained with, so
-that the runs trained before keep their keys; a run's ``config.json`` records every field
-(:meth:`RunConfig.to_dict`), and :meth:`RunConfig.from_dict` reads the older records that left
-them out.
+Fields that came after the runs of recipe 2 were keyed (:data:`LEFT_OUT_OF_KEY`: the
+schedule's, and the class-balanced pool's) are left out of the key at the values those runs
+trained with, so that the runs trained before keep their keys; a run's ``config.json`` records
+every field (:meth:`RunConfig.to_dict`), and :meth:`RunConfig.from_dict` reads the older records
+that left them out. The recipe's version, :attr:`RunConfig.recipe_version`, is ``"recipe"`` in
+both, as it has been since the first run was keyed.
 """
 from __future__ import annotations
 
@@ -25,11 +26,10 @@ from typing import Any
 
 from ...foundation.checks import check_choice, check_int, check_positive, check_probability
 from .dataset_specs import DATASETS, SPECS
-from .recipe import IMPLIED as RECIPE_IMPLIED
-from .recipe import PRECISIONS, Recipe
+from .recipe import FIXED_IN_CODE, Recipe
 
-__all__ = ["Noise", "NOISE_KINDS", "ROLES", "PRECISIONS", "MAX_SIGMA2", "MAX_TEMPERATURE",
-           "RECIPE", "IMPLIED", "CLUSTERS", "RunConfig", "student_of"]
+__all__ = ["Noise", "NOISE_KINDS", "ROLES", "MAX_SIGMA2", "MAX_TEMPERATURE", "RECIPE",
+           "LEFT_OUT_OF_KEY", "RECORDED_AS", "CLUSTERS", "RunConfig", "student_of"]
 
 
 class Noise(StrEnum):
@@ -51,15 +51,18 @@ MAX_TEMPERATURE = 1e3   # Hinton et al. use 1-20; beyond this the softmax is fla
 #: Where a grid's runs can train (:func:`dsmlib.chapters.sec5_distillation.launch.launch`): worker processes on this
 #: machine, this process, or SLURM jobs. Not a field: it changes no number.
 CLUSTERS = ("local", "debug", "slurm")
-# The recipe this code trains with. 2: input statistics from the training images alone, and
-# students draw a batch stream of their own instead of replaying their teacher's. A run of
-# another recipe cannot be reproduced here, and its key differs (the field is hashed).
+# The version of the recipe this code trains with. 2: input statistics from the training images
+# alone, and students draw a batch stream of their own instead of replaying their teacher's. A
+# run of another version cannot be reproduced here, and its key differs (the field is hashed).
 RECIPE = 2
-#: Fields that recipe 2 fixed in code before they were fields, at the values it fixed: the
-#: learning rate divided by 10 at 50 % and 75 % of the epochs (the recipe's,
-#: :data:`dsmlib.models.sec5_distillation.recipe.IMPLIED`), and the split of the official training set into 80 %
-#: training and 20 % validation (no class-balanced pool). Left out of the key at those values.
-IMPLIED: dict[str, Any] = {**RECIPE_IMPLIED, "pool": None, "val_fraction": 0.2}
+#: Every field a run's key leaves out at the value given: those that recipe 2 fixed in code
+#: before they were fields, at the values it fixed -- the learning rate divided by 10 at 50 %
+#: and 75 % of the epochs (:data:`dsmlib.models.sec5_distillation.recipe.FIXED_IN_CODE`), and the
+#: split of the official training set into 80 % training and 20 % validation (no class-balanced
+#: pool).
+LEFT_OUT_OF_KEY: dict[str, Any] = {**FIXED_IN_CODE, "pool": None, "val_fraction": 0.2}
+#: The name a field has in ``config.json`` and in the key where it is not the attribute's.
+RECORDED_AS = {"recipe_version": "recipe"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,8 +95,9 @@ class RunConfig(Recipe):
     validates and the rest trains (cut to ``train_limit``), or with ``pool`` a class-balanced
     split of the first ``pool`` images of the training set's class-balanced order
     (:func:`dsmlib.models.sec5_distillation.datasets.load_dataset`), so that a data-limited setting keeps a
-    validation set in proportion to its training images. ``recipe``: :data:`RECIPE`, the only
-    one this code runs.
+    validation set in proportion to its training images. ``recipe_version``: :data:`RECIPE`,
+    the only version of the recipe this code runs (``"recipe"`` in ``config.json`` and in the
+    key).
     """
     dataset: str = "digits"
     depth: int = 8
@@ -109,7 +113,7 @@ class RunConfig(Recipe):
     gradnorm_probes: int = 2
     n_train_eval: int | None = None
     stream: int = 0
-    recipe: int = RECIPE
+    recipe_version: int = RECIPE
     teacher: RunConfig | None = None
 
     def __post_init__(self) -> None:
@@ -125,7 +129,8 @@ class RunConfig(Recipe):
         object.__setattr__(self, "noise", str(self.noise))   # a Noise member as its plain name
         bounds = dict(seed=(0, None), image_size=(4, 512), pool=(4, None),
                       train_limit=(2, None), n_gradnorm=(1, None), gradnorm_probes=(2, None),
-                      n_train_eval=(1, None), stream=(0, None), recipe=(RECIPE, RECIPE))
+                      n_train_eval=(1, None), stream=(0, None),
+                      recipe_version=(RECIPE, RECIPE))
         for name, (lo, hi) in bounds.items():   # stored as int: 2.0 epochs would break range()
             v = getattr(self, name)
             if v is None and name in ("image_size", "train_limit", "n_train_eval", "pool"):
@@ -191,19 +196,18 @@ class RunConfig(Recipe):
                     train_limit=self.train_limit, pool=self.pool, val_fraction=self.val_fraction)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field (a teacher's likewise): what ``config.json`` holds."""
-        d = asdict(self)
+        """Every field, by its recorded name (:data:`RECORDED_AS`), in the fields' order (a
+        teacher's likewise): what ``config.json`` holds."""
+        d = {RECORDED_AS.get(k, k): v for k, v in asdict(self).items()}
         if self.teacher is not None:
             d["teacher"] = self.teacher.to_dict()
         return d
 
     def key_dict(self) -> dict[str, Any]:
-        """Every field but those at the value recipe 2 implied before they were fields
-        (:data:`IMPLIED`; a teacher's likewise): what the key hashes."""
-        d = asdict(self)
-        for name, value in IMPLIED.items():
-            if getattr(self, name) == value:
-                del d[name]
+        """Every field by its recorded name but those at the value the key leaves them out at
+        (:data:`LEFT_OUT_OF_KEY`; a teacher's likewise): what the key hashes."""
+        d = {RECORDED_AS.get(k, k): v for k, v in asdict(self).items()
+             if k not in LEFT_OUT_OF_KEY or getattr(self, k) != LEFT_OUT_OF_KEY[k]}
         if self.teacher is not None:
             d["teacher"] = self.teacher.key_dict()
         return d
@@ -211,12 +215,13 @@ class RunConfig(Recipe):
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunConfig:
         """The configuration :meth:`to_dict` gave, or an older record's, which left a field of
-        :data:`IMPLIED` out at its implied value."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
+        :data:`LEFT_OUT_OF_KEY` out at its value there."""
+        attribute = {v: k for k, v in RECORDED_AS.items()}
+        d = {attribute.get(k, k): v for k, v in d.items()}
+        unknown = set(d) - {f.name for f in fields(cls)}
         if unknown:
             raise ValueError(f"unknown run configuration field(s) {sorted(unknown)}")
-        d = {**IMPLIED, **d}
+        d = {**LEFT_OUT_OF_KEY, **d}
         if d.get("teacher") is not None:
             d["teacher"] = cls.from_dict(d["teacher"])
         return cls(**d)

@@ -41,7 +41,8 @@ from .checkpoints import is_packed, pack_members, unpack
 from .device import execution, resolved_precision
 from .graph import Trainers
 from .lockstep import across_seeds_key, lanes_of, lockstep_key, member_state
-from .loop import build_model, train_group
+from .loop import train_group
+from .nets import build_model
 from .run_config import RunConfig
 
 __all__ = ["CONFIG", "CHECKPOINT", "METRICS", "FINAL", "DONE", "RunRecord", "Loaded", "run_dir",
