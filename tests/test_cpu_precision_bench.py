@@ -83,3 +83,22 @@ def test_the_reach_rows_come_from_twelve_students_at_every_depth_in_fp32():
     assert (reach[0]["images"] or 0) >= (reach[1]["images"] or 0)    # deeper: no more images
     assert all(r["epochs"] == 100 and r["budget_s"] == 8 * 3600 for r in reach)
     assert bench.reach_rows(rows, 2) == [] and bench.reach_rows(rows[:4], 12) == []
+
+
+def test_the_parity_script_trains_each_seed_in_both_precisions_and_writes_one_row(tmp_path):
+    """benchmarks/cpu_parity.py on the smoke profile (digits, 64 images, one epoch): three
+    seeds' teachers in fp32 and bf16 through run_many, one row whose name says parity."""
+    _bench()                                  # the module it imports, registered
+    spec = importlib.util.spec_from_file_location("cpu_parity",
+                                                  ROOT / "benchmarks" / "cpu_parity.py")
+    parity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(parity)
+    out = tmp_path / "parity.jsonl"
+    row = parity.main(["--profile", "smoke", "--images", "64", "--epochs", "1",
+                       "--runs-dir", str(tmp_path / "runs"), "--out", str(out)])
+    assert "parity" in row["name"] and row["seeds"] == [0, 1, 2] and row["epochs"] == 1
+    assert row["verdict"] in ("confirmed", "refuted", "inconclusive")
+    assert row["ratio"] == row["baseline_s"] / row["ours_s"] and isinstance(row["amx"], bool)
+    assert json.loads(out.read_text()) == row
+    runs = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert len(runs) == 6                     # 3 seeds x 2 precisions, each its own key
