@@ -28,10 +28,11 @@ parity and measurement-share scripts):
 
     .venv/bin/python benchmarks/cpu_precision.py --out benchmarks/cpu_runs/<date>_cpu_precision.jsonl
 
-Expected time on the 2-core AMD EPYC (fp32 teacher steps at 449, 193 and 79 images/s): about
-17 s per round of one step of every eager cell per precision, 3 rounds of 2 steps and a warm-up
-step, so about 2 minutes per precision eagerly; compiling the teachers (fp32 and bf16, each
-depth) about 1 to 3 minutes a cell, at most ``--compile-timeout``: 10-14 minutes in all.
+Expected time on the 2-core AMD EPYC (fp32 teacher steps at 449, 193 and 79 images/s, a
+12-student step about 12 teachers'): one step of every eager cell of one precision about 17 s,
+times 3 rounds of 2 steps and a warm-up step: about 2 minutes a precision; compiling the
+teachers (fp32 and bf16 at each depth, in this process) about 1 to 2.5 minutes a cell, at most
+``--compile-timeout`` (150 s): 10-15 minutes in all, 20 at the very most.
 Smoke test: ``--depths 8 --students 2 --steps 1 --rounds 1 --compile-backend eager``.
 """
 from __future__ import annotations
@@ -39,6 +40,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import signal
 import sys
 import time
@@ -46,7 +48,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import torch
+# inductor compiles in this process: a compile cut short by --compile-timeout leaves no worker
+# compiling beside the timed steps
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+
+import torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -306,7 +312,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--compile-depths", type=_ints, default=(8, 20, 56))
     ap.add_argument("--compile-backend", default="inductor",
                     help="torch.compile's backend ('eager' traces without compiling: tests)")
-    ap.add_argument("--compile-timeout", type=float, default=240.0,
+    ap.add_argument("--compile-timeout", type=float, default=150.0,
                     help="seconds a cell may take to compile")
     ap.add_argument("--out", default=None, help="append the JSON lines to this file "
                     "(benchmarks/cpu_runs/<date>_cpu_precision.jsonl)")

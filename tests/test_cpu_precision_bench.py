@@ -1,13 +1,18 @@
-"""benchmarks/cpu_precision.py (issue 69, item 1) at a tiny size: ResNet-8, a teacher and a
-lockstep group of two students, one step per cell, the compiled form traced by dynamo without
-compiling (``--compile-backend eager``). Its rows' schema, the ratio to fp32 eager timed in the
-same run, a compile that fails recorded as a row, and the reach table where the rates allow
-it. Seconds."""
+"""The scripts of issue 69 at a tiny size: benchmarks/cpu_precision.py (item 1) at ResNet-8, a
+teacher and a lockstep group of two students, one step per cell, the compiled form traced by
+dynamo without compiling (``--compile-backend eager``) -- its rows' schema, the ratio to fp32
+eager timed in the same run, a compile that fails recorded as a row, and the reach table where
+the rates allow it; benchmarks/cpu_parity.py (item 2) and benchmarks/cpu_measure_share.py
+(item 3) on the smoke profile (digits), and the measurement share's arithmetic on fabricated
+rows. Seconds."""
 from __future__ import annotations
 
 import importlib.util
 import json
 import sys
+from pathlib import Path
+
+import pytest
 
 from helpers import ROOT
 
@@ -102,3 +107,37 @@ def test_the_parity_script_trains_each_seed_in_both_precisions_and_writes_one_ro
     assert json.loads(out.read_text()) == row
     runs = sorted(p.name for p in (tmp_path / "runs").iterdir())
     assert len(runs) == 6                     # 3 seeds x 2 precisions, each its own key
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_measurement_share_is_read_from_the_rows_timings():
+    """Fabricated rows: 4 epochs, each 10 s of steps; row 0 measured in 3 s, the epochs between
+    in 1 s (0.6 evaluation, 0.4 G), the last (whole) in 5 s; 25 s of wall time in all."""
+    share = _script("cpu_measure_share")
+    rows = [{"train_s": 0.0, "eval_s": 2.0, "gradnorm_s": 1.0, "n_train": 1200, "lockstep": 12}]
+    rows += [{"train_s": 10.0, "eval_s": 0.6, "gradnorm_s": 0.4} for _ in range(2)]
+    rows += [{"train_s": 10.0, "eval_s": 4.0, "gradnorm_s": 1.0}]
+    config = type("C", (), {"depth": 8, "n_train_eval": 256, "n_gradnorm": 64,
+                            "gradnorm_probes": 2})()
+    r = share.side_row(rows, 50.0, config, "after", 300)
+    assert r["name"] == "measure_share_resnet8_students_after" and r["members"] == 12
+    assert (r["train_s_per_epoch"], r["measure_s_per_epoch"], r["share"]) == (10.0, 1.0, 0.1)
+    assert (r["row0_s"], r["whole_s"], r["setup_and_targets_s"]) == (3.0, 5.0, 50.0 - 40.0)
+    assert r["run_share"] == pytest.approx((3.0 + 28 * 1.0 + 5.0 + 10.0) / (30 * 10.0))
+    # 556 images evaluated, 64 with 2 probes, against 1,200 steps of 12 members
+    assert r["floor_share"] == pytest.approx(876 / (1200 * (3 + 1 / 12)))
+
+
+def test_the_measurement_share_script_runs_one_side(tmp_path):
+    rows = _script("cpu_measure_share").main(["--profile", "smoke", "--images", "64",
+                                              "--out", str(tmp_path / "share.jsonl")])
+    (row,) = rows
+    assert row["side"] == "after" and row["epochs"] == 3 and row["members"] == 5
+    assert row["share"] == row["measure_s_per_epoch"] / row["train_s_per_epoch"]
+    assert Path(row["lib"]) == ROOT
