@@ -145,12 +145,14 @@ def test_the_measurement_equals_the_old_one_within_its_tolerance(precision, lane
     assert not _far(whole, old_rows(trainer, teachers, group, None), RTOL[precision])
 
 
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
 @pytest.mark.parametrize("lanes", [1, 2])
-def test_the_measurement_is_bit_for_bit_the_old_one_on_the_cpu(lanes):
+def test_the_measurement_is_bit_for_bit_the_old_one_on_the_cpu(lanes, precision):
     """On the CPU the members run apart, each its plain network's kernels, batch by batch:
     every value of a row equals the old way's to the bit, row 0 (from the teachers' logits)
-    and a measured row alike, in float32."""
-    group, trainer, teachers = _setting("fp32", lanes)
+    and a measured row alike, in float32 and under bf16 autocast (whose logits both ways
+    compute in bf16)."""
+    group, trainer, teachers = _setting(precision, lanes)
     base = Baseline.of(trainer)
     rows0 = measure(trainer, base.targets, 0, logits=base.start_logits(group.lanes))
     assert not _far(rows0, old_rows(trainer, teachers, group, None), 0.0)
