@@ -5,6 +5,7 @@
 # `make data-subset IMAGES=5000` writes data/cifar10-subset.npz from it (carried to a GPU machine),
 # `make reference` executes chapters under REF_PROFILE (default paper) into reference/,
 # `make bench` runs the benchmarks (`make bench ARGS=--load`: idle and beside a busy process),
+# `make bench-cpu-precision` measures the CPU's precisions on quiet cores (issue 69),
 # and `make lab NB=ols` opens one chapter live in JupyterLab.
 SHELL := /bin/bash
 VENV ?= .venv
@@ -90,6 +91,22 @@ test: $(VENV)/.installed-test browser-deps
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/run.py $(ARGS)
+
+# Issue 69, on quiet cores (nothing else running; all cores; CIFAR-10 from `make data`): the
+# precision bench over ResNet-8, -20 and -56 with the reach table (benchmarks/cpu_precision.py),
+# bf16's accuracy parity (benchmarks/cpu_parity.py) and the measurement's share of an epoch before
+# and after issue 69 changed it (benchmarks/cpu_measure_share.py, against MEASURE_BEFORE, the
+# commit before the change), every row appended to PRECISION_ROWS. On the 2-core AMD EPYC: the
+# bench 10-15 minutes (20 at most: each compile is cut at 150 s), parity about 6, the share about
+# 5; about 25 minutes in all.
+PRECISION_DATE := $(shell date +%F)
+PRECISION_ROWS ?= benchmarks/cpu_runs/$(PRECISION_DATE)_cpu_precision.jsonl
+MEASURE_BEFORE ?= 26ed688
+.PHONY: bench-cpu-precision
+bench-cpu-precision: $(VENV)/.installed
+	$(PY) benchmarks/cpu_precision.py --out $(PRECISION_ROWS)
+	$(PY) benchmarks/cpu_parity.py --out $(PRECISION_ROWS)
+	$(PY) benchmarks/cpu_measure_share.py --before $(MEASURE_BEFORE) --out $(PRECISION_ROWS)
 
 clean:
 	rm -rf _build book/chapters book/_generated book/_static book/ledger.md book/errata.md results

@@ -20,9 +20,12 @@ from dataset_fakes import write_npm_tarball
 from dsmlib.book.profiles import CPU_CIFAR10, CPU_CIFAR10_FIT, load_specs, resolve
 from dsmlib.chapters.sec5_distillation.cpu_budget import (BUDGET_S, EPOCHS, FIT_BUDGET_S,
                                                           FIT_EPOCHS, FIT_IMAGES, FIT_PILOT,
-                                                          SEEDS, PilotRates, fit_epochs,
-                                                          grid_seconds, largest_size,
-                                                          pilot_rates, seed_seconds,
+                                                          REACH_BUDGET_S, SEEDS, DepthRates,
+                                                          PilotRates, bench_rates,
+                                                          depth_pilot_rates, fit_epochs,
+                                                          fit_rule_epochs, grid_seconds,
+                                                          largest_size, pilot_rates,
+                                                          reach_size, reach_table, seed_seconds,
                                                           validation_images)
 from dsmlib.chapters.sec5_distillation import registry
 from dsmlib.chapters.sec5_distillation.gains import FIT_ACCURACY
@@ -285,3 +288,78 @@ def test_the_fit_profile_is_the_rules_at_its_pilot_and_differs_from_cpu_cifar10_
     assert not fit.augment and crops.augment and fit.continued_teacher
     (s,) = fit.settings
     assert (s.train_limit, s.val_images, len(s.seeds)) == (FIT_IMAGES, 300, SEEDS)
+
+
+def _bare(**kw) -> PilotRates:
+    """A pilot whose seeds cost their SGD steps alone (no measurement, no set-up)."""
+    return _rates(**{**dict(teacher_measure_s=0.0, students_measure_s=0.0, teacher_whole_s=0.0,
+                            students_whole_s=0.0, setup_s=0.0), **kw})
+
+
+#: Rates of a precision bench (small exact numbers): ResNet-8, -20 and -56 in float32, ResNet-20
+#: in bf16 twice as fast, ResNet-56 in bf16 too slow for any size.
+MEASURED = [DepthRates(8, "fp32", 400.0, 2400.0), DepthRates(20, "fp32", 100.0, 1200.0),
+            DepthRates(20, "bf16", 200.0, 2400.0), DepthRates(56, "fp32", 10.0, 120.0),
+            DepthRates(56, "bf16", 5.0, 60.0)]
+
+
+def test_a_depths_rates_are_the_pilots_with_its_steps_and_measurements_grown_as_its_fp32_steps():
+    """Steps at the measured images/s (12 students: 12 / 1,200 s per image); each role's
+    measurements the pilot's times that role's float32 step cost against ResNet-8's (teacher
+    400 / 100 = 4, students 2,400 / 1,200 = 2), for bf16 too; set-up as the pilot's."""
+    pilot = _rates()
+    fp32_8, fp32_20, bf16_20 = MEASURED[:3]
+    r = depth_pilot_rates(pilot, fp32_20, fp32_20, fp32_8)
+    assert (r.teacher_step_s, r.students_step_s) == (0.01, 0.01)
+    assert (r.teacher_measure_s, r.students_measure_s, r.teacher_whole_s, r.students_whole_s) \
+        == (4.0, 12.0, 20.0, 100.0)
+    assert (r.setup_s, r.images, r.students) == (pilot.setup_s, pilot.images, pilot.students)
+    b = depth_pilot_rates(pilot, bf16_20, fp32_20, fp32_8)
+    assert (b.teacher_step_s, b.students_step_s) == (0.005, 0.005)
+    assert (b.teacher_measure_s, b.students_whole_s) == (4.0, 100.0)
+
+
+def test_the_reach_is_the_largest_subset_whose_ten_seed_grid_trains_in_eight_hours():
+    """The size rule's code at a depth's rates, 100 epochs, 10 seeds, 8 hours: a seed at n
+    images costs 100 n (s_teacher + s_students) seconds when nothing else costs, so the grid
+    fits while 1,000 n (0.01 + 0.01) <= 28,800 (n <= 1,440: 1,400), twice as many in bf16
+    (2,800), 1,000 n (0.1 + 0.1) <= 28,800 at ResNet-56 (n <= 144: 100), and none at half
+    that speed."""
+    assert REACH_BUDGET_S == 8 * 3600
+    rows = {r["name"]: r for r in reach_table(_bare(), MEASURED, epochs=100)}
+    assert sorted(rows) == ["reach_resnet20_bf16", "reach_resnet20_fp32", "reach_resnet56_bf16",
+                            "reach_resnet56_fp32"]
+    got = {k: r["images"] for k, r in rows.items()}
+    assert got == {"reach_resnet20_fp32": 1400, "reach_resnet20_bf16": 2800,
+                   "reach_resnet56_fp32": 100, "reach_resnet56_bf16": None}
+    r = rows["reach_resnet20_fp32"]
+    assert r["grid_s"] == pytest.approx(20 * 1400) and r["next_size_grid_s"] > REACH_BUDGET_S
+    assert (r["validation"], r["epochs"], r["seeds"], r["depth"]) == (350, 100, 10, 20)
+    assert rows["reach_resnet56_bf16"]["grid_s"] is None
+    # measurements count: with the pilot's (grown 4x and 2x at ResNet-20), fewer images fit
+    full = reach_table(_rates(), MEASURED[:3], epochs=100, depths=(20,))
+    assert all(f["images"] < rows[f["name"]]["images"] for f in full)
+    rates = depth_pilot_rates(_rates(), MEASURED[1], MEASURED[1], MEASURED[0])
+    n = reach_size(rates, epochs=100)
+    assert grid_seconds(rates, n, epochs=100) <= REACH_BUDGET_S < grid_seconds(rates, n + 100,
+                                                                             epochs=100)
+    with pytest.raises(ValueError, match=r"float32 rates at depths \[8\]"):
+        reach_table(_bare(), MEASURED[1:], epochs=100)
+
+
+def test_the_bench_rows_give_each_depths_rates_and_the_fit_rule_its_epochs():
+    """A depth and precision needs a teacher's and a students' eager row (the last of each);
+    the fit rule's epochs are its pilot's, the fit profile's."""
+    rows = [{"name": "x", "depth": 20, "role": "teacher", "precision": "fp32", "step": "eager",
+             "images_per_s": 90.0},
+            {"name": "x", "depth": 20, "role": "teacher", "precision": "fp32", "step": "eager",
+             "images_per_s": 100.0},
+            {"name": "x", "depth": 20, "role": "students", "precision": "fp32", "step": "eager",
+             "images_per_s": 1200.0},
+            {"name": "x", "depth": 20, "role": "teacher", "precision": "fp32", "step": "compiled",
+             "images_per_s": 300.0},
+            {"name": "x", "depth": 56, "role": "teacher", "precision": "bf16", "step": "eager",
+             "images_per_s": 5.0},
+            {"name": "cpu_precision_matmul", "fp32_gflops": 1.0}]
+    assert bench_rates(rows) == [DepthRates(20, "fp32", 100.0, 1200.0)]
+    assert fit_rule_epochs(ROOT) == _fit_params().teacher_epochs

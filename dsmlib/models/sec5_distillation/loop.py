@@ -9,7 +9,8 @@ it measures after every epoch. :func:`train_group` reads in one sitting, as its 
    starting point, its teacher, SGD, the step and the epoch; fresh, or kept from another run of
    its shape (:mod:`~dsmlib.models.sec5_distillation.graph`); or continued from checkpoints.
 3. **Row 0**: what every row reports besides its measurements, and the measurements before
-   training (:mod:`~dsmlib.models.sec5_distillation.measure`).
+   training (:mod:`~dsmlib.models.sec5_distillation.measure`; students' logits are their
+   teachers' then, computed once).
 4. **The epochs** (:func:`train_epoch`): the epoch's draws
    (:mod:`~dsmlib.models.sec5_distillation.plan`), SGD's settings from the recipe
    (:meth:`~dsmlib.models.sec5_distillation.recipe.Recipe.sgd`), every step, then the
@@ -81,7 +82,7 @@ def train_group(configs: Sequence[RunConfig], data: DataSplit | Sequence[DataSpl
     resumed = None if states is None else trainer.resume(states)
     base = Baseline.of(trainer)
     histories = resumed or [[row] for row in base.before_training(
-        measure(trainer, base.targets, 0))]
+        measure(trainer, base.targets, 0, logits=base.start_logits(group.lanes)))]
     for epoch in group.epochs(len(histories[0]) - 1, stop_after, progress):
         for history, row in zip(histories, train_epoch(trainer, group, base, epoch)):
             history.append(row)
