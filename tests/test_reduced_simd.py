@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -123,11 +124,19 @@ def test_the_step_runs_only_the_marked_tests():
                           "-p", "no:cacheprovider", "-n", "0"], cwd=R.ROOT, capture_output=True,
                          text=True, timeout=600)
     ids = [line for line in out.stdout.splitlines() if "::" in line]
-    assert 20 <= len(ids) <= 50, ids
     files = {i.split("::")[0] for i in ids}
-    assert {"tests/chapters/test_prop2_convergence.py", "tests/chapters/test_ols.py",
-            "tests/chapters/test_prop1_noise.py", "tests/chapters/test_ols_exact.py",
-            "tests/models/test_lockstep.py", "tests/test_reduced_simd.py"} <= files
+    # The marked files exactly: a test marked by mistake elsewhere would make the step re-run it
+    # under every reduction. Their count grows with what is pinned (52 when the tiny grid's
+    # records were pinned), so the step's reach is held by file, not by a count.
+    assert files == {
+        "tests/chapters/test_ols.py", "tests/chapters/test_ols_exact.py",
+        "tests/chapters/test_prop1_noise.py", "tests/chapters/test_prop2_convergence.py",
+        "tests/chapters/test_prop3_regularizer.py", "tests/chapters/test_remark3_barrier.py",
+        "tests/chapters/test_remark3_valley.py", "tests/models/test_lockstep.py",
+        "tests/models/test_tiny_run_records.py", "tests/test_gpu_run_analysis.py",
+        "tests/test_reduced_simd.py"}, sorted(files)
+    summary = re.search(r"(\d+)/(\d+) tests collected", out.stdout)
+    assert summary and int(summary[1]) == len(ids) < int(summary[2]) / 10, out.stdout[-300:]
     assert [i for i in ids if i.startswith("tests/test_reduced_simd.py")] == [
         "tests/test_reduced_simd.py::test_the_kernel_switches_are_in_force"]
 
