@@ -21,7 +21,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cpu_cifar10_pilot import cpu_name, measure_rates, write_rows  # noqa: E402
+from cpu_cifar10_pilot import cpu_name, measure_rates  # noqa: E402
+from rows import write_rows  # noqa: E402
 
 from dsmlib.book.profiles import CPU_CIFAR10_FIT, load_specs, resolve  # noqa: E402
 from dsmlib.chapters.sec5_distillation.cpu_budget import (FIT_BUDGET_S, FIT_EPOCHS,  # noqa: E402

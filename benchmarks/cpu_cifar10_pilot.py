@@ -11,7 +11,6 @@ each, appended to ``--out``.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import tempfile
@@ -21,6 +20,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rows import write_rows  # noqa: E402
 
 from dsmlib.chapters.sec5_distillation.cpu_budget import (BUDGET_S, EPOCHS, SEEDS, SIZE_RANGE, PilotRates,  # noqa: E402
                                     as_row, grid_seconds, largest_size, validation_images)
@@ -77,15 +79,6 @@ def measure_rates(profile: str = CPU_CIFAR10, images: int = SIZE_RANGE[0]
              "students_images_per_s": len(students) / ss, "wall_s": measured,
              "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__}
     return rates, extra
-
-
-def write_rows(rows: list[dict], out: str | None) -> None:
-    for r in rows:
-        print(json.dumps(r), flush=True)
-    if out:
-        with open(ROOT / out, "a") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
 
 
 def main(argv: list[str] | None = None) -> dict:

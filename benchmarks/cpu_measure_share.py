@@ -42,6 +42,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rows import write_rows  # noqa: E402
+
 PROFILE_EPOCHS = 30          # a cpu-cifar10 run's epochs, for run_share
 NAME = "measure_share_resnet{depth}_students"
 
@@ -170,12 +174,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if args.epochs < 3:
         ap.error("--epochs must be at least 3")
     rows = compare(args) if args.before else [run_side(args)]
-    for r in rows:
-        print(json.dumps(r), flush=True)
-    if args.out:
-        with open(ROOT / args.out, "a") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+    write_rows(rows, args.out)
     return rows
 
 

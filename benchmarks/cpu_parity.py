@@ -22,7 +22,6 @@ one): about 60 s a teacher, 6 minutes in all. Smoke test: ``--profile smoke --im
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -34,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from cpu_precision import machine  # noqa: E402
+from rows import write_rows  # noqa: E402
 
 from dsmlib.book.profiles import CPU_CIFAR10, load_specs, resolve  # noqa: E402
 from dsmlib.chapters.sec5_distillation.cpu_budget import validation_images  # noqa: E402
@@ -85,10 +85,7 @@ def main(argv: list[str] | None = None) -> dict:
     row.update(profile=args.profile, images=args.images, ours_s=seconds["bf16"],
                baseline_s=seconds["fp32"], ratio=seconds["fp32"] / seconds["bf16"],
                wall_s=time.perf_counter() - t0, **machine())
-    print(json.dumps(row), flush=True)
-    if args.out:
-        with open(ROOT / args.out, "a") as f:
-            f.write(json.dumps(row) + "\n")
+    write_rows([row], args.out)
     return row
 
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import signal
 import sys
@@ -60,6 +59,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_cpu_cifar10 import STUDENTS, macs_per_image, split  # noqa: E402
 from cpu_cifar10_pilot import cpu_name  # noqa: E402
+from rows import write_rows  # noqa: E402
 
 from dsmlib.chapters.sec5_distillation.cpu_budget import (FIT_PILOT, PILOT_DEPTH,  # noqa: E402
                                                           REACH_DEPTHS, bench_rates,
@@ -325,12 +325,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> list[dict]:
     args = parse(argv)
     rows = measure(args)
-    for r in rows:
-        print(json.dumps(r), flush=True)
-    if args.out:
-        with open(ROOT / args.out, "a") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+    write_rows(rows, args.out)
     return rows
 
 
