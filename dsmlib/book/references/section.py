@@ -46,6 +46,10 @@ SKIP_TAGS = {"parameters", "injected-parameters", "remove-cell", "dsmlib-provena
 #: the glue name's suffix (``<chapter>_execution``, ``<chapter>_finding``), with its lead-in.
 SHOWN_GLUE = (("execution", ""), ("finding", "**Its finding.** "))
 GLUE_MIME = "application/papermill.record/text/markdown"
+#: Of those, what a chapter page's short block folds (its reference's page shows it open): the
+#: finding repeats in prose the verdicts the first screen already sets side by side, and three
+#: references' findings open would take 1,400 px of the Section 5 page.
+FOLDED_GLUE = ("finding",)
 
 
 def site_outputs(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -81,11 +85,15 @@ def glued_markdown(nb: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _glued_lines(ref_nb: dict[str, Any], name: str) -> str:
-    """The reference's glued lines of :data:`SHOWN_GLUE` (Markdown), each a paragraph."""
+def _glued_lines(ref_nb: dict[str, Any], name: str, fold: tuple[str, ...] = ()) -> str:
+    """The reference's glued lines of :data:`SHOWN_GLUE` (Markdown), each a paragraph; those
+    whose suffix is in ``fold`` each in a closed dropdown titled by its lead-in."""
     glued = glued_markdown(ref_nb)
-    return "".join(f"\n\n{lead}{glued[f'{name}_{suffix}'].strip()}" for suffix, lead in SHOWN_GLUE
-                   if f"{name}_{suffix}" in glued)
+    return "".join(
+        f"\n\n:::{{dropdown}} {lead.strip(' *.')}\n{text}\n:::" if suffix in fold
+        else f"\n\n{lead}{text}"
+        for suffix, lead in SHOWN_GLUE if f"{name}_{suffix}" in glued
+        for text in [glued[f"{name}_{suffix}"].strip()])
 
 
 def _labelled(outputs: list[dict[str, Any]], ref: Reference) -> list[dict[str, Any]]:
@@ -250,13 +258,14 @@ def summary_cells(heading: str, body: str, page: str, profile: str,
 def reference_summary(ref_nb: dict[str, Any], ref: Reference, page: str) -> list[dict[str, Any]]:
     """``ref``'s short block on its chapter's page (:func:`summary_cells`): its heading, a
     fixture's notice, for a stale one a line saying so (its page says what changed), its glued
-    execution line and finding (:data:`SHOWN_GLUE`), and the link to its page ``page``."""
+    execution line and finding (:data:`SHOWN_GLUE`; the finding folded, :data:`FOLDED_GLUE`),
+    and the link to its page ``page``."""
     stale = "" if ref.fresh else (
         f"\n\n<div class='stale-notice'><strong>Stale.</strong> Executed at commit "
         f"<code>{html.escape(ref.commit)}</code>, with code that has changed since; its page "
         "says what changed and how to refresh it.</div>")
     body = (f"From the chapter's committed `{ref.profile}` reference, not from this build."
-            f"{_fixture(ref)}{stale}{_glued_lines(ref_nb, ref.name)}")
+            f"{_fixture(ref)}{stale}{_glued_lines(ref_nb, ref.name, fold=FOLDED_GLUE)}")
     return summary_cells(_heading(ref), body, page, ref.profile)
 
 
